@@ -1,0 +1,82 @@
+"""Turn the paths a user gives into the list of inputs to ingest, recognised by content.
+
+A directory is walked (sorted, hidden entries skipped); each file is sniffed. Files that
+are not a known kind are listed as skipped with the reason, never silently ignored. A file
+named explicitly must be recognisable, otherwise it is an :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from parsers.errors import InputError
+from parsers.inputs import InputKind, sniff
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    path: Path
+    kind: InputKind
+    compressed: bool
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: Path
+    reason: str
+
+
+def discover(paths: list[str | Path]) -> tuple[list[InputFile], list[SkippedFile]]:
+    """Recognise every input under ``paths``.
+
+    Raises:
+        InputError: a path does not exist, cannot be read, or (named explicitly) is not a
+            format hvd-analyze reads.
+    """
+    found: list[InputFile] = []
+    skipped: list[SkippedFile] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(str(path), "no such file or directory")
+        if path.is_dir():
+            for sub in _walk(path):
+                item = _classify(sub, explicit=False)
+                (found if isinstance(item, InputFile) else skipped).append(item)  # type: ignore[arg-type]
+        else:
+            item = _classify(path, explicit=True)
+            assert isinstance(item, InputFile)
+            found.append(item)
+    return found, skipped
+
+
+def _walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if "manifest.json" in filenames and "tables" in dirnames:  # a run store: not an input
+            dirnames.clear()
+            continue
+        out += [Path(dirpath) / f for f in sorted(filenames) if not f.startswith(".")]
+    return out
+
+
+def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
+    try:
+        size = path.stat().st_size
+        if size == 0 and not explicit:
+            return SkippedFile(path, "empty file (nothing to recognise it by)")
+        found = sniff(path)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if found.kind is InputKind.UNKNOWN:
+        if explicit:
+            raise InputError(
+                str(path), f"not an input hvd-analyze reads: {found.reason}",
+                offset=0, hint="expected a Horovod timeline (the file named by HOROVOD_TIMELINE, a JSON array)",
+            )
+        return SkippedFile(path, found.reason)
+    return InputFile(path, found.kind, found.compressed, size)

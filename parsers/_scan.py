@@ -1,0 +1,739 @@
+"""Compiled single-pass tokenizer and B/E pairer for Horovod timelines.
+
+Why compiled: a timeline is a JSON array of tens of millions of tiny objects. Decoding
+them into Python objects (``json``/``orjson``) costs ~10x the input in memory and is
+slower than DuckDB; a general columnar JSON reader cannot survive a cut file. This module
+is a tolerant tokenizer for the Chrome-trace subset Horovod writes, compiled by numba,
+that pairs B/E events per pid while it scans and emits finished rows straight into
+preallocated integer arrays. Python only sees column arrays.
+
+Contract of :func:`scan`:
+    * ``buf[pos:end]`` is scanned record by record; a record is applied to the pairing
+      state only after its closing ``}`` was read, so a buffer that ends inside a record
+      returns ``ST_NEED_MORE`` with ``pos`` at that record's first byte and no side effect.
+    * Output arrays are filled from row 0; when one is full the call returns ``ST_FULL``
+      at a record boundary and the caller flushes and calls again.
+    * Strings are never copied: names are interned by FNV-1a hash into ``ikeys``/``ivals``
+      and every new string is reported once in ``newstr`` (id, start, end) so the caller
+      can decode it from the current buffer.
+    * Anything the tokenizer tolerates or drops is counted in ``iss`` (count, first offset).
+
+The tokenizer accepts any whitespace and key order; Horovod's exact byte layout is just
+the common case. It tolerates the unescaped quotes Horovod writes into tensor names
+(a ``"`` not followed by ``, } ] :`` is taken as part of the string).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# --- return status -----------------------------------------------------------------
+ST_NEED_MORE = 0  # buffer ended between or inside records
+ST_CLOSED = 1  # the closing ']' of the array was read
+ST_FULL = 2  # an output array is full; flush and call again
+ST_SYNTAX = 3  # not the JSON this reader accepts, at out_err
+ST_GROW = 4  # a state array is too small; grow and call again
+
+# --- counters (ctr) ---------------------------------------------------------------
+C_SPAN_ID = 0  # next span id
+C_LAST_TS = 1  # last ts seen (monotonicity check)
+C_FREE = 2  # head of the slot free list (-1 = none)
+C_SLOT_HW = 3  # slots ever used
+C_NEXT_STR = 4  # next interned string id of category 0 (names); 13, 14: dtypes, shapes
+C_RECORDS = 5  # complete records read
+C_SEP_NL = 6  # separators between records that contain a newline
+C_SEP_GLUED = 7  # separators without newline
+C_FIRST_TS = 8  # first ts seen (-1 = none yet)
+C_NEED = 9  # with ST_GROW: 1 = pid arrays, 2 = slots, 3 = intern table
+C_NEED_PID = 10  # with ST_GROW/1: the pid that did not fit
+C_MAX_DEPTH = 11  # deepest stack seen (1-based)
+C_TICKS = 12  # ticks emitted
+C_NCTR = 16
+CAT_NAME, CAT_DTYPE, CAT_SHAPE = 0, 1, 2
+_CAT_CTR = (C_NEXT_STR, 13, 14)
+
+# --- issue counters (iss[k] = count, first offset) ---------------------------------
+I_ORPHAN_E = 0  # E with no open B on its pid
+I_NEG_IN_OP = 1  # NEGOTIATE_* B while the pid's stack was not empty (#316)
+I_TICK_OUTSIDE = 2  # rank tick with no open NEGOTIATE_* on its pid
+I_UNESCAPED = 3  # string with an unescaped quote (tolerated)
+I_FLOAT_TS = 4  # non-integer ts (rounded to us)
+I_UNKNOWN_KEY = 5  # key Horovod does not write (ignored)
+I_TS_BACK = 6  # ts smaller than the previous record's
+I_UNKNOWN_PH = 7  # phase Horovod does not write (dropped)
+I_BAD_RECORD = 8  # record without the fields its phase needs (dropped)
+I_X_NOT_RANK = 9  # X event whose name is not a rank number (dropped)
+I_E_NAMED = 10  # E carrying a name (0.9.2 writer)
+I_NISS = 12
+
+# --- slot fields (open spans) ------------------------------------------------------
+S_SPAN, S_TS, S_NAME, S_DEPTH, S_OP, S_OFF, S_PREV, S_NEG, S_TICKS, S_PID = range(10)
+S_N = 10
+
+# --- span rows ---------------------------------------------------------------------
+SP_ID, SP_PID, SP_NAME, SP_DEPTH, SP_KIND, SP_START, SP_END, SP_PARENT, SP_OP = range(9)
+SP_DTYPE, SP_SHAPE, SP_NUMEL, SP_SOFF, SP_EOFF = range(9, 14)
+SP_N = 14
+KIND_NEGOTIATE, KIND_OP, KIND_ACTIVITY = 0, 1, 2
+
+# --- tick rows / marker rows / meta rows ------------------------------------------
+TK_PID, TK_NEG, TK_RANK, TK_TS, TK_ORDER, TK_OFF = range(6)
+TK_N = 6
+MK_NAME, MK_TS, MK_OFF = range(3)
+MK_N = 3
+MT_START, MT_END, MT_PH, MT_FLAGS = range(4)  # record byte range in buf, for Python decoding
+MT_N = 4
+
+# --- per-pid statistics ------------------------------------------------------------
+P_NEG, P_TICKED, P_OPS, P_FIRST_TS, P_OPNAME = range(5)
+P_N = 5
+
+MISSING = np.int64(-(2**62))
+F_UNESCAPED = 1
+F_ESCAPE = 2
+F_FLOAT = 4
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+_NEGOTIATE = np.frombuffer(b"NEGOTIATE_", dtype=np.uint8).copy()
+
+
+@njit(cache=True, inline="always")
+def _is_ws(c: int) -> bool:
+    return c == 32 or c == 10 or c == 13 or c == 9
+
+
+@njit(cache=True)
+def _skip_ws(buf, i, end):
+    while i < end and _is_ws(buf[i]):
+        i += 1
+    return i
+
+
+@njit(cache=True)
+def _string_end(buf, i, end):
+    """i is just after the opening quote. Returns (index of closing quote, flags), -1 if cut."""
+    flags = 0
+    while i < end:
+        c = buf[i]
+        if c == 92:  # backslash
+            flags |= F_ESCAPE
+            i += 2
+            continue
+        if c == 34:
+            j = _skip_ws(buf, i + 1, end)
+            if j >= end:
+                return -1, flags
+            d = buf[j]
+            if d == 44 or d == 125 or d == 93 or d == 58:  # , } ] :
+                return i, flags
+            flags |= F_UNESCAPED
+        i += 1
+    return -1, flags
+
+
+@njit(cache=True)
+def _number(buf, i, end):
+    """Returns (value rounded to int, index after the number, flags); index -1 if cut, -2 if bad."""
+    neg = False
+    if i < end and buf[i] == 45:
+        neg = True
+        i += 1
+    start = i
+    v = np.int64(0)
+    while i < end and 48 <= buf[i] <= 57:
+        v = v * 10 + (buf[i] - 48)
+        i += 1
+    if i == start:
+        return 0, -2, 0
+    flags = 0
+    if i < end and (buf[i] == 46 or buf[i] == 101 or buf[i] == 69):
+        flags = F_FLOAT
+        f = float(v)
+        if buf[i] == 46:
+            i += 1
+            scale = 0.1
+            while i < end and 48 <= buf[i] <= 57:
+                f += (buf[i] - 48) * scale
+                scale *= 0.1
+                i += 1
+        if i < end and (buf[i] == 101 or buf[i] == 69):
+            i += 1
+            eneg = False
+            if i < end and (buf[i] == 45 or buf[i] == 43):
+                eneg = buf[i] == 45
+                i += 1
+            e = 0
+            while i < end and 48 <= buf[i] <= 57:
+                e = e * 10 + (buf[i] - 48)
+                i += 1
+            f = f / 10.0**e if eneg else f * 10.0**e
+        v = np.int64(np.round(f))
+    if i >= end:
+        return 0, -1, flags
+    return (-v if neg else v), i, flags
+
+
+@njit(cache=True)
+def _skip_value(buf, i, end):
+    """Skip any JSON value. Returns (index after it, flags); -1 if cut, -2 if bad."""
+    i = _skip_ws(buf, i, end)
+    if i >= end:
+        return -1, 0
+    c = buf[i]
+    if c == 34:
+        q, fl = _string_end(buf, i + 1, end)
+        if q < 0:
+            return -1, fl
+        return q + 1, fl
+    if c == 45 or 48 <= c <= 57:
+        _, j, fl = _number(buf, i, end)
+        return j, fl
+    if c == 123 or c == 91:  # nested object / array: bracket counting, strings skipped
+        depth = 0
+        flags = 0
+        while i < end:
+            c = buf[i]
+            if c == 34:
+                q, fl = _string_end(buf, i + 1, end)
+                flags |= fl
+                if q < 0:
+                    return -1, flags
+                i = q + 1
+                continue
+            if c == 123 or c == 91:
+                depth += 1
+            elif c == 125 or c == 93:
+                depth -= 1
+                if depth == 0:
+                    return i + 1, flags
+            i += 1
+        return -1, flags
+    # true / false / null
+    j = i
+    while j < end and 97 <= buf[j] <= 122:
+        j += 1
+    if j >= end:
+        return -1, 0
+    if j == i:
+        return -2, 0
+    return j, 0
+
+
+@njit(cache=True)
+def _key_is(buf, s, e, lit):
+    if e - s != len(lit):
+        return False
+    for k in range(len(lit)):
+        if buf[s + k] != lit[k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _hash(buf, s, e):
+    h = _FNV_OFFSET
+    for k in range(s, e):
+        h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
+    if h == np.uint64(0):
+        h = np.uint64(1)
+    return h
+
+
+@njit(cache=True)
+def _intern(buf, s, e, cat, ikeys, ivals, ctr, newstr, nnew):
+    """Id of buf[s:e] in category cat, and the new row count of newstr.
+
+    The caller guarantees room in the table and in newstr (checked once per record).
+    """
+    h = _hash(buf, s, e)
+    cap = ikeys.shape[1]
+    mask = cap - 1
+    k = np.int64(h & np.uint64(mask))
+    while True:
+        if ikeys[cat, k] == h:
+            return ivals[cat, k], nnew
+        if ikeys[cat, k] == np.uint64(0):
+            break
+        k = (k + 1) & mask
+    c = _CAT_CTR[cat]
+    sid = ctr[c]
+    ctr[c] = sid + 1
+    ikeys[cat, k] = h
+    ivals[cat, k] = sid
+    newstr[nnew, 0] = cat
+    newstr[nnew, 1] = sid
+    newstr[nnew, 2] = s
+    newstr[nnew, 3] = e
+    return sid, nnew + 1
+
+
+@njit(cache=True)
+def _shape_numel(buf, s, e):
+    """numel of a shape string like "[172, 4096]" ("[]" = scalar = 1); -1 if not a shape."""
+    if e - s < 2 or buf[s] != 91 or buf[e - 1] != 93:
+        return -1
+    numel = np.int64(1)
+    cur = np.int64(0)
+    have = False
+    for k in range(s + 1, e - 1):
+        c = buf[k]
+        if 48 <= c <= 57:
+            cur = cur * 10 + (c - 48)
+            have = True
+        elif c == 44:
+            if not have:
+                return -1
+            numel *= cur
+            cur = 0
+            have = False
+        elif c != 32:
+            return -1
+    if have:
+        numel *= cur
+    return numel
+
+
+@njit(cache=True)
+def _issue(iss, k, off):
+    if iss[k, 0] == 0:
+        iss[k, 1] = off
+    iss[k, 0] += 1
+
+
+@njit(cache=True)
+def _emit_span(spans, ns, slots, slot, end_ts, end_off, dtype_id, shape_id, numel):
+    spans[ns, SP_ID] = slots[slot, S_SPAN]
+    spans[ns, SP_PID] = slots[slot, S_PID]
+    spans[ns, SP_NAME] = slots[slot, S_NAME]
+    spans[ns, SP_DEPTH] = slots[slot, S_DEPTH]
+    if slots[slot, S_NEG] == 1:
+        spans[ns, SP_KIND] = KIND_NEGOTIATE
+    elif slots[slot, S_OP] == slots[slot, S_SPAN]:
+        spans[ns, SP_KIND] = KIND_OP
+    else:
+        spans[ns, SP_KIND] = KIND_ACTIVITY
+    spans[ns, SP_START] = slots[slot, S_TS]
+    spans[ns, SP_END] = end_ts
+    prev = slots[slot, S_PREV]
+    spans[ns, SP_PARENT] = slots[prev, S_SPAN] if prev >= 0 else -1
+    spans[ns, SP_OP] = slots[slot, S_OP]
+    spans[ns, SP_DTYPE] = dtype_id
+    spans[ns, SP_SHAPE] = shape_id
+    spans[ns, SP_NUMEL] = numel
+    spans[ns, SP_SOFF] = slots[slot, S_OFF]
+    spans[ns, SP_EOFF] = end_off
+
+
+@njit(cache=True)
+def _close_negotiation_stats(pstat, slots, slot):
+    if slots[slot, S_NEG] == 1 and slots[slot, S_TICKS] > 0:
+        pstat[slots[slot, S_PID], P_TICKED] += 1
+
+
+@njit(cache=True)
+def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
+         spans, ticks, marks, metas, newstr, outn):
+    """Scan records in buf[pos:end]; see the module docstring. Returns (status, pos).
+
+    ``outn`` receives the number of rows written: [spans, ticks, marks, metas, newstr,
+    error offset (with ST_SYNTAX)].
+    """
+    ns = 0
+    nt = 0
+    nm = 0
+    nx = 0
+    nn = 0
+    status = ST_NEED_MORE
+    i = pos
+    while True:
+        # ---- separators --------------------------------------------------------
+        nl = False
+        while i < end:
+            c = buf[i]
+            if c == 10:
+                nl = True
+            elif not (c == 32 or c == 13 or c == 9 or c == 44):
+                break
+            i += 1
+        if i >= end:
+            status = ST_NEED_MORE
+            break
+        c = buf[i]
+        if c == 93:
+            i += 1
+            status = ST_CLOSED
+            break
+        if c != 123:
+            outn[5] = i
+            status = ST_SYNTAX
+            break
+        # room for the worst case of one record in every output
+        if ns >= spans.shape[0] or nt >= ticks.shape[0] or nm >= marks.shape[0] \
+                or nx >= metas.shape[0] or nn + 4 > newstr.shape[0]:
+            status = ST_FULL
+            break
+        rec = i
+        # ---- one object, into locals -----------------------------------------
+        ph = 0
+        name_s = -1
+        name_e = -1
+        ts = MISSING
+        pid = MISSING
+        dt_s = -1
+        dt_e = -1
+        sh_s = -1
+        sh_e = -1
+        rflags = 0
+        has_args = False
+        unknown_key = False
+        bad = False
+        cut = False
+        i = _skip_ws(buf, i + 1, end)
+        if i < end and buf[i] == 125:
+            i += 1
+        else:
+            while True:
+                i = _skip_ws(buf, i, end)
+                if i >= end:
+                    cut = True
+                    break
+                if buf[i] != 34:
+                    bad = True
+                    break
+                ks = i + 1
+                q, fl = _string_end(buf, ks, end)
+                if q < 0:
+                    cut = True
+                    break
+                i = _skip_ws(buf, q + 1, end)
+                if i >= end:
+                    cut = True
+                    break
+                if buf[i] != 58:
+                    bad = True
+                    break
+                i = _skip_ws(buf, i + 1, end)
+                if i >= end:
+                    cut = True
+                    break
+                vs = i
+                klen = q - ks
+                if klen == 2 and buf[ks] == 112 and buf[ks + 1] == 104 and buf[vs] == 34:  # "ph"
+                    qe, fl = _string_end(buf, vs + 1, end)
+                    if qe < 0:
+                        cut = True
+                        break
+                    if qe - vs - 1 == 1:
+                        ph = buf[vs + 1]
+                    else:
+                        ph = 63  # '?': unknown phase
+                    i = qe + 1
+                elif klen == 4 and _key_is(buf, ks, q, b"name") and buf[vs] == 34:
+                    qe, fl = _string_end(buf, vs + 1, end)
+                    if qe < 0:
+                        cut = True
+                        break
+                    rflags |= fl
+                    name_s = vs + 1
+                    name_e = qe
+                    i = qe + 1
+                elif klen == 2 and buf[ks] == 116 and buf[ks + 1] == 115:  # "ts"
+                    v, j, fl = _number(buf, vs, end)
+                    if j == -1:
+                        cut = True
+                        break
+                    if j == -2:
+                        bad = True
+                        break
+                    rflags |= fl
+                    ts = v
+                    i = j
+                elif klen == 3 and _key_is(buf, ks, q, b"pid"):
+                    v, j, fl = _number(buf, vs, end)
+                    if j == -1:
+                        cut = True
+                        break
+                    if j == -2:
+                        bad = True
+                        break
+                    pid = v
+                    i = j
+                elif klen == 4 and _key_is(buf, ks, q, b"args") and buf[vs] == 123:
+                    has_args = True
+                    i = _skip_ws(buf, vs + 1, end)
+                    if i < end and buf[i] == 125:
+                        i += 1
+                    else:
+                        while True:
+                            i = _skip_ws(buf, i, end)
+                            if i >= end:
+                                cut = True
+                                break
+                            if buf[i] != 34:
+                                bad = True
+                                break
+                            aks = i + 1
+                            aq, fl = _string_end(buf, aks, end)
+                            if aq < 0:
+                                cut = True
+                                break
+                            i = _skip_ws(buf, aq + 1, end)
+                            if i >= end:
+                                cut = True
+                                break
+                            if buf[i] != 58:
+                                bad = True
+                                break
+                            i = _skip_ws(buf, i + 1, end)
+                            if i >= end:
+                                cut = True
+                                break
+                            avs = i
+                            if buf[avs] == 34 and (_key_is(buf, aks, aq, b"dtype") or _key_is(buf, aks, aq, b"shape")):
+                                qe, fl = _string_end(buf, avs + 1, end)
+                                if qe < 0:
+                                    cut = True
+                                    break
+                                if buf[aks] == 100:
+                                    dt_s = avs + 1
+                                    dt_e = qe
+                                else:
+                                    sh_s = avs + 1
+                                    sh_e = qe
+                                i = qe + 1
+                            else:
+                                j, fl = _skip_value(buf, avs, end)
+                                if j == -1:
+                                    cut = True
+                                    break
+                                if j == -2:
+                                    bad = True
+                                    break
+                                rflags |= fl
+                                i = j
+                            i = _skip_ws(buf, i, end)
+                            if i >= end:
+                                cut = True
+                                break
+                            if buf[i] == 44:
+                                i += 1
+                                continue
+                            if buf[i] == 125:
+                                i += 1
+                                break
+                            bad = True
+                            break
+                        if cut or bad:
+                            break
+                else:
+                    if not (klen == 3 and (_key_is(buf, ks, q, b"dur") or _key_is(buf, ks, q, b"tid")
+                                           or _key_is(buf, ks, q, b"cat"))) \
+                            and not (klen == 1 and buf[ks] == 115):
+                        unknown_key = True
+                    j, fl = _skip_value(buf, vs, end)
+                    if j == -1:
+                        cut = True
+                        break
+                    if j == -2:
+                        bad = True
+                        break
+                    rflags |= fl
+                    i = j
+                i = _skip_ws(buf, i, end)
+                if i >= end:
+                    cut = True
+                    break
+                if buf[i] == 44:
+                    i += 1
+                    continue
+                if buf[i] == 125:
+                    i += 1
+                    break
+                bad = True
+                break
+        if cut:
+            i = rec
+            status = ST_NEED_MORE
+            break
+        if bad:
+            outn[5] = i
+            i = rec
+            status = ST_SYNTAX
+            break
+        # ---- the record is complete: make room first, then apply it -------------
+        if ph == 66 and pid != MISSING and pid >= top.shape[0]:
+            ctr[C_NEED] = 1
+            ctr[C_NEED_PID] = pid
+            i = rec
+            status = ST_GROW
+            break
+        if ph == 66 and ctr[C_FREE] < 0 and ctr[C_SLOT_HW] >= slots.shape[0]:
+            ctr[C_NEED] = 2
+            i = rec
+            status = ST_GROW
+            break
+        if (max(ctr[C_NEXT_STR], ctr[13], ctr[14]) + 2) * 2 > ikeys.shape[1]:
+            ctr[C_NEED] = 3
+            i = rec
+            status = ST_GROW
+            break
+        off = base + rec
+        if nl:
+            ctr[C_SEP_NL] += 1
+        elif ctr[C_RECORDS] > 0:
+            ctr[C_SEP_GLUED] += 1
+        if rflags & F_UNESCAPED:
+            _issue(iss, I_UNESCAPED, off)
+        if rflags & F_FLOAT:
+            _issue(iss, I_FLOAT_TS, off)
+        if unknown_key:
+            _issue(iss, I_UNKNOWN_KEY, off)
+        if ts != MISSING:
+            if ts < ctr[C_LAST_TS]:
+                _issue(iss, I_TS_BACK, off)
+            ctr[C_LAST_TS] = ts
+            if ctr[C_FIRST_TS] == -1:
+                ctr[C_FIRST_TS] = ts
+        if ph == 77 or (ph == 0 and name_s >= 0 and ts == MISSING):  # 'M' metadata
+            metas[nx, MT_START] = rec
+            metas[nx, MT_END] = i
+            metas[nx, MT_PH] = 77
+            metas[nx, MT_FLAGS] = rflags
+            nx += 1
+        elif ph == 66:  # 'B'
+            if pid == MISSING or ts == MISSING or name_s < 0 or pid < 0:
+                _issue(iss, I_BAD_RECORD, off)
+            else:
+                slot = ctr[C_FREE]
+                nid, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
+                if slot >= 0:
+                    ctr[C_FREE] = slots[slot, S_PREV]
+                else:
+                    slot = ctr[C_SLOT_HW]
+                    ctr[C_SLOT_HW] += 1
+                is_neg = name_e - name_s > 10 and _key_is(buf, name_s, name_s + 10, _NEGOTIATE)
+                parent = top[pid]
+                sid = ctr[C_SPAN_ID]
+                ctr[C_SPAN_ID] = sid + 1
+                slots[slot, S_SPAN] = sid
+                slots[slot, S_TS] = ts
+                slots[slot, S_NAME] = nid
+                slots[slot, S_DEPTH] = slots[parent, S_DEPTH] + 1 if parent >= 0 else 0
+                slots[slot, S_OFF] = off
+                slots[slot, S_PREV] = parent
+                slots[slot, S_NEG] = 1 if is_neg else 0
+                slots[slot, S_TICKS] = 0
+                slots[slot, S_PID] = pid
+                if slots[slot, S_DEPTH] + 1 > ctr[C_MAX_DEPTH]:
+                    ctr[C_MAX_DEPTH] = slots[slot, S_DEPTH] + 1
+                parent_op = slots[parent, S_OP] if parent >= 0 else -1
+                if is_neg:
+                    if parent >= 0:
+                        _issue(iss, I_NEG_IN_OP, off)
+                    slots[slot, S_OP] = -1
+                    pstat[pid, P_NEG] += 1
+                elif parent_op >= 0:
+                    slots[slot, S_OP] = parent_op
+                else:
+                    slots[slot, S_OP] = sid
+                    pstat[pid, P_OPS] += 1
+                    if pstat[pid, P_OPNAME] < 0:
+                        pstat[pid, P_OPNAME] = nid
+                if pstat[pid, P_FIRST_TS] == MISSING:
+                    pstat[pid, P_FIRST_TS] = ts
+                top[pid] = slot
+        elif ph == 69:  # 'E'
+            if name_s >= 0:
+                _issue(iss, I_E_NAMED, off)
+            if pid == MISSING or ts == MISSING:
+                _issue(iss, I_BAD_RECORD, off)
+            elif pid < 0 or pid >= top.shape[0] or top[pid] < 0:
+                _issue(iss, I_ORPHAN_E, off)
+            else:
+                dtype_id = -1
+                shape_id = -1
+                numel = -1
+                if dt_s >= 0:
+                    dtype_id, nn = _intern(buf, dt_s, dt_e, CAT_DTYPE, ikeys, ivals, ctr, newstr, nn)
+                if sh_s >= 0:
+                    shape_id, nn = _intern(buf, sh_s, sh_e, CAT_SHAPE, ikeys, ivals, ctr, newstr, nn)
+                    numel = _shape_numel(buf, sh_s, sh_e)
+                slot = top[pid]
+                _emit_span(spans, ns, slots, slot, ts, off, dtype_id, shape_id, numel)
+                ns += 1
+                _close_negotiation_stats(pstat, slots, slot)
+                top[pid] = slots[slot, S_PREV]
+                slots[slot, S_PREV] = ctr[C_FREE]
+                ctr[C_FREE] = slot
+        elif ph == 88:  # 'X'
+            rank = np.int64(-1)
+            if name_s >= 0 and name_e > name_s and name_e - name_s < 10:
+                rank = 0
+                for k in range(name_s, name_e):
+                    if 48 <= buf[k] <= 57:
+                        rank = rank * 10 + (buf[k] - 48)
+                    else:
+                        rank = -1
+                        break
+            if pid == MISSING or ts == MISSING:
+                _issue(iss, I_BAD_RECORD, off)
+            elif rank < 0:
+                _issue(iss, I_X_NOT_RANK, off)
+            else:
+                neg = -1
+                order = 0
+                if 0 <= pid < top.shape[0]:
+                    s = top[pid]
+                    while s >= 0 and slots[s, S_NEG] == 0:
+                        s = slots[s, S_PREV]
+                    if s >= 0:
+                        neg = slots[s, S_SPAN]
+                        order = slots[s, S_TICKS]
+                        slots[s, S_TICKS] = order + 1
+                if neg < 0:
+                    _issue(iss, I_TICK_OUTSIDE, off)
+                ticks[nt, TK_PID] = pid
+                ticks[nt, TK_NEG] = neg
+                ticks[nt, TK_RANK] = rank
+                ticks[nt, TK_TS] = ts
+                ticks[nt, TK_ORDER] = order
+                ticks[nt, TK_OFF] = off
+                nt += 1
+                ctr[C_TICKS] += 1
+        elif ph == 105 or ph == 73:  # 'i' / 'I' instant
+            if ts == MISSING or name_s < 0:
+                _issue(iss, I_BAD_RECORD, off)
+            else:
+                nid, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
+                marks[nm, MK_NAME] = nid
+                marks[nm, MK_TS] = ts
+                marks[nm, MK_OFF] = off
+                nm += 1
+        elif ph == 0:
+            _issue(iss, I_BAD_RECORD, off)
+        else:
+            _issue(iss, I_UNKNOWN_PH, off)
+        ctr[C_RECORDS] += 1
+    outn[0] = ns
+    outn[1] = nt
+    outn[2] = nm
+    outn[3] = nx
+    outn[4] = nn
+    return status, i
+
+
+@njit(cache=True)
+def drain(top, pstat, slots, spans):
+    """Emit every still-open span as unclosed (end = -1). Returns the number of rows."""
+    ns = 0
+    for pid in range(top.shape[0]):
+        s = top[pid]
+        while s >= 0 and ns < spans.shape[0]:
+            _emit_span(spans, ns, slots, s, -1, -1, -1, -1, -1)
+            _close_negotiation_stats(pstat, slots, s)
+            ns += 1
+            s = slots[s, S_PREV]
+        top[pid] = -1
+    return ns
