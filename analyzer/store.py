@@ -148,7 +148,7 @@ class RunStore:
         return list(self.manifest["inputs"])
 
     def has_table(self, name: str) -> bool:
-        """True when at least one input wrote rows to ``name``."""
+        """True when at least one input produced ``name`` (possibly with zero rows)."""
         return bool(self._files(name))
 
     def table(self, name: str) -> pa.Table:
@@ -244,7 +244,7 @@ class RunStore:
                         progress(raw.pos - last)
                         last = raw.pos
                 for name, table in (("tensors", parser.tensors_table()), ("parse_issues", _issues_table(parser.issues))):
-                    if table.num_rows:
+                    if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
                         self._write(writers, name, tmp_dir, table)
                         rows[name] = table.num_rows
             finally:

@@ -1,0 +1,122 @@
+"""``hvd-analyze`` command line. Thin: parse arguments, call the library, map errors.
+
+Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from analyzer import __version__
+from analyzer.discover import discover
+from analyzer.errors import HvdAnalyzeError
+from analyzer.findings import Severity
+from analyzer.render import RENDERERS, renderer_for
+from analyzer.run import analyze
+from analyzer.store import MANIFEST, IngestReport, RunStore, temporary_store
+
+
+class CliError(click.ClickException):
+    """A library error shown as one message; exit code 2 (input or usage)."""
+
+    exit_code = 2
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"hvd-analyze: error: {self.format_message()}", err=True)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except HvdAnalyzeError as exc:
+        raise CliError(str(exc)) from exc
+    except OSError as exc:  # disk full, permission denied on the output, ...
+        where = f" {exc.filename}" if exc.filename else ""
+        raise CliError(f"{exc.strerror or exc}{where}") from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hvd-analyze")
+def cli() -> None:
+    """Diagnose distributed training jobs from Horovod timelines (and, soon, NCCL and job logs)."""
+
+
+def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool) -> IngestReport:
+    inputs, skipped = discover(list(paths))
+    total = sum(i.size for i in inputs)
+    show = not quiet and sys.stderr.isatty()
+    if show:
+        from tqdm import tqdm
+
+        with tqdm(total=total, unit="B", unit_scale=True, desc="ingest", file=sys.stderr) as bar:
+            return store.ingest(inputs, skipped, progress=bar.update)
+    return store.ingest(inputs, skipped)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", "store_dir", required=True, type=click.Path(file_okay=False),
+              help="Store folder (created if missing; inputs already in it are skipped).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool) -> None:
+    """Ingest timelines (files or folders, recognised by content) into a Parquet run store."""
+    with _errors():
+        store = RunStore.create_or_open(store_dir)
+        rep = _ingest(paths, store, quiet)
+    if quiet:
+        return
+    for entry in rep.added:
+        tl = entry.get("timeline") or {}
+        issues = entry["issues"]
+        click.echo(f"added {entry['path']} ({tl.get('status')}, {entry['rows'].get('spans', 0)} spans, "
+                   f"{entry['rows'].get('ticks', 0)} ticks; issues: {issues['error']} error, "
+                   f"{issues['data_loss']} data_loss, {issues['info']} info)")
+    for entry in rep.unchanged:
+        click.echo(f"unchanged {entry['path']} (already in the store, sha256 {entry['sha256'][:16]})")
+    if rep.skipped:
+        click.echo(f"skipped {len(rep.skipped)} file(s) not recognised as inputs (see {Path(store_dir) / MANIFEST})")
+    click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("-f", "--format", "fmt", type=click.Choice(sorted(RENDERERS)), default=None,
+              help="Report format (default: from the -o extension, else text).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report here ('-' or absent: standard output).")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
+              help="Exit 1 when a finding at or above this severity is found.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
+def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool) -> None:
+    """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
+    with _errors():
+        renderer = renderer_for(fmt, output)
+        if len(paths) == 1 and (Path(paths[0]) / MANIFEST).is_file():
+            result = analyze(RunStore.open(paths[0]))
+        else:
+            with temporary_store() as store:
+                _ingest(paths, store, quiet)
+                result = analyze(store)
+        text = renderer.render(result)
+        worst = result.worst()
+        if output and output != "-":
+            Path(output).write_text(text, encoding="utf-8")
+        else:
+            click.echo(text, nl=False)
+    if fail_on and worst is not None and worst >= Severity.parse(fail_on):
+        sys.exit(1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli(prog_name="hvd-analyze")
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        click.echo("hvd-analyze: interrupted", err=True)
+        sys.exit(130)

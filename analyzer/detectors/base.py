@@ -1,0 +1,42 @@
+"""The detector contract.
+
+A detector is a plain object with a ``name``, the ``requires`` tuple of store tables it
+reads (perfetto's data checks), and ``detect(ctx) -> list[Finding]``. It computes; it
+never prints, plots or logs. :func:`analyzer.run.analyze` skips a detector whose tables
+are absent and records why, instead of running it on empty data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from analyzer.findings import Finding
+from analyzer.store import RunStore
+
+
+@dataclass
+class Context:
+    """What detectors read: the store (tables are cached there) and the thresholds."""
+
+    store: RunStore
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, name: str) -> pa.Table:
+        return self.store.table(name)
+
+    def input_path(self, input_id: str) -> str:
+        for entry in self.store.inputs:
+            if entry["id"] == input_id:
+                return str(entry["path"])
+        return input_id
+
+
+class Detector(Protocol):
+    name: str
+    requires: tuple[str, ...]
+    why_required: str
+
+    def detect(self, ctx: Context) -> list[Finding]: ...

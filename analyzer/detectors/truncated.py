@@ -1,0 +1,78 @@
+"""``timeline.truncated``: the timeline's content was cut or records were lost.
+
+Signal: parse issues of severity ``data_loss`` on a timeline input: a record cut by the
+end of the file (``timeline.truncated_record``), a >=0.20.1 file without its closing
+``]`` (``timeline.unterminated``), spans whose E never came (``timeline.unclosed_spans``,
+Horovod's writer does not drain its queue at shutdown), orphan E events, unreadable
+records. One finding per input file, severity warning: everything before the loss is
+analysed, but the end of the run is missing. No threshold: any loss is reported.
+"""
+
+from __future__ import annotations
+
+from analyzer.detectors.base import Context
+from analyzer.findings import Evidence, Finding, Severity, SourceRef, Suggestion
+
+CODE = "timeline.truncated"
+LOSS_CODES = {
+    "timeline.truncated_record": "a record cut by the end of the file",
+    "timeline.unterminated": "no closing ']' although Horovod >=0.20.1 writes one",
+    "timeline.unclosed_spans": "spans whose E never came",
+    "timeline.orphan_end": "E events whose B is missing",
+    "timeline.corrupt_record": "unreadable records skipped",
+    "timeline.bad_record": "records missing required fields",
+    "timeline.trailing_data": "bytes after the closing ']'",
+}
+
+
+class TruncatedTimeline:
+    name = "truncated"
+    requires = ("parse_issues",)
+    why_required = "no Horovod timeline was ingested"
+
+    def detect(self, ctx: Context) -> list[Finding]:
+        issues = ctx.table("parse_issues").to_pandas()
+        issues = issues[(issues["severity"] == "data_loss") & issues["code"].isin(list(LOSS_CODES))]
+        findings = []
+        for input_id, group in issues.groupby("input_id", observed=True, sort=True):
+            path = ctx.input_path(str(input_id))
+            entry = next(e for e in ctx.store.inputs if e["id"] == input_id)
+            tl = entry.get("timeline", {})
+            evidence = tuple(
+                Evidence(
+                    summary=f"{row.count} x {LOSS_CODES[row.code]}: {row.message}",
+                    sources=(SourceRef(path, byte_offset=None if row.byte_offset != row.byte_offset
+                                       else int(row.byte_offset)),),
+                    metrics={"count": float(row.count)},
+                )
+                for row in group.itertuples()
+            )
+            kept = tl.get("records", 0)
+            findings.append(
+                Finding(
+                    code=CODE,
+                    severity=Severity.WARNING,
+                    title="Timeline is truncated: the end of the run is missing",
+                    summary=(
+                        f"{path}: {', '.join(sorted(group['code']))}. The {kept} records before the loss were "
+                        f"analysed (status: {tl.get('status', '?')}); steps after the cut are not in this report."
+                    ),
+                    detector=self.name,
+                    evidence=evidence,
+                    suggestions=(
+                        Suggestion(
+                            action="Stop the timeline explicitly after the last step with hvd.stop_timeline(): it "
+                                   "drains Horovod's writer queue before closing the file, which hvd.shutdown() "
+                                   "does not (Horovod >=0.22 needs HOROVOD_TIMELINE set at start for the API).",
+                            env={"HOROVOD_TIMELINE": "DYNAMIC"},
+                            rationale="With HOROVOD_TIMELINE=DYNAMIC, call hvd.start_timeline(path) / "
+                                      "hvd.stop_timeline() around the steps to record.",
+                        ),
+                        Suggestion(
+                            action="If the job was killed, the loss is expected: rerun a few steps with the "
+                                   "timeline on to capture a complete one.",
+                        ),
+                    ),
+                )
+            )
+        return findings

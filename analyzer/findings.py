@@ -1,0 +1,159 @@
+"""The typed result of an analysis: findings, skipped detectors, and the report.
+
+Every finding has a stable ``code`` (a public contract: CI gates and dashboards key on
+it), a severity, evidence that cites source positions, an impact when it can be
+estimated, and suggestions with the exact environment settings to try.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that ``--fail-on`` and sorting are plain comparisons."""
+
+    INFO = 10
+    WARNING = 20
+    CRITICAL = 30
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}; use one of: info, warning, critical") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """A position in an input: a byte offset (timelines) or a line (logs)."""
+
+    file: str
+    byte_offset: int | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"{self.file}:{self.line}"
+        if self.byte_offset is not None:
+            return f"{self.file}@byte {self.byte_offset}"
+        return self.file
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    summary: str
+    sources: tuple[SourceRef, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Impact:
+    """Time per step the fix would win, with what the estimate assumes."""
+
+    seconds_per_step: float
+    fraction_of_step: float
+    confidence: Literal["low", "medium", "high"]
+    assumptions: str
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    action: str
+    env: Mapping[str, str] = field(default_factory=dict)  # exact settings to try
+    rationale: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: Severity
+    title: str
+    summary: str
+    detector: str
+    evidence: tuple[Evidence, ...] = ()
+    impact: Impact | None = None
+    suggestions: tuple[Suggestion, ...] = ()
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    def sort_key(self) -> tuple[int, float]:
+        return (-int(self.severity), -(self.impact.seconds_per_step if self.impact else 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    detector: str
+    reason: str
+
+
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisReport:
+    """Everything a renderer needs; :meth:`to_dict` is the documented JSON shape."""
+
+    tool_version: str
+    store: str
+    inputs: tuple[Mapping[str, Any], ...]
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...]
+    parse_issues: tuple[Mapping[str, Any], ...]
+    skipped_files: tuple[Mapping[str, str], ...] = ()
+
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": "hvd-analyze",
+            "tool_version": self.tool_version,
+            "store": self.store,
+            "summary": {
+                "findings": len(self.findings),
+                "by_severity": {s.label: sum(f.severity is s for f in self.findings) for s in Severity},
+                "worst": None if self.worst() is None else self.worst().label,  # type: ignore[union-attr]
+            },
+            "inputs": [dict(i) for i in self.inputs],
+            "findings": [_finding_dict(f) for f in self.findings],
+            "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
+            "parse_issues": [dict(i) for i in self.parse_issues],
+            "skipped_files": [dict(s) for s in self.skipped_files],
+        }
+
+
+def _finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "code": f.code,
+        "severity": f.severity.label,
+        "title": f.title,
+        "summary": f.summary,
+        "detector": f.detector,
+        "ranks": list(f.ranks),
+        "hosts": list(f.hosts),
+        "evidence": [
+            {
+                "summary": e.summary,
+                "sources": [{"file": s.file, "byte_offset": s.byte_offset, "line": s.line} for s in e.sources],
+                "metrics": {k: float(v) for k, v in e.metrics.items()},
+            }
+            for e in f.evidence
+        ],
+        "impact": None if f.impact is None else {
+            "seconds_per_step": f.impact.seconds_per_step,
+            "fraction_of_step": f.impact.fraction_of_step,
+            "confidence": f.impact.confidence,
+            "assumptions": f.impact.assumptions,
+        },
+        "suggestions": [{"action": s.action, "env": dict(s.env), "rationale": s.rationale} for s in f.suggestions],
+    }

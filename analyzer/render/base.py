@@ -1,0 +1,35 @@
+"""The renderer contract (after pyinstrument's): one method, report in, text out."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from analyzer.findings import AnalysisReport, Finding
+
+
+class Renderer(Protocol):
+    name: str
+    extension: str
+
+    def render(self, report: AnalysisReport) -> str: ...
+
+
+def impact_text(f: Finding) -> str:
+    if f.impact is None:
+        return "not estimable"
+    i = f.impact
+    return (f"{i.seconds_per_step * 1000:.1f} ms/step ({i.fraction_of_step:.0%} of the step), "
+            f"{i.confidence} confidence; assumes {i.assumptions}")
+
+
+def env_lines(f: Finding) -> list[str]:
+    """Copy-pasteable ``export`` lines for every env setting the finding suggests."""
+    return [f"export {k}={v}" for s in f.suggestions for k, v in s.env.items()]
+
+
+def input_line(entry: dict) -> str:  # type: ignore[type-arg]
+    tl = entry.get("timeline") or {}
+    ver = (tl.get("horovod_version") or {}).get("text", "?")
+    return (f"{entry['path']}: {entry['kind']}, {tl.get('status', '?')}, layout {tl.get('layout', '?')}, "
+            f"Horovod {ver}, response cache {tl.get('response_cache', '?')}, "
+            f"{entry.get('rows', {}).get('spans', 0)} spans, {entry.get('rows', {}).get('ticks', 0)} ticks")

@@ -1,0 +1,81 @@
+"""One self-contained HTML file (inline CSS, no external resources). Every user string is escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from analyzer.findings import AnalysisReport, Finding
+from analyzer.render.base import env_lines, impact_text, input_line
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+h1{font-size:1.6rem}h2{border-bottom:1px solid #dde;padding-bottom:.2rem;margin-top:2rem}
+.f{border:1px solid #dde;border-left:6px solid #888;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
+.critical{border-left-color:#c0392b}.warning{border-left-color:#e67e22}.info{border-left-color:#2980b9}
+.sev{font-weight:700;text-transform:uppercase;font-size:.8rem;margin-right:.5rem}
+code,pre{background:#f4f5f8;border-radius:4px;padding:.1rem .3rem}pre{padding:.6rem;overflow-x:auto}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #dde;padding:.25rem .5rem;text-align:left;font-size:.9rem}
+.muted{color:#667}
+"""
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+class HtmlRenderer:
+    name = "html"
+    extension = ".html"
+
+    def render(self, report: AnalysisReport) -> str:
+        parts = [
+            "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+            "<meta name='viewport' content='width=device-width,initial-scale=1'>",
+            f"<title>hvd-analyze report</title><style>{_CSS}</style></head><body>",
+            f"<h1>hvd-analyze report</h1><p class='muted'>hvd-analyze {_e(report.tool_version)}</p>",
+            "<h2>Inputs</h2><ul>",
+            *[f"<li>{_e(input_line(dict(e)))}</li>" for e in report.inputs],
+            "</ul>",
+            f"<h2>Findings ({len(report.findings)})</h2>",
+        ]
+        if not report.findings:
+            parts.append("<p>No findings.</p>")
+        parts += [self._finding(f) for f in report.findings]
+        if report.skipped:
+            parts.append("<h2>Skipped detectors</h2><ul>")
+            parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]
+            parts.append("</ul>")
+        if report.parse_issues:
+            parts.append("<h2>Parse issues</h2><table><tr><th>severity</th><th>code</th><th>count</th>"
+                         "<th>file</th><th>byte</th><th>message</th></tr>")
+            parts += [
+                f"<tr><td>{_e(i['severity'])}</td><td><code>{_e(i['code'])}</code></td><td>{i['count']}</td>"
+                f"<td>{_e(i['file'])}</td><td>{_e(i['byte_offset'] if i['byte_offset'] is not None else '')}</td>"
+                f"<td>{_e(i['message'])}</td></tr>"
+                for i in report.parse_issues
+            ]
+            parts.append("</table>")
+        parts.append("</body></html>\n")
+        return "\n".join(parts)
+
+    @staticmethod
+    def _finding(f: Finding) -> str:
+        sev = f.severity.label
+        rows = [f"<div class='f {sev}'><div><span class='sev'>{sev}</span><code>{_e(f.code)}</code> "
+                f"<strong>{_e(f.title)}</strong></div><p>{_e(f.summary)}</p>",
+                f"<p><strong>Impact:</strong> {_e(impact_text(f))}</p>"]
+        if f.ranks:
+            rows.append(f"<p><strong>Ranks:</strong> {_e(', '.join(map(str, f.ranks)))}</p>")
+        if f.evidence:
+            rows.append("<ul>")
+            for e in f.evidence:
+                where = "; ".join(str(s) for s in e.sources)
+                rows.append(f"<li>{_e(e.summary)}" + (f" <span class='muted'>[{_e(where)}]</span>" if where else "") + "</li>")
+            rows.append("</ul>")
+        for s in f.suggestions:
+            rows.append(f"<p><strong>Try:</strong> {_e(s.action)}</p>")
+        lines = env_lines(f)
+        if lines:
+            rows.append(f"<pre>{_e(chr(10).join(lines))}</pre>")
+        rows.append("</div>")
+        return "".join(rows)

@@ -1,0 +1,47 @@
+"""Markdown report (for PR comments and wikis). User strings are escaped."""
+
+from __future__ import annotations
+
+from analyzer.findings import AnalysisReport
+from analyzer.render.base import env_lines, impact_text, input_line
+
+
+def _md(text: object) -> str:
+    s = str(text)
+    for ch in ("\\", "`", "*", "_", "[", "]", "<", ">", "|", "#"):
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
+class MarkdownRenderer:
+    name = "md"
+    extension = ".md"
+
+    def render(self, report: AnalysisReport) -> str:
+        out = [f"# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
+        out += [f"- {_md(input_line(dict(e)))}" for e in report.inputs] or ["(none)"]
+        out += ["", "## Findings", ""]
+        if not report.findings:
+            out.append("No findings.")
+        for f in report.findings:
+            out += [f"### {f.severity.label.upper()} `{f.code}`: {_md(f.title)}", "", _md(f.summary), "",
+                    f"**Impact:** {_md(impact_text(f))}", ""]
+            if f.ranks:
+                out += [f"**Ranks:** {', '.join(map(str, f.ranks))}", ""]
+            for e in f.evidence:
+                where = "; ".join(_md(s) for s in e.sources)
+                out.append(f"- {_md(e.summary)}" + (f" ({where})" if where else ""))
+            out.append("")
+            for s in f.suggestions:
+                out.append(f"- **Try:** {_md(s.action)}")
+            lines = env_lines(f)
+            if lines:
+                out += ["", "```sh", *lines, "```"]
+            out.append("")
+        if report.skipped:
+            out += ["## Skipped detectors", ""] + [f"- `{s.detector}`: {_md(s.reason)}" for s in report.skipped] + [""]
+        if report.parse_issues:
+            out += ["## Parse issues", "", "| severity | code | count | file | byte |", "|---|---|---|---|---|"]
+            out += [f"| {i['severity']} | `{i['code']}` | {i['count']} | {_md(i['file'])} | {i['byte_offset'] or ''} |"
+                    for i in report.parse_issues]
+        return "\n".join(out) + "\n"

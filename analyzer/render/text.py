@@ -1,0 +1,43 @@
+"""Plain-text report for terminals and CI logs."""
+
+from __future__ import annotations
+
+from analyzer.findings import AnalysisReport
+from analyzer.render.base import env_lines, impact_text, input_line
+
+
+class TextRenderer:
+    name = "text"
+    extension = ".txt"
+
+    def render(self, report: AnalysisReport) -> str:
+        out = [f"hvd-analyze {report.tool_version} report", ""]
+        out.append(f"Inputs ({len(report.inputs)}):")
+        out += [f"  - {input_line(dict(e))}" for e in report.inputs] or ["  (none)"]
+        out.append("")
+        if not report.findings:
+            out.append("No findings.")
+        else:
+            out.append(f"Findings ({len(report.findings)}, most severe and costly first):")
+        for n, f in enumerate(report.findings, 1):
+            out += ["", f"{n}. [{f.severity.label.upper()}] {f.code}: {f.title}", f"   {f.summary}"]
+            if f.ranks:
+                out.append(f"   ranks: {', '.join(map(str, f.ranks))}")
+            if f.hosts:
+                out.append(f"   hosts: {', '.join(f.hosts)}")
+            out.append(f"   impact: {impact_text(f)}")
+            for e in f.evidence:
+                where = "; ".join(str(s) for s in e.sources)
+                out.append(f"   evidence: {e.summary}" + (f" [{where}]" if where else ""))
+            for s in f.suggestions:
+                out.append(f"   try: {s.action}")
+            out += [f"     {line}" for line in env_lines(f)]
+        if report.skipped:
+            out += ["", "Detectors skipped:"] + [f"  - {s.detector}: {s.reason}" for s in report.skipped]
+        if report.parse_issues:
+            out += ["", "Parse issues:"]
+            out += [f"  - [{i['severity']}] {i['code']} x{i['count']} in {i['file']}"
+                    + (f" @byte {i['byte_offset']}" if i["byte_offset"] is not None else "") for i in report.parse_issues]
+        if report.skipped_files:
+            out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
+        return "\n".join(out) + "\n"

@@ -1,0 +1,52 @@
+"""``analyze(store) -> AnalysisReport``: run every detector whose inputs are present."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from analyzer import __version__
+from analyzer.detectors import ALL_DETECTORS, Context, Detector
+from analyzer.findings import AnalysisReport, Finding, Skipped
+from analyzer.store import RunStore
+
+MAX_ISSUES_IN_REPORT = 200
+
+
+def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
+            config: dict[str, Any] | None = None) -> AnalysisReport:
+    ctx = Context(store, dict(config or {}))
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for det in detectors:
+        missing = [t for t in det.requires if not store.has_table(t)]
+        if missing:
+            skipped.append(Skipped(det.name, f"needs table(s) {', '.join(missing)}: {det.why_required}"))
+            continue
+        findings += det.detect(ctx)
+    findings.sort(key=Finding.sort_key)
+    issues = store.table("parse_issues").to_pandas() if store.has_table("parse_issues") else None
+    issue_rows: list[dict[str, Any]] = []
+    if issues is not None and len(issues):
+        for row in issues.head(MAX_ISSUES_IN_REPORT).itertuples():
+            issue_rows.append({
+                "file": row.file, "byte_offset": None if row.byte_offset != row.byte_offset else int(row.byte_offset),
+                "severity": str(row.severity), "code": str(row.code), "message": row.message, "count": int(row.count),
+            })
+    return AnalysisReport(
+        tool_version=__version__,
+        store=str(store.root),
+        inputs=tuple(_input_summary(e) for e in store.inputs),
+        findings=tuple(findings),
+        skipped=tuple(skipped),
+        parse_issues=tuple(issue_rows),
+        skipped_files=tuple(store.manifest.get("skipped", [])),
+    )
+
+
+def _input_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": entry["id"], "path": entry["path"], "kind": entry["kind"], "size": entry["size"],
+        "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": dict(entry.get("issues", {})),
+        "timeline": entry.get("timeline"),
+    }
