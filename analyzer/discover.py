@@ -73,6 +73,8 @@ def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     if found.kind is InputKind.UNKNOWN:
+        if explicit and found.candidate is not None:  # let its parser name the exact byte and problem
+            return InputFile(path, found.candidate, found.compressed, size)
         if explicit:
             raise InputError(
                 str(path), f"not an input hvd-analyze reads: {found.reason}",

@@ -37,6 +37,7 @@ class Sniffed:
     compressed: bool
     empty: bool
     reason: str  # why it was (not) recognised, for messages
+    candidate: InputKind | None = None  # unrecognised, but only this parser can say exactly why
 
 
 def open_binary(path: str | Path) -> BinaryIO:
@@ -78,7 +79,8 @@ def sniff(path: str | Path) -> Sniffed:
         rest = body[1:].lstrip(b" \t\r\n")
         if not rest or rest.startswith(b'{"ph"') or rest.startswith(b'{"name"') or rest.startswith(b"{"):
             return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, not rest, "JSON array of trace events")
-        return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON array whose first element is not an object")
+        return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON array whose first element is not an object",
+                       candidate=InputKind.HOROVOD_TIMELINE)
     if re.match(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")', body):
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, "a fragment of a timeline (no '[')")
     if body[:1] == b"{":

@@ -1,0 +1,5 @@
+"""``python -m analyzer`` = ``hvd-analyze``."""
+
+from analyzer.cli import main
+
+main()

@@ -1,0 +1,127 @@
+"""Run store: ingest, read back, idempotency, schema versions, interrupted ingests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyzer.discover import discover
+from analyzer.errors import StoreError
+from analyzer.store import MANIFEST, RunStore
+from parsers.errors import InputError
+from parsers.schema import TABLES
+from parsers.timeline import parse_timeline
+from tests.builders import B, E, X, glued, meta, write
+
+
+def _timeline(tmp_path: Path, name: str = "timeline.json", extra: int = 0) -> Path:
+    parts = [meta(1, "allreduce.w"), B("NEGOTIATE_ALLREDUCE", 1, 1), X(0, 2, 1), X(1, 3, 1), E(3, 1),
+             B("ALLREDUCE", 4 + extra, 1), E(9 + extra, 1, "float32", "[2, 3]")]
+    return write(tmp_path, glued(*parts), name)
+
+
+def test_ingest_then_read_every_table_back(tmp_path: Path) -> None:
+    path = _timeline(tmp_path)
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([path]))
+    assert len(rep.added) == 1
+    entry = rep.added[0]
+    direct = parse_timeline(path, input_id=entry["id"])
+    reopened = RunStore.open(tmp_path / "store")
+    for name in ("spans", "ticks", "tensors"):
+        got = reopened.table(name).to_pandas()
+        want = direct.tables[name].to_pandas()
+        assert got.astype(str).equals(want.astype(str)), name
+    manifest = json.loads((tmp_path / "store" / MANIFEST).read_text())
+    assert manifest["schema_version"] == 1 and manifest["inputs"][0]["sha256"].startswith(entry["id"])
+    assert entry["rows"] == {"spans": 2, "ticks": 2, "tensors": 1, "parse_issues": 0}
+    assert (tmp_path / "store" / "tables" / "spans" / f"input_id={entry['id']}" / "part-0.parquet").is_file()
+
+
+def test_reingest_is_idempotent_by_content(tmp_path: Path) -> None:
+    a = _timeline(tmp_path, "a.json")
+    copy = tmp_path / "renamed.json"
+    shutil.copy(a, copy)
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([a]))
+    rep = store.ingest(*discover([a, copy]))
+    assert rep.added == [] and len(rep.unchanged) == 2
+    assert len(store.inputs) == 1 and sorted(store.inputs[0]["paths"]) == sorted([str(a), str(copy)])
+    assert store.table("spans").num_rows == 2
+    other = _timeline(tmp_path, "b.json", extra=1)
+    assert len(store.ingest(*discover([other])).added) == 1
+    assert RunStore.open(tmp_path / "store").table("spans").num_rows == 4
+
+
+def test_directory_walk_lists_what_it_skips(tmp_path: Path) -> None:
+    _timeline(tmp_path)
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "empty.log").write_text("")
+    inputs, skipped = discover([tmp_path])
+    assert [i.path.name for i in inputs] == ["timeline.json"]
+    assert sorted(s.path.name for s in skipped) == ["empty.log", "notes.txt"]
+
+
+def test_explicit_unrecognised_file_is_an_input_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "just some text", "notes.txt")
+    with pytest.raises(InputError, match="notes.txt"):
+        discover([path])
+
+
+@pytest.mark.parametrize(("version", "needle"), [(0, "older hvd-analyze"), (2, "newer hvd-analyze"), ("x", "older")])
+def test_other_schema_versions_say_what_is_needed(tmp_path: Path, version: object, needle: str) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    manifest = json.loads((store.root / MANIFEST).read_text())
+    manifest["schema_version"] = version
+    (store.root / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(StoreError) as err:
+        RunStore.open(store.root)
+    assert needle in str(err.value) and "reads version(s) 1" in str(err.value)
+
+
+def test_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="not a run store"):
+        RunStore.open(tmp_path)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file").write_text("1")
+    with pytest.raises(StoreError, match="not empty"):
+        RunStore.create_or_open(tmp_path / "x")
+
+
+def test_interrupted_ingest_leaves_the_store_consistent(tmp_path: Path) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([_timeline(tmp_path)]))
+    # what a killed ingest leaves behind: a hidden temporary partition and a half manifest
+    junk = store.root / "tables" / "spans" / ".tmp-999-1"
+    junk.mkdir()
+    (junk / "part-0.parquet").write_bytes(b"PAR1 partial")
+    (store.root / f".{MANIFEST}.tmp").write_text("{ half")
+    reopened = RunStore.open(store.root)
+    assert reopened.table("spans").num_rows == 2
+    rep = reopened.ingest(*discover([_timeline(tmp_path, "b.json", extra=5)]))
+    assert len(rep.added) == 1 and RunStore.open(store.root).table("spans").num_rows == 4
+
+
+def test_missing_table_file_is_reported(tmp_path: Path) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    entry = store.ingest(*discover([_timeline(tmp_path)])).added[0]
+    shutil.rmtree(store.root / "tables" / "spans" / f"input_id={entry['id']}")
+    with pytest.raises(StoreError, match="re-ingest"):
+        RunStore.open(store.root).table("spans")
+
+
+def test_empty_tables_have_their_declared_schema(tmp_path: Path) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    for name in TABLES:
+        assert store.table(name).num_rows == 0
+
+
+def test_corpus_directory_ingests_without_errors(corpus: Path, tmp_path: Path) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([corpus / "horovod-cpu", corpus / "horovod-public"]))
+    assert len(rep.added) == 20
+    assert all(e["issues"]["error"] == 0 for e in rep.added)
+    assert store.table("spans").num_rows == sum(e["rows"].get("spans", 0) for e in rep.added)

@@ -1,0 +1,54 @@
+"""``timeline.truncated``: fires on lost content, stays silent on complete files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.discover import discover
+from analyzer.findings import Severity
+from analyzer.run import analyze
+from analyzer.store import RunStore
+from sample_traces.generator.timeline import TimelineSpec, write_timeline
+from tests.builders import B, E, glued, meta, write
+
+
+def _report(tmp_path: Path, *paths: Path):  # noqa: ANN202
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover(list(paths)))
+    return analyze(store)
+
+
+def test_cut_generated_timeline_is_reported_with_counts(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    write_timeline(path, TimelineSpec(ranks=4, tensors=6, steps=5, truncate_at=0.73))
+    report = _report(tmp_path, path)
+    (f,) = [f for f in report.findings if f.code == "timeline.truncated"]
+    assert f.severity is Severity.WARNING
+    codes = {e.summary.split(":")[0] for e in f.evidence}
+    assert any("record cut by the end of the file" in c for c in codes)
+    assert any("spans whose E never came" in c for c in codes)
+    assert all(s.file == str(path) and s.byte_offset is not None for e in f.evidence for s in e.sources)
+    assert f.suggestions and "hvd.stop_timeline()" in f.suggestions[0].action
+
+
+def test_complete_timelines_produce_no_finding(tmp_path: Path) -> None:
+    ok = write(tmp_path, glued(meta(1, "t"), B("ALLREDUCE", 1, 1), E(2, 1)))
+    gen = tmp_path / "gen.json"
+    write_timeline(gen, TimelineSpec(ranks=2, tensors=3, steps=2))
+    report = _report(tmp_path, ok, gen)
+    assert report.findings == ()
+    assert report.skipped == ()
+
+
+def test_skipped_with_reason_when_no_timeline(tmp_path: Path) -> None:
+    report = analyze(RunStore.create_or_open(tmp_path / "store"))
+    assert [s.detector for s in report.skipped] == ["truncated"]
+    assert "no Horovod timeline" in report.skipped[0].reason
+
+
+def test_e1_sigkill_run(corpus: Path, tmp_path: Path) -> None:
+    e1 = corpus / "horovod-cpu" / "e1_killed_sigkill_whole_job_np2" / "timeline.json"
+    a1 = corpus / "horovod-cpu" / "a1_baseline_mlp_np2" / "timeline.json"
+    report = _report(tmp_path, e1, a1)
+    assert [(f.code, f.evidence[0].sources[0].file) for f in report.findings] == [("timeline.truncated", str(e1))]
+    assert report.findings[0].evidence[0].metrics["count"] == 1

@@ -1,0 +1,96 @@
+"""The CLI edge: exit codes, format inference, errors as one message (no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from sample_traces.generator.timeline import TimelineSpec, write_timeline
+from tests.builders import B, E, glued, meta, write
+from tests.conftest import validate_report
+
+
+@pytest.fixture
+def cut(tmp_path: Path) -> Path:
+    path = tmp_path / "cut.json"
+    write_timeline(path, TimelineSpec(ranks=2, tensors=3, steps=3, truncate_at=0.6))
+    return path
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    return write(tmp_path, glued(meta(1, "t"), B("ALLREDUCE", 1, 1), E(2, 1)), "good.json")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, list(args))
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_ingest_then_report_on_the_store(tmp_path: Path, cut: Path) -> None:
+    code, out, _ = run("ingest", str(cut), "-o", str(tmp_path / "s"))
+    assert code == 0 and "added" in out and "truncated" in out
+    code, out, _ = run("ingest", str(cut), "-o", str(tmp_path / "s"))
+    assert code == 0 and "unchanged" in out
+    code, out, _ = run("report", str(tmp_path / "s"), "--format", "json")
+    doc = json.loads(out)
+    validate_report(doc)
+    assert [f["code"] for f in doc["findings"]] == ["timeline.truncated"]
+
+
+@pytest.mark.parametrize(("ext", "marker"), [(".html", "<!DOCTYPE html>"), (".md", "# hvd-analyze report"),
+                                             (".json", '"schema_version"'), (".txt", "hvd-analyze 0.1.0 report")])
+def test_format_follows_the_output_extension(tmp_path: Path, cut: Path, ext: str, marker: str) -> None:
+    out = tmp_path / f"report{ext}"
+    code, _, _ = run("report", str(cut), "-o", str(out), "-q")
+    assert code == 0 and out.read_text().startswith(marker) or marker in out.read_text()
+
+
+def test_unknown_extension_is_a_usage_error(tmp_path: Path, cut: Path) -> None:
+    code, _, err = run("report", str(cut), "-o", str(tmp_path / "r.pdf"))
+    assert code == 2 and "cannot tell the report format" in err
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [("warning", 1), ("info", 1), ("critical", 0), (None, 0)])
+def test_fail_on(cut: Path, fail_on: str | None, expected: int) -> None:
+    args = ["report", str(cut), "-q"] + (["--fail-on", fail_on] if fail_on else [])
+    assert run(*args)[0] == expected
+
+
+def test_clean_input_passes_the_gate(good: Path) -> None:
+    code, out, _ = run("report", str(good), "--fail-on", "info")
+    assert code == 0 and "No findings." in out
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [(b"\x00\x01\x02garbage", "not an input"), (b'{"traceEvents": []}', "JSON object"),
+     (b"[" + b"9" * (10 * 1024 * 1024), "expected a trace event object")],
+    ids=["binary", "object", "10MB-token"],
+)
+def test_bad_input_is_one_message_and_exit_2(tmp_path: Path, content: bytes, needle: str) -> None:
+    path = write(tmp_path, content, "bad.json")
+    proc = subprocess.run([sys.executable, "-m", "analyzer", "report", str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("hvd-analyze: error: ") and str(path) in proc.stderr and needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_path_and_bad_store(tmp_path: Path) -> None:
+    assert run("report", str(tmp_path / "nope"))[0] == 2
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "manifest.json").write_text('{"schema_version": 99, "tool_version": "9.0"}')
+    code, _, err = run("report", str(tmp_path / "s"))
+    assert code == 2 and "newer hvd-analyze" in err
+
+
+def test_help_lists_commands() -> None:
+    code, out, _ = run("--help")
+    assert code == 0 and "ingest" in out and "report" in out

@@ -1,0 +1,68 @@
+"""Every renderer x {empty report, report with every finding kind}; hostile strings stay text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyzer.findings import AnalysisReport, Evidence, Finding, Impact, Severity, Skipped, SourceRef, Suggestion
+from analyzer.render import RENDERERS, renderer_for
+from analyzer.errors import UsageError
+from tests.conftest import validate_report
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _finding(code: str, sev: Severity) -> Finding:
+    return Finding(
+        code=code, severity=sev, title=f"title {HOSTILE}", summary=f"summary {HOSTILE}", detector="d",
+        evidence=(Evidence(f"ev {HOSTILE}", (SourceRef(f"/x/{HOSTILE}.json", byte_offset=12),), {"m": 1.5}),),
+        impact=Impact(0.0125, 0.25, "medium", "the straggler matches the median rank"),
+        suggestions=(Suggestion("do it", {"HOROVOD_CACHE_CAPACITY": "0"}, "why"),), ranks=(1,),
+    )
+
+
+EMPTY = AnalysisReport("0.1.0", "/s", (), (), (), ())
+FULL = AnalysisReport(
+    "0.1.0", "/s",
+    ({"id": "0" * 16, "path": f"/x/{HOSTILE}.json", "kind": "horovod_timeline", "size": 1, "sha256": "0" * 64,
+      "rows": {"spans": 1}, "issues": {"info": 0, "data_loss": 1, "error": 0}, "timeline": None},),
+    tuple(_finding(c, s) for c, s in (("timeline.truncated", Severity.WARNING), ("a.b", Severity.CRITICAL),
+                                       ("c.d", Severity.INFO))),
+    (Skipped("x", "no table"),),
+    ({"file": HOSTILE, "byte_offset": 3, "severity": "data_loss", "code": "timeline.truncated_record",
+      "message": HOSTILE, "count": 2},),
+    ({"path": HOSTILE, "reason": "unknown"},),
+)
+
+
+@pytest.mark.parametrize("name", sorted(RENDERERS))
+@pytest.mark.parametrize("report", [EMPTY, FULL], ids=["empty", "full"])
+def test_renderer(name: str, report: AnalysisReport) -> None:
+    text = RENDERERS[name].render(report)
+    assert text.endswith("\n")
+    if report is FULL:
+        assert "timeline.truncated" in text.replace("\\", "") and "HOROVOD_CACHE_CAPACITY" in text
+    if name == "json":
+        doc = json.loads(text)
+        validate_report(doc)
+        assert doc["summary"]["worst"] == (None if report is EMPTY else "critical")
+    if name in ("html", "md"):
+        assert HOSTILE not in text  # escaped, never live markup
+    if name == "html" and report is FULL:
+        assert "&lt;img src=x onerror=alert(1)&gt;" in text
+        assert "<script" not in text and "http" not in text.split("</style>")[1]  # self-contained
+
+
+def test_json_findings_in_severity_then_impact_order() -> None:
+    doc = json.loads(RENDERERS["json"].render(FULL))
+    assert [f["code"] for f in doc["findings"]] == ["timeline.truncated", "a.b", "c.d"]  # as given by analyze()
+
+
+def test_renderer_for() -> None:
+    assert renderer_for(None, "r.HTML").name == "html"
+    assert renderer_for("md", "r.html").name == "md"
+    assert renderer_for(None, None).name == "text"
+    with pytest.raises(UsageError):
+        renderer_for(None, "r.pdf")
