@@ -18,6 +18,9 @@ Contract of :func:`scan`:
       can decode it from the current buffer.
     * Anything the tokenizer tolerates or drops is counted in ``iss`` (count, first offset).
 
+Both kernels release the GIL (``nogil``), so a caller can write the previous batch in
+another thread while the next chunk is scanned.
+
 The tokenizer accepts any whitespace and key order; Horovod's exact byte layout is just
 the common case. It tolerates the unescaped quotes Horovod writes into tensor names
 (a ``"`` not followed by ``, } ] :`` is taken as part of the string).
@@ -332,7 +335,7 @@ def _close_negotiation_stats(pstat, slots, slot):
         pstat[slots[slot, S_PID], P_TICKED] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
          spans, ticks, marks, metas, newstr, outn):
     """Scan records in buf[pos:end]; see the module docstring. Returns (status, pos).
@@ -724,7 +727,7 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
     return status, i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def drain(top, pstat, slots, spans):
     """Emit every still-open span as unclosed (end = -1). Returns the number of rows."""
     ns = 0

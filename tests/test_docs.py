@@ -1,0 +1,41 @@
+"""Docs cannot drift from the code: generated schema doc, finding codes, CLI commands, JSON keys."""
+
+from __future__ import annotations
+
+import json
+
+from analyzer import detectors
+from analyzer.cli import cli
+from parsers.schema import render_markdown
+from tests.conftest import ROOT, SCHEMA
+
+
+def test_schema_doc_is_current() -> None:
+    assert (ROOT / "docs" / "schema.md").read_text() == render_markdown(), "run: python -m parsers.schema > docs/schema.md"
+
+
+def test_readme_documents_every_finding_code_and_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    codes = set()
+    for det in detectors.ALL_DETECTORS:
+        module = __import__(type(det).__module__, fromlist=["CODE"])
+        codes.add(module.CODE)
+    assert codes and all(f"`{c}`" in readme for c in codes), codes
+    for name in cli.commands:
+        assert f"hvd-analyze {name}" in readme, name
+
+
+def test_report_doc_names_every_top_level_key() -> None:
+    doc = (ROOT / "docs" / "report-schema.md").read_text()
+    for key in SCHEMA["properties"]:
+        assert f"`{key}" in doc, key
+
+
+def test_readme_starts_with_the_two_commands_and_ci_runs_the_second() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = [b.split("\n", 1)[1] for b in readme.split("```")[1::2]]
+    assert "hvd-analyze report sample_traces" in blocks[0]
+    test_cmd = blocks[1].strip()
+    assert "pytest" in test_cmd
+    assert test_cmd in (ROOT / ".ci" / "run").read_text()
+    json.dumps(SCHEMA)  # the schema file itself is valid JSON
