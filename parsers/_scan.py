@@ -21,6 +21,11 @@ Contract of :func:`scan`:
 Both kernels release the GIL (``nogil``), so a caller can write the previous batch in
 another thread while the next chunk is scanned.
 
+This module stays one file (about 740 lines, past the ~400-line guideline) on purpose:
+moving the lexing helpers and the record parser into a second module made the compiled
+kernel 2x slower (0.93 s -> 1.9 s on a 392 MB file, measured), numba no longer
+optimising across the module boundary.
+
 The tokenizer accepts any whitespace and key order; Horovod's exact byte layout is just
 the common case. It tolerates the unescaped quotes Horovod writes into tensor names
 (a ``"`` not followed by ``, } ] :`` is taken as part of the string).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,11 +28,22 @@ import orjson
 import pyarrow as pa
 
 from parsers import _scan as S
+from parsers._timeline_state import (
+    KERNEL_ISSUES,
+    ScanState,
+    decode_str,
+    dict_column,
+)
 from parsers.errors import InputError, describe_bytes
 from parsers.inputs import open_binary, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.schema import arrow_schema
-from parsers.timeline_facts import CacheVerdict, VersionGuess, cache_verdict, guess_version, uptime_origin
+from parsers.timeline_facts import (
+    TimelineInfo,
+    cache_verdict,
+    guess_version,
+    uptime_origin,
+)
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
 MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
@@ -48,145 +59,6 @@ _META_RE = re.compile(
     rb'"args": \{"name": "(?P<name>.*)"\}\}$',
     re.S,
 )
-
-# (issue index in the kernel, severity, code, message)
-_KERNEL_ISSUES = (
-    (S.I_ORPHAN_E, IssueSeverity.DATA_LOSS, "timeline.orphan_end",
-     "E event with no open B on its pid (its B was lost or written to an earlier file); dropped"),
-    (S.I_NEG_IN_OP, IssueSeverity.INFO, "timeline.negotiate_inside_op",
-     "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
-     "E events are anonymous, so LIFO pairing may swap the two spans' ends"),
-    (S.I_TICK_OUTSIDE, IssueSeverity.INFO, "timeline.tick_outside_negotiation",
-     "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id"),
-    (S.I_UNESCAPED, IssueSeverity.INFO, "timeline.unescaped_quote",
-     "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly"),
-    (S.I_FLOAT_TS, IssueSeverity.INFO, "timeline.float_ts",
-     "non-integer ts (Horovod writes integers); rounded to the microsecond"),
-    (S.I_UNKNOWN_KEY, IssueSeverity.INFO, "timeline.unknown_key",
-     "record with a key Horovod does not write; the key was ignored"),
-    (S.I_TS_BACK, IssueSeverity.INFO, "timeline.ts_not_monotonic",
-     "ts smaller than the previous record's (Horovod's ts never decreases in file order)"),
-    (S.I_UNKNOWN_PH, IssueSeverity.DATA_LOSS, "timeline.unknown_phase",
-     "record with a phase Horovod does not write (only M, B, E, X, i); dropped"),
-    (S.I_BAD_RECORD, IssueSeverity.DATA_LOSS, "timeline.bad_record",
-     "record without the fields its phase needs (ph, ts, pid, name); dropped"),
-    (S.I_X_NOT_RANK, IssueSeverity.DATA_LOSS, "timeline.tick_not_rank",
-     "X event whose name is not a rank number; dropped"),
-    (S.I_E_NAMED, IssueSeverity.INFO, "timeline.named_end",
-     "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack"),
-)
-
-
-@dataclass(slots=True)
-class TimelineInfo:
-    """What one timeline file is, read off its content."""
-
-    path: str
-    bytes_read: int = 0
-    status: str = "empty"  # closed | unterminated | truncated | empty
-    layout: str = "unknown"  # glued (>=0.20.1) | line_per_event (<=0.20.0) | unknown
-    records: int = 0
-    start_time_since_epoch_us: int | None = None
-    first_ts_us: int | None = None
-    last_ts_us: int | None = None
-    uptime_origin: bool = False
-    max_depth: int = 0
-    version: VersionGuess | None = None
-    cache: CacheVerdict | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        v = self.version
-        c = self.cache
-        return {
-            "status": self.status,
-            "layout": self.layout,
-            "records": self.records,
-            "bytes_read": self.bytes_read,
-            "start_time_since_epoch_us": self.start_time_since_epoch_us,
-            "first_ts_us": self.first_ts_us,
-            "last_ts_us": self.last_ts_us,
-            "uptime_origin": self.uptime_origin,
-            "max_depth": self.max_depth,
-            "horovod_version": None if v is None else {
-                "low": ".".join(map(str, v.low)), "high": ".".join(map(str, v.high)),
-                "text": v.describe(), "evidence": list(v.evidence), "conflict": v.conflict,
-            },
-            "steady_state_ticks": None if c is None else c.steady_state_ticks,
-            "response_cache": None if c is None else c.response_cache,
-            "response_cache_reason": None if c is None else c.reason,
-            "counts": dict(self.counts),
-        }
-
-
-@dataclass(slots=True)
-class _State:
-    ctr: np.ndarray
-    iss: np.ndarray
-    top: np.ndarray
-    pstat: np.ndarray
-    slots: np.ndarray
-    ikeys: np.ndarray
-    ivals: np.ndarray
-
-    @classmethod
-    def new(cls) -> _State:
-        ctr = np.zeros(S.C_NCTR, np.int64)
-        ctr[S.C_FREE] = -1
-        ctr[S.C_LAST_TS] = np.iinfo(np.int64).min
-        ctr[S.C_FIRST_TS] = -1
-        return cls(
-            ctr=ctr,
-            iss=np.zeros((S.I_NISS, 2), np.int64),
-            top=np.full(1024, -1, np.int64),
-            pstat=_new_pstat(1024),
-            slots=np.zeros((4096, S.S_N), np.int64),
-            ikeys=np.zeros((3, 1024), np.uint64),
-            ivals=np.zeros((3, 1024), np.int64),
-        )
-
-    def grow(self) -> None:
-        need = int(self.ctr[S.C_NEED])
-        if need == 1:
-            size = max(int(self.ctr[S.C_NEED_PID]) + 1, 2 * len(self.top))
-            top = np.full(size, -1, np.int64)
-            top[: len(self.top)] = self.top
-            pstat = _new_pstat(size)
-            pstat[: len(self.pstat)] = self.pstat
-            self.top, self.pstat = top, pstat
-        elif need == 2:
-            slots = np.zeros((2 * len(self.slots), S.S_N), np.int64)
-            slots[: len(self.slots)] = self.slots
-            self.slots = slots
-        elif need == 3:
-            self._grow_intern()
-        else:  # pragma: no cover - kernel contract
-            raise AssertionError(f"kernel asked to grow unknown state {need}")
-        self.ctr[S.C_NEED] = 0
-
-    def _grow_intern(self) -> None:
-        cap = 2 * self.ikeys.shape[1]
-        keys = np.zeros((3, cap), np.uint64)
-        vals = np.zeros((3, cap), np.int64)
-        mask = np.uint64(cap - 1)
-        for cat in range(3):
-            for h, v in zip(self.ikeys[cat], self.ivals[cat], strict=True):
-                if h == 0:
-                    continue
-                k = int(h & mask)
-                while keys[cat, k] != 0:
-                    k = (k + 1) & (cap - 1)
-                keys[cat, k] = h
-                vals[cat, k] = v
-        self.ikeys, self.ivals = keys, vals
-
-
-def _new_pstat(n: int) -> np.ndarray:
-    p = np.zeros((n, S.P_N), np.int64)
-    p[:, S.P_FIRST_TS] = S.MISSING
-    p[:, S.P_OPNAME] = -1
-    return p
-
 
 class TimelineParser:
     """Stream one timeline file into Arrow batches.
@@ -210,7 +82,7 @@ class TimelineParser:
         self._strings: tuple[list[str], list[str], list[str]] = ([], [], [])
         self._tensor_names: list[str] = []
         self._pid_tensor = np.full(1024, -1, np.int32)
-        self._state = _State.new()
+        self._state = ScanState.new()
         self._progress = 0
 
     # -- public -------------------------------------------------------------------
@@ -320,7 +192,7 @@ class TimelineParser:
                 self._input_col(len(keep)),
                 pa.array(pids[keep].astype(np.int32)),
                 pa.array(names[tix[keep]], type=pa.string()),
-                _dict(opname, self._strings[S.CAT_NAME]),
+                dict_column(opname, self._strings[S.CAT_NAME]),
                 pa.array(stat[keep, S.P_NEG]),
                 pa.array(stat[keep, S.P_TICKED]),
                 pa.array(stat[keep, S.P_OPS]),
@@ -434,7 +306,7 @@ class TimelineParser:
         ns, nt, nm, nx, nn = (int(v) for v in outn[:5])
         for cat, sid, s, e in outs["newstr"][:nn]:
             raw = bytes(buf[s:e])
-            text = _decode_str(raw)
+            text = decode_str(raw)
             strings = self._strings[cat]
             assert sid == len(strings), "kernel interning out of order"
             strings.append(text)
@@ -449,7 +321,7 @@ class TimelineParser:
         if nm:
             t = outs["markers"][:nm]
             yield "markers", pa.Table.from_arrays(
-                [self._input_col(nm), _dict(t[:, S.MK_NAME], self._strings[S.CAT_NAME]),
+                [self._input_col(nm), dict_column(t[:, S.MK_NAME], self._strings[S.CAT_NAME]),
                  pa.array(t[:, S.MK_TS].copy()), pa.array(t[:, S.MK_OFF].copy())],
                 schema=arrow_schema("markers"),
             )
@@ -501,7 +373,7 @@ class TimelineParser:
         idx = np.full(len(pids), -1, np.int32)
         ok = pids < len(pt)
         idx[ok] = pt[pids[ok]]
-        return _dict(idx, self._tensor_names)
+        return dict_column(idx, self._tensor_names)
 
     def _spans_table(self, a: np.ndarray) -> pa.Table:
         c = {k: np.ascontiguousarray(a[:, k]) for k in range(S.SP_N)}
@@ -517,8 +389,8 @@ class TimelineParser:
                 pa.array(c[S.SP_ID]),
                 pa.array(c[S.SP_PID].astype(np.int32)),
                 self._tensor_col(c[S.SP_PID]),
-                _dict(c[S.SP_NAME], self._strings[S.CAT_NAME]),
-                _dict(c[S.SP_KIND], list(KINDS)),
+                dict_column(c[S.SP_NAME], self._strings[S.CAT_NAME]),
+                dict_column(c[S.SP_KIND], list(KINDS)),
                 pa.array(c[S.SP_DEPTH].astype(np.int16)),
                 pa.array(c[S.SP_START]),
                 pa.array(c[S.SP_END], mask=~closed),
@@ -526,8 +398,8 @@ class TimelineParser:
                 pa.array(closed),
                 pa.array(c[S.SP_PARENT], mask=c[S.SP_PARENT] < 0),
                 pa.array(c[S.SP_OP], mask=c[S.SP_OP] < 0),
-                _dict(c[S.SP_DTYPE], dtypes),
-                _dict(c[S.SP_SHAPE], self._strings[S.CAT_SHAPE]),
+                dict_column(c[S.SP_DTYPE], dtypes),
+                dict_column(c[S.SP_SHAPE], self._strings[S.CAT_SHAPE]),
                 pa.array(numel, mask=numel < 0),
                 pa.array(nbytes, mask=nbytes_null),
                 pa.array(c[S.SP_SOFF]),
@@ -585,32 +457,13 @@ class TimelineParser:
             has_markers="CYCLE_START" in self._strings[S.CAT_NAME],
             ticks_every_negotiation=info.cache.steady_state_ticks,
         )
-        for k, sev, code, msg in _KERNEL_ISSUES:
+        for k, sev, code, msg in KERNEL_ISSUES:
             count, first = int(st.iss[k, 0]), int(st.iss[k, 1])
             self.sink.add(sev, code, msg, byte_offset=first, count=count)
         if status == "empty":
             self.sink.add(IssueSeverity.INFO, "timeline.empty",
                           "empty timeline: no collective ran while it was recorded (Horovod leaves a 0-byte "
                           "file (>=0.20.1) or just '[' (<=0.20.0) then)", byte_offset=0)
-
-
-def _dict(indices: np.ndarray, values: list[str]) -> pa.DictionaryArray:
-    """Dictionary column from int indices; negative indices are null."""
-    idx = np.asarray(indices)
-    mask = idx < 0
-    return pa.DictionaryArray.from_arrays(
-        pa.array(np.where(mask, 0, idx).astype(np.int32), mask=mask if mask.any() else None),
-        pa.array(values if values else [""], type=pa.string()),
-    )
-
-
-def _decode_str(raw: bytes) -> str:
-    if b"\\" in raw:
-        try:
-            return str(orjson.loads(b'"' + raw + b'"'))
-        except orjson.JSONDecodeError:
-            pass
-    return raw.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -135,3 +135,45 @@ def cache_verdict(negotiations: np.ndarray, ticked: np.ndarray) -> CacheVerdict:
         True, "on", n_rep, later,
         f"{share:.0%} of repeated negotiations carry ticks (cache on, with evictions or autotune)",
     )
+
+
+@dataclass(slots=True)
+class TimelineInfo:
+    """What one timeline file is, read off its content."""
+
+    path: str
+    bytes_read: int = 0
+    status: str = "empty"  # closed | unterminated | truncated | empty
+    layout: str = "unknown"  # glued (>=0.20.1) | line_per_event (<=0.20.0) | unknown
+    records: int = 0
+    start_time_since_epoch_us: int | None = None
+    first_ts_us: int | None = None
+    last_ts_us: int | None = None
+    uptime_origin: bool = False
+    max_depth: int = 0
+    version: VersionGuess | None = None
+    cache: CacheVerdict | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        v = self.version
+        c = self.cache
+        return {
+            "status": self.status,
+            "layout": self.layout,
+            "records": self.records,
+            "bytes_read": self.bytes_read,
+            "start_time_since_epoch_us": self.start_time_since_epoch_us,
+            "first_ts_us": self.first_ts_us,
+            "last_ts_us": self.last_ts_us,
+            "uptime_origin": self.uptime_origin,
+            "max_depth": self.max_depth,
+            "horovod_version": None if v is None else {
+                "low": ".".join(map(str, v.low)), "high": ".".join(map(str, v.high)),
+                "text": v.describe(), "evidence": list(v.evidence), "conflict": v.conflict,
+            },
+            "steady_state_ticks": None if c is None else c.steady_state_ticks,
+            "response_cache": None if c is None else c.response_cache,
+            "response_cache_reason": None if c is None else c.reason,
+            "counts": dict(self.counts),
+        }

@@ -6,9 +6,18 @@ import json
 
 import pytest
 
-from analyzer.findings import AnalysisReport, Evidence, Finding, Impact, Severity, Skipped, SourceRef, Suggestion
-from analyzer.render import RENDERERS, renderer_for
 from analyzer.errors import UsageError
+from analyzer.findings import (
+    AnalysisReport,
+    Evidence,
+    Finding,
+    Impact,
+    Severity,
+    Skipped,
+    SourceRef,
+    Suggestion,
+)
+from analyzer.render import RENDERERS, renderer_for
 from tests.conftest import validate_report
 
 HOSTILE = "<img src=x onerror=alert(1)>"

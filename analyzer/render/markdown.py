@@ -18,7 +18,7 @@ class MarkdownRenderer:
     extension = ".md"
 
     def render(self, report: AnalysisReport) -> str:
-        out = [f"# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
+        out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
         out += [f"- {_md(input_line(dict(e)))}" for e in report.inputs] or ["(none)"]
         out += ["", "## Findings", ""]
         if not report.findings:
