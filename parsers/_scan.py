@@ -394,7 +394,6 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
         sh_s = -1
         sh_e = -1
         rflags = 0
-        has_args = False
         unknown_key = False
         bad = False
         cut = False
@@ -469,7 +468,6 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
                     pid = v
                     i = j
                 elif klen == 4 and _key_is(buf, ks, q, b"args") and buf[vs] == 123:
-                    has_args = True
                     i = _skip_ws(buf, vs + 1, end)
                     if i < end and buf[i] == 125:
                         i += 1
