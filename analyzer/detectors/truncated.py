@@ -40,7 +40,7 @@ class TruncatedTimeline:
             tl = entry.get("timeline", {})
             evidence = tuple(
                 Evidence(
-                    summary=f"{row.count} x {LOSS_CODES[row.code]}: {row.message}",
+                    summary=f"{row.code} x{row.count}: {row.message}",
                     sources=(SourceRef(path, byte_offset=None if row.byte_offset != row.byte_offset
                                        else int(row.byte_offset)),),
                     metrics={"count": float(row.count)},
@@ -54,7 +54,8 @@ class TruncatedTimeline:
                     severity=Severity.WARNING,
                     title="Timeline is truncated: the end of the run is missing",
                     summary=(
-                        f"{path}: {', '.join(sorted(group['code']))}. The {kept} records before the loss were "
+                        f"{path}: {'; '.join(LOSS_CODES[c] for c in sorted(group['code']))}. The {kept} records "
+                        f"before the loss were "
                         f"analysed (status: {tl.get('status', '?')}); steps after the cut are not in this report."
                     ),
                     detector=self.name,
