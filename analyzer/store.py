@@ -268,6 +268,13 @@ class RunStore:
                     if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
                         self._write(writers, name, tmp_dir, table)
                         rows[name] = table.num_rows
+            except BaseException:
+                raw.finish()
+                for w in writers.values():
+                    w.close()
+                for name in writers:  # leave no partial partition behind
+                    shutil.rmtree(self.root / "tables" / name / tmp_dir, ignore_errors=True)
+                raise
             finally:
                 raw.finish()
                 for w in writers.values():

@@ -125,3 +125,27 @@ def test_corpus_directory_ingests_without_errors(corpus: Path, tmp_path: Path) -
     assert len(rep.added) == 20
     assert all(e["issues"]["error"] == 0 for e in rep.added)
     assert store.table("spans").num_rows == sum(e["rows"].get("spans", 0) for e in rep.added)
+
+
+def test_record_cut_after_good_ones_is_data_loss(tmp_path: Path) -> None:
+    bad = write(tmp_path, glued(meta(1, "t"), *[B("ALLREDUCE", i, 1) + "," + E(i + 1, 1) for i in range(3000)],
+                                close=False) + ',{"ph": "B", "name": "' + "x" * (9 << 20), "bad.json")
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([bad]))
+    assert len(rep.added) == 1 and rep.added[0]["rows"]["spans"] == 3000
+    assert rep.added[0]["issues"]["data_loss"] >= 1
+
+
+def test_failed_ingest_leaves_no_partial_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([_timeline(tmp_path)]))
+
+    def boom(self: object) -> None:
+        raise InputError("x.json", "simulated failure after the batches were written")
+
+    monkeypatch.setattr("parsers.timeline.TimelineParser.tensors_table", boom)
+    with pytest.raises(InputError, match="simulated"):
+        store.ingest(*discover([_timeline(tmp_path, "b.json", extra=7)]))
+    assert list((store.root / "tables").rglob(".tmp-*")) == []
+    reopened = RunStore.open(store.root)
+    assert len(reopened.inputs) == 1 and reopened.table("spans").num_rows == 2
