@@ -257,6 +257,7 @@ class RunStore:
             stream: Any = _gzip_impl.GzipFile(fileobj=raw, mode="rb") if gz else raw
             parser = TimelineParser(item.path, display_name=str(item.path))
             last = 0
+            complete = False
             try:
                 for name, batch in _in_background(parser.batches(stream)):
                     self._write(writers, name, tmp_dir, batch)
@@ -268,17 +269,14 @@ class RunStore:
                     if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
                         self._write(writers, name, tmp_dir, table)
                         rows[name] = table.num_rows
-            except BaseException:
-                raw.finish()
-                for w in writers.values():
-                    w.close()
-                for name in writers:  # leave no partial partition behind
-                    shutil.rmtree(self.root / "tables" / name / tmp_dir, ignore_errors=True)
-                raise
+                complete = True
             finally:
                 raw.finish()
                 for w in writers.values():
                     w.close()
+                if not complete:  # a parser or write error: leave no partial partition behind
+                    for name in writers:
+                        shutil.rmtree(self.root / "tables" / name / tmp_dir, ignore_errors=True)
             if progress and raw.pos > last:
                 progress(raw.pos - last)
         sha = raw.hexdigest()
@@ -326,20 +324,24 @@ def _in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[st
     q: queue.Queue[tuple[str, pa.Table] | BaseException | None] = queue.Queue(maxsize=_QUEUE_DEPTH)
     stop = threading.Event()
 
+    def offer(item: tuple[str, pa.Table] | BaseException | None) -> bool:
+        """Put unless the consumer has gone (it may never take from a full queue again)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
         try:
             for item in batches:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not offer(item):
                     return
-            q.put(None)
+            offer(None)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            q.put(exc)
+            offer(exc)
 
     thread = threading.Thread(target=produce, name="hvd-analyze-parse", daemon=True)
     thread.start()

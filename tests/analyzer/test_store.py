@@ -149,3 +149,52 @@ def test_failed_ingest_leaves_no_partial_partition(tmp_path: Path, monkeypatch: 
     assert list((store.root / "tables").rglob(".tmp-*")) == []
     reopened = RunStore.open(store.root)
     assert len(reopened.inputs) == 1 and reopened.table("spans").num_rows == 2
+
+
+def test_background_parsing_stops_when_the_consumer_does() -> None:
+    """A write error ends consumption while the queue is full: the parsing thread must not hang.
+
+    With one item taken and _QUEUE_DEPTH more queued, the producer's next put (its end
+    marker) finds the queue full and no consumer left.
+    """
+    import threading
+    import time
+
+    import pyarrow as pa
+
+    from analyzer.store import _QUEUE_DEPTH, _in_background
+
+    batch = ("spans", pa.table({"x": [1]}))
+    produced: list[int] = []
+
+    def items():  # noqa: ANN202
+        for i in range(_QUEUE_DEPTH + 1):
+            produced.append(i)
+            yield batch
+
+    def consume_one_then_stop() -> None:
+        gen = _in_background(items())
+        next(gen)
+        deadline = time.monotonic() + 5
+        while len(produced) <= _QUEUE_DEPTH and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # let the producer reach its final put on the full queue
+        gen.close()
+
+    t = threading.Thread(target=consume_one_then_stop, daemon=True)
+    t.start()
+    t.join(timeout=10)
+    assert not t.is_alive(), "the consumer hung waiting for the parsing thread"
+
+
+def test_background_parsing_reraises_in_the_consumer() -> None:
+    from analyzer.store import _in_background
+
+    def failing():  # noqa: ANN202
+        yield ("spans", None)
+        raise InputError("x.json", "boom")
+
+    gen = _in_background(failing())  # type: ignore[arg-type]
+    assert next(gen)[0] == "spans"
+    with pytest.raises(InputError, match="boom"):
+        next(gen)
