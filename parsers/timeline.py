@@ -122,7 +122,7 @@ class TimelineParser:
                 status, pos = S.scan(buf, pos, end, base, st.ctr, st.iss, st.top, st.pstat, st.slots,
                                      st.ikeys, st.ivals, outs["spans"], outs["ticks"], outs["markers"],
                                      outs["metas"], outs["newstr"], outn)
-                yield from self._flush(buf, outs, outn)
+                yield from self._flush(buf, base, outs, outn)
                 self._progress = base + pos
                 if status == S.ST_FULL:
                     continue
@@ -145,6 +145,7 @@ class TimelineParser:
                     break
                 if carry > MAX_RECORD:
                     self._oversized(buf, pos, base)
+                    self._skipped_bytes(carry)
                     carry = 0
                     pos = end
                 if carry + chunk > len(buf):
@@ -237,14 +238,11 @@ class TimelineParser:
             hint="pass the file named by HOROVOD_TIMELINE (written on rank 0 only)",
         )
 
-    def _check_trailing(self, f: object, buf: np.ndarray, pos: int, end: int, base: int) -> None:
+    def _check_trailing(self, f: BinaryIO, buf: np.ndarray, pos: int, end: int, base: int) -> None:
         self.info.status = "closed"
-        rest = bytes(buf[pos:end]).strip()
-        extra = len(rest)
-        more = f.read(1 << 20) if hasattr(f, "read") else b""  # type: ignore[attr-defined]
-        while more:
+        extra = len(bytes(buf[pos:end]).strip())
+        while more := f.read(1 << 20):
             extra += len(more.strip())
-            more = f.read(1 << 20)  # type: ignore[attr-defined]
         if extra:
             self.sink.add(IssueSeverity.DATA_LOSS, "timeline.trailing_data",
                           f"{extra} non-blank bytes after the closing ']' were ignored", byte_offset=base + pos)
@@ -302,7 +300,8 @@ class TimelineParser:
         self.info.counts["skipped_bytes"] = self.info.counts.get("skipped_bytes", 0) + n
 
     # -- flushing kernel output ----------------------------------------------------------
-    def _flush(self, buf: np.ndarray, outs: dict[str, np.ndarray], outn: np.ndarray) -> Iterator[tuple[str, pa.Table]]:
+    def _flush(self, buf: np.ndarray, base: int, outs: dict[str, np.ndarray],
+               outn: np.ndarray) -> Iterator[tuple[str, pa.Table]]:
         ns, nt, nm, nx, nn = (int(v) for v in outn[:5])
         for cat, sid, s, e in outs["newstr"][:nn]:
             raw = bytes(buf[s:e])
@@ -311,7 +310,7 @@ class TimelineParser:
             assert sid == len(strings), "kernel interning out of order"
             strings.append(text)
         for s, e, _ph, _fl in outs["metas"][:nx]:
-            self._meta(bytes(buf[s:e]), int(s))
+            self._meta(bytes(buf[s:e]), base + int(s))  # s is a buffer index, not a file offset
         for key, n in (("spans", ns), ("ticks", nt), ("markers", nm)):
             self.info.counts[key] = self.info.counts.get(key, 0) + n
         if ns:

@@ -219,3 +219,14 @@ def test_response_cache_verdict(tmp_path: Path) -> None:
         return parse_timeline(write(tmp_path, glued(*parts), f"c{ticks_every_time}.json")).info.cache.response_cache
 
     assert run(True) == "off" and run(False) == "on"
+
+
+def test_metadata_issue_offsets_are_file_offsets_in_later_chunks(tmp_path: Path) -> None:
+    parts = [meta(1, "a")] + [B("ALLREDUCE", t, 1) + "," + E(t + 1, 1) for t in range(0, 400, 2)]
+    bad_meta = '{"name": "process_labels", "ph": "M", "pid": 1, "args": {"labels": "x"}},\n'
+    text = glued(*parts, bad_meta, B("ALLREDUCE", 500, 1), E(501, 1))
+    path = write(tmp_path, text)
+    for chunk in (4096, 1 << 20):  # the record lies well past the first 4 KiB chunk
+        p = parse_timeline(path, chunk_bytes=chunk)
+        issue = next(i for i in p.issues if i.code == "timeline.unknown_metadata")
+        assert issue.byte_offset == text.index('{"name": "process_labels"'), chunk
