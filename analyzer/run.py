@@ -25,14 +25,8 @@ def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
             continue
         findings += det.detect(ctx)
     findings.sort(key=Finding.sort_key)
-    issues = store.table("parse_issues").to_pandas() if store.has_table("parse_issues") else None
-    issue_rows: list[dict[str, Any]] = []
-    if issues is not None and len(issues):
-        for row in issues.head(MAX_ISSUES_IN_REPORT).itertuples():
-            issue_rows.append({
-                "file": row.file, "byte_offset": None if row.byte_offset != row.byte_offset else int(row.byte_offset),
-                "severity": str(row.severity), "code": str(row.code), "message": row.message, "count": int(row.count),
-            })
+    issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
+    issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
     return AnalysisReport(
         tool_version=__version__,
         store=str(store.root),

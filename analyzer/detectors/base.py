@@ -27,11 +27,9 @@ class Context:
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
 
-    def input_path(self, input_id: str) -> str:
-        for entry in self.store.inputs:
-            if entry["id"] == input_id:
-                return str(entry["path"])
-        return input_id
+    def input_entry(self, input_id: str) -> dict[str, Any]:
+        """The manifest entry of an input (path, sha256, timeline facts, ...)."""
+        return next(e for e in self.store.inputs if e["id"] == input_id)
 
 
 class Detector(Protocol):

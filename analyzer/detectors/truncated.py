@@ -10,6 +10,9 @@ analysed, but the end of the run is missing. No threshold: any loss is reported.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any
+
 from analyzer.detectors.base import Context
 from analyzer.findings import Evidence, Finding, Severity, SourceRef, Suggestion
 
@@ -31,21 +34,22 @@ class TruncatedTimeline:
     why_required = "no Horovod timeline was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
-        issues = ctx.table("parse_issues").to_pandas()
-        issues = issues[(issues["severity"] == "data_loss") & issues["code"].isin(list(LOSS_CODES))]
+        by_input: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in ctx.table("parse_issues").to_pylist():
+            if row["severity"] == "data_loss" and row["code"] in LOSS_CODES:
+                by_input[row["input_id"]].append(row)
         findings = []
-        for input_id, group in issues.groupby("input_id", observed=True, sort=True):
-            path = ctx.input_path(str(input_id))
-            entry = next(e for e in ctx.store.inputs if e["id"] == input_id)
-            tl = entry.get("timeline", {})
+        for input_id, rows in sorted(by_input.items()):
+            entry = ctx.input_entry(input_id)
+            path = str(entry["path"])
+            tl = entry.get("timeline") or {}
             evidence = tuple(
                 Evidence(
-                    summary=f"{row.code} x{row.count}: {row.message}",
-                    sources=(SourceRef(path, byte_offset=None if row.byte_offset != row.byte_offset
-                                       else int(row.byte_offset)),),
-                    metrics={"count": float(row.count)},
+                    summary=f"{row['code']} x{row['count']}: {row['message']}",
+                    sources=(SourceRef(path, byte_offset=row["byte_offset"]),),
+                    metrics={"count": float(row["count"])},
                 )
-                for row in group.itertuples()
+                for row in rows
             )
             kept = tl.get("records", 0)
             findings.append(
@@ -54,7 +58,7 @@ class TruncatedTimeline:
                     severity=Severity.WARNING,
                     title="Timeline is truncated: the end of the run is missing",
                     summary=(
-                        f"{path}: {'; '.join(LOSS_CODES[c] for c in sorted(group['code']))}. The {kept} records "
+                        f"{path}: {'; '.join(LOSS_CODES[c] for c in sorted(r['code'] for r in rows))}. The {kept} records "
                         f"before the loss were "
                         f"analysed (status: {tl.get('status', '?')}); steps after the cut are not in this report."
                     ),
