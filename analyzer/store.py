@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from analyzer import __version__
 from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
-from parsers.inputs import GZIP_MAGIC, InputKind, _gzip_impl
+from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 from parsers.timeline import TimelineParser
 
@@ -254,7 +254,7 @@ class RunStore:
             gz = raw_file.read(2) == GZIP_MAGIC
             raw_file.seek(0)
             raw = _HashingReader(raw_file)
-            stream: Any = _gzip_impl.GzipFile(fileobj=raw, mode="rb") if gz else raw
+            stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
             parser = TimelineParser(item.path, display_name=str(item.path))
             last = 0
             complete = False

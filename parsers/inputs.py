@@ -11,9 +11,10 @@ import gzip
 import hashlib
 import io
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 try:  # ISA-L inflates gzip 2-3x faster than zlib; optional.
     from isal import igzip as _gzip_impl
@@ -40,27 +41,75 @@ class Sniffed:
     candidate: InputKind | None = None  # unrecognised, but only this parser can say exactly why
 
 
-def open_binary(path: str | Path) -> BinaryIO:
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, gzip.BadGzipFile, zlib.error)
+if _gzip_impl is not gzip:  # pragma: no cover - depends on the environment
+    _GZIP_ERRORS += (_gzip_impl.BadGzipFile, OSError)
+
+
+GUNZIP_PIECE = 64 * 1024
+
+
+class GunzipStream:
+    """Decompress a gzip stream, treating a cut or damaged stream as its end.
+
+    A gzip file cut short (a killed job, a partial copy) raises ``EOFError`` deep inside
+    the decompressor; here it ends the stream instead, with :attr:`cut` set, so the
+    parser analyses everything inflated before the damage and reports the loss.
+    """
+
+    def __init__(self, fileobj: BinaryIO) -> None:
+        self._gz = _gzip_impl.GzipFile(fileobj=fileobj, mode="rb")
+        self.cut: str | None = None  # what went wrong, if the stream ended early
+
+    def readinto(self, b: Any) -> int:
+        """Fill ``b`` in small pieces: when the stream turns out to be cut, the gzip modules
+        drop what they inflated during that call, so a piece bounds the loss."""
+        view = memoryview(b).cast("B")
+        total = 0
+        while total < len(view) and self.cut is None:
+            try:
+                n = self._gz.readinto(view[total : total + GUNZIP_PIECE])
+            except _GZIP_ERRORS as exc:
+                self.cut = str(exc) or type(exc).__name__
+                break
+            if not n:
+                break
+            total += n
+        return total
+
+    def read(self, n: int = -1) -> bytes:
+        if self.cut is not None:
+            return b""
+        try:
+            return self._gz.read(n)
+        except _GZIP_ERRORS as exc:
+            self.cut = str(exc) or type(exc).__name__
+            return b""
+
+    def close(self) -> None:
+        self._gz.close()
+
+    def __enter__(self) -> GunzipStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_binary(path: str | Path) -> BinaryIO | GunzipStream:
     """Open a file for reading bytes, decompressing gzip by its magic number."""
     raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
     head = raw.read(2)
     raw.seek(0)
-    if head == GZIP_MAGIC:
-        return _gzip_impl.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+    return GunzipStream(raw) if head == GZIP_MAGIC else raw
 
 
 def read_head(path: str | Path, size: int = SNIFF_BYTES) -> tuple[bytes, bool]:
-    """The first ``size`` bytes (decompressed) and whether the file is gzip."""
-    with open(path, "rb") as raw:
-        compressed = raw.read(2) == GZIP_MAGIC
-    try:
-        with open_binary(path) as f:
-            return f.read(size), compressed
-    except (OSError, EOFError, gzip.BadGzipFile):
-        # A corrupt or cut gzip stream: show what could be inflated, if anything.
-        with open(path, "rb") as raw:
-            return raw.read(size), compressed
+    """The first ``size`` bytes (decompressed, as far as a damaged stream allows) and whether it is gzip."""
+    with open_binary(path) as f:
+        buf = bytearray(size)
+        n = readinto_full(f, memoryview(buf))
+        return bytes(buf[:n]), isinstance(f, GunzipStream)
 
 
 def _strip_bom_ws(data: bytes) -> bytes:
@@ -99,7 +148,7 @@ def sha256_of(path: str | Path, block: int = 8 * 1024 * 1024) -> str:
     return h.hexdigest()
 
 
-def readinto_full(f: BinaryIO | io.RawIOBase, view: memoryview) -> int:
+def readinto_full(f: BinaryIO | io.RawIOBase | GunzipStream, view: memoryview) -> int:
     """Fill ``view`` as far as the stream allows (gzip streams return short reads)."""
     total = 0
     while total < len(view):

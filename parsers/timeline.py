@@ -35,7 +35,7 @@ from parsers._timeline_state import (
     dict_column,
 )
 from parsers.errors import InputError, describe_bytes
-from parsers.inputs import open_binary, readinto_full
+from parsers.inputs import GUNZIP_PIECE, open_binary, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.schema import arrow_schema
 from parsers.timeline_facts import (
@@ -90,11 +90,6 @@ class TimelineParser:
     def issues(self) -> list[ParseIssue]:
         return self.sink.issues
 
-    @property
-    def progress_bytes(self) -> int:
-        """Bytes of (decompressed) input consumed so far, for progress bars."""
-        return self._progress
-
     def batches(self, stream: BinaryIO | None = None) -> Iterator[tuple[str, pa.Table]]:
         """Yield ``(table, batch)`` pairs; read ``stream`` (already decompressed) if given."""
         st = self._state
@@ -115,6 +110,7 @@ class TimelineParser:
             pos = self._open_array(buf, end)
             if pos < 0:  # empty timeline
                 self._progress = end
+                self._note_gzip_cut(f)
                 self._finish(status="empty")
                 return
             base = 0
@@ -158,6 +154,7 @@ class TimelineParser:
                 n = readinto_full(f, memoryview(buf)[carry : carry + chunk])
                 eof = n < chunk
                 pos, end = 0, carry + n
+            self._note_gzip_cut(f)
         spans = np.empty((int(st.ctr[S.C_SLOT_HW]) + 1, S.SP_N), np.int64)
         n_open = S.drain(st.top, st.pstat, st.slots, spans)
         if n_open:
@@ -171,6 +168,16 @@ class TimelineParser:
         self.info.counts["spans"] = self.info.counts.get("spans", 0) + n_open
         self.info.counts["unclosed_spans"] = n_open
         self._finish(status=self.info.status)
+
+    def _note_gzip_cut(self, f: object) -> None:
+        cut = getattr(f, "cut", None)
+        if cut:
+            self.sink.add(
+                IssueSeverity.DATA_LOSS, "timeline.gzip_cut",
+                f"the gzip stream is cut or damaged ({cut}); everything inflated before that point was read, "
+                f"except up to {GUNZIP_PIECE // 1024} KiB just before the damage",
+                byte_offset=self._progress,
+            )
 
     def tensors_table(self) -> pa.Table:
         """One row per pid seen in metadata or events (call after :meth:`batches`)."""

@@ -94,3 +94,16 @@ def test_missing_path_and_bad_store(tmp_path: Path) -> None:
 def test_help_lists_commands() -> None:
     code, out, _ = run("--help")
     assert code == 0 and "ingest" in out and "report" in out
+
+
+def test_cut_gzip_input_is_reported_not_a_crash(tmp_path: Path, good: Path) -> None:
+    import gzip
+
+    data = gzip.compress(good.read_bytes() * 1)  # tiny: the cut lands in the first block
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) - 12])
+    code, out, err = run("report", str(path), "-f", "json", "-q")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [f["code"] for f in doc["findings"]] == ["timeline.truncated"]
+    assert "timeline.gzip_cut" in {i["code"] for i in doc["parse_issues"]}

@@ -1,7 +1,7 @@
 """``timeline.truncated``: the timeline's content was cut or records were lost.
 
-Signal: parse issues of severity ``data_loss`` on a timeline input: a record cut by the
-end of the file (``timeline.truncated_record``), a >=0.20.1 file without its closing
+Signal: parse issues of severity ``data_loss`` on a timeline input: a cut gzip stream,
+a record cut by the end of the file (``timeline.truncated_record``), a >=0.20.1 file without its closing
 ``]`` (``timeline.unterminated``), spans whose E never came (``timeline.unclosed_spans``,
 Horovod's writer does not drain its queue at shutdown), orphan E events, unreadable
 records. One finding per input file, severity warning: everything before the loss is
@@ -25,6 +25,7 @@ LOSS_CODES = {
     "timeline.corrupt_record": "unreadable records skipped",
     "timeline.bad_record": "records missing required fields",
     "timeline.trailing_data": "bytes after the closing ']'",
+    "timeline.gzip_cut": "a cut or damaged gzip stream",
 }
 
 

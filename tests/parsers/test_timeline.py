@@ -230,3 +230,16 @@ def test_metadata_issue_offsets_are_file_offsets_in_later_chunks(tmp_path: Path)
         p = parse_timeline(path, chunk_bytes=chunk)
         issue = next(i for i in p.issues if i.code == "timeline.unknown_metadata")
         assert issue.byte_offset == text.index('{"name": "process_labels"'), chunk
+
+
+def test_cut_gzip_stream_is_read_up_to_the_damage(tmp_path: Path) -> None:
+    parts = [meta(1, "t")] + [B("ALLREDUCE", t, 1) + "," + E(t + 1, 1) for t in range(0, 20000, 2)]
+    packed = gzip.compress(glued(*parts).encode())
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    p = parse_timeline(path)
+    s = spans(p)
+    assert 0 < len(s) < 10000 and s["closed"].sum() >= len(s) - 1
+    c = {i.code: i.severity for i in p.issues}
+    assert c["timeline.gzip_cut"] == "data_loss"
+    assert "timeline.truncated_record" in c or "timeline.unterminated" in c
