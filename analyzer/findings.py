@@ -109,6 +109,7 @@ class AnalysisReport:
     skipped: tuple[Skipped, ...]
     parse_issues: tuple[Mapping[str, Any], ...]
     skipped_files: tuple[Mapping[str, str], ...] = ()
+    timelines: tuple[Mapping[str, Any], ...] = ()  # analyzer.summary.timeline_section, main timeline first
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -125,6 +126,8 @@ class AnalysisReport:
                 "worst": None if self.worst() is None else self.worst().label,  # type: ignore[union-attr]
             },
             "inputs": [dict(i) for i in self.inputs],
+            "timeline": dict(self.timelines[0]) if self.timelines else None,
+            "other_timelines": [dict(t) for t in self.timelines[1:]],
             "findings": [_finding_dict(f) for f in self.findings],
             "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
             "parse_issues": [dict(i) for i in self.parse_issues],

@@ -9,6 +9,7 @@ from analyzer import __version__
 from analyzer.detectors import ALL_DETECTORS, Context, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.store import RunStore
+from analyzer.summary import timeline_section
 
 MAX_ISSUES_IN_REPORT = 200
 
@@ -25,6 +26,7 @@ def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
             continue
         findings += det.detect(ctx)
     findings.sort(key=Finding.sort_key)
+    models = sorted(ctx.timelines(), key=lambda m: -len(m.steps))  # the main timeline (most steps) first
     issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
     issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
     return AnalysisReport(
@@ -35,6 +37,7 @@ def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
         skipped=tuple(skipped),
         parse_issues=tuple(issue_rows),
         skipped_files=tuple(store.manifest.get("skipped", [])),
+        timelines=tuple(timeline_section(m) for m in models),
     )
 
 

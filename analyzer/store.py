@@ -188,6 +188,17 @@ class RunStore:
             self._cache[name] = validate(data, name)
         return self._cache[name]
 
+    def input_table(self, name: str, input_id: str, columns: list[str] | None = None) -> pa.Table:
+        """One input's rows of a table (without ``input_id``), reading only ``columns``.
+
+        Analyses work per input; this avoids concatenating every input's partition.
+        """
+        files = dict(self._files(name))
+        schema = _file_schema(name)
+        if input_id not in files:
+            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        return pq.read_table(files[input_id], schema=schema, columns=columns)
+
     def _files(self, name: str) -> list[tuple[str, Path]]:
         if name not in TABLES:
             raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_timeline, child_main, measure_in_child  # noqa: E402
+from bench.common import big_timeline, child_main, measure_in_child
 
 
 def ours(path: Path) -> None:

@@ -632,8 +632,7 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
                 slots[slot, S_NEG] = 1 if is_neg else 0
                 slots[slot, S_TICKS] = 0
                 slots[slot, S_PID] = pid
-                if slots[slot, S_DEPTH] + 1 > ctr[C_MAX_DEPTH]:
-                    ctr[C_MAX_DEPTH] = slots[slot, S_DEPTH] + 1
+                ctr[C_MAX_DEPTH] = max(ctr[C_MAX_DEPTH], slots[slot, S_DEPTH] + 1)
                 parent_op = slots[parent, S_OP] if parent >= 0 else -1
                 if is_neg:
                     if parent >= 0:

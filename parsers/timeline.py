@@ -57,7 +57,7 @@ _FRAGMENT_RE = re.compile(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")
 _META_RE = re.compile(
     rb'^\{"name": "(?P<kind>process_name|process_sort_index)", "ph": "M", "pid": (?P<pid>\d+), '
     rb'"args": \{"name": "(?P<name>.*)"\}\}$',
-    re.S,
+    re.DOTALL,
 )
 
 class TimelineParser:

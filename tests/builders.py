@@ -27,7 +27,7 @@ def X(rank: int, ts: int, pid: int) -> str:
     return f'{{"ph": "X", "name": "{rank}", "ts": {ts}, "pid": {pid}, "dur": 0}}'
 
 
-def I(ts: int) -> str:  # noqa: E743 - the trace phase is called "i"
+def I(ts: int) -> str:
     return f'{{"ph": "i", "name": "CYCLE_START", "ts": {ts}, "s": "g"}}'
 
 

@@ -42,6 +42,7 @@ def test_ingest_then_report_on_the_store(tmp_path: Path, cut: Path) -> None:
     doc = json.loads(out)
     validate_report(doc)
     assert [f["code"] for f in doc["findings"]] == ["timeline.truncated"]
+    assert doc["timeline"]["steps"]["count"] > 0
 
 
 @pytest.mark.parametrize(("ext", "marker"), [(".html", "<!DOCTYPE html>"), (".md", "# hvd-analyze report"),
@@ -106,4 +107,5 @@ def test_cut_gzip_input_is_reported_not_a_crash(tmp_path: Path, good: Path) -> N
     assert code == 0, err
     doc = json.loads(out)
     assert [f["code"] for f in doc["findings"]] == ["timeline.truncated"]
+    assert doc["timeline"]["segmentation"]["method"] == "none"  # nothing survived the cut
     assert "timeline.gzip_cut" in {i["code"] for i in doc["parse_issues"]}

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from analyzer.findings import Finding
 from analyzer.store import RunStore
+from analyzer.timeline_model import TimelineModel, build_model
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Context:
 
     store: RunStore
     config: dict[str, Any] = field(default_factory=dict)
+    _timelines: list[TimelineModel] | None = field(default=None, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -31,6 +33,13 @@ class Context:
         """The manifest entry of an input (path, sha256, timeline facts, ...)."""
         return next(e for e in self.store.inputs if e["id"] == input_id)
 
+    def timelines(self) -> list[TimelineModel]:
+        """Every timeline input, analysed once (:func:`analyzer.timeline_model.build_model`)."""
+        if self._timelines is None:
+            self._timelines = [build_model(self.store, e) for e in self.store.inputs
+                               if e["kind"] == "horovod_timeline"]
+        return self._timelines
+
 
 class Detector(Protocol):
     name: str
@@ -38,3 +47,18 @@ class Detector(Protocol):
     why_required: str
 
     def detect(self, ctx: Context) -> list[Finding]: ...
+
+
+class TimelineDetector:
+    """Base of the detectors that judge one timeline at a time: subclasses set ``name`` and
+    implement :meth:`check`."""
+
+    name: str
+    requires: tuple[str, ...] = ("spans",)
+    why_required = "no Horovod timeline was ingested"
+
+    def detect(self, ctx: Context) -> list[Finding]:
+        return [f for m in ctx.timelines() if (f := self.check(m)) is not None]
+
+    def check(self, model: TimelineModel) -> Finding | None:
+        raise NotImplementedError

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from html import escape
 
+import plotly.offline
+
+from analyzer.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.sections import fusion_line, phase_rows, rank_rows, steps_line
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -36,8 +40,13 @@ class HtmlRenderer:
             "<h2>Inputs</h2><ul>",
             *[f"<li>{_e(input_line(dict(e)))}</li>" for e in report.inputs],
             "</ul>",
-            f"<h2>Findings ({len(report.findings)})</h2>",
         ]
+        figures = [self._timeline(t) for t in report.timelines]
+        if any(f for f, _ in figures):
+            # plotly.js inline, once: the file stays self-contained and works offline
+            parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
+        parts += [html for _, html in figures]
+        parts.append(f"<h2>Findings ({len(report.findings)})</h2>")
         if not report.findings:
             parts.append("<p>No findings.</p>")
         parts += [self._finding(f) for f in report.findings]
@@ -57,6 +66,24 @@ class HtmlRenderer:
             parts.append("</table>")
         parts.append("</body></html>\n")
         return "\n".join(parts)
+
+    @staticmethod
+    def _timeline(section: dict) -> tuple[bool, str]:  # type: ignore[type-arg]
+        figs = all_figures(section)
+        rows = [f"<h2>Timeline {_e(section['path'])}</h2><p>{_e(steps_line(section))}</p>",
+                f"<p>Fusion: {_e(fusion_line(section))}</p>"]
+        rows += [f"<div class='fig'>{fig.to_html(full_html=False, include_plotlyjs=False)}</div>" for fig in figs]
+        if section["phases"]:
+            rows.append("<table><tr><th>phase</th><th>median ms/step</th><th>share of step</th></tr>")
+            rows += [f"<tr><td>{_e(n)}</td><td>{m}</td><td>{s}</td></tr>" for n, m, s in phase_rows(section)]
+            rows.append("</table>")
+        if section["ranks"]["ranks"]:
+            rows.append(f"<p>Rank lateness ({_e(section['ranks']['scope'])}):</p><table><tr><th>rank</th>"
+                        "<th>last ready</th><th>median ms</th><th>p90 ms</th></tr>")
+            rows += [f"<tr><td>{r}</td><td>{last}</td><td>{med}</td><td>{p90}</td></tr>"
+                     for r, last, med, p90 in rank_rows(section)]
+            rows.append("</table>")
+        return bool(figs), "".join(rows)
 
     @staticmethod
     def _finding(f: Finding) -> str:

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from analyzer.findings import AnalysisReport
 from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.sections import (
+    fusion_line,
+    histogram_lines,
+    phase_rows,
+    rank_rows,
+    steps_line,
+)
 
 
 def _md(text: object) -> str:
@@ -20,6 +27,8 @@ class MarkdownRenderer:
     def render(self, report: AnalysisReport) -> str:
         out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
         out += [f"- {_md(input_line(dict(e)))}" for e in report.inputs] or ["(none)"]
+        for section in report.timelines:
+            out += _timeline(section)
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")
@@ -45,3 +54,19 @@ class MarkdownRenderer:
             out += [f"| {i['severity']} | `{i['code']}` | {i['count']} | {_md(i['file'])} | {i['byte_offset'] or ''} |"
                     for i in report.parse_issues]
         return "\n".join(out) + "\n"
+
+
+def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
+    out = ["", f"## Timeline {_md(section['path'])}", "", _md(steps_line(section)), ""]
+    hist = histogram_lines(section)
+    if hist:
+        out += ["Step-time histogram (steady steps):", "", "```text", *hist, "```", ""]
+    if section["phases"]:
+        out += ["| phase | median ms/step | share of step |", "|---|---|---|"]
+        out += [f"| {_md(n)} | {m} | {s} |" for n, m, s in phase_rows(section)] + [""]
+    if section["ranks"]["ranks"]:
+        out += [f"Rank lateness behind the first-ready rank ({section['ranks']['scope']}):", "",
+                "| rank | last | median ms | p90 ms |", "|---|---|---|---|"]
+        out += [f"| {r} | {last} | {med} | {p90} |" for r, last, med, p90 in rank_rows(section)] + [""]
+    out.append(f"Fusion: {_md(fusion_line(section))}")
+    return out

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from analyzer.findings import AnalysisReport
 from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.sections import (
+    fusion_line,
+    histogram_lines,
+    phase_rows,
+    rank_rows,
+    steps_line,
+)
 
 
 class TextRenderer:
@@ -15,6 +22,8 @@ class TextRenderer:
         out.append(f"Inputs ({len(report.inputs)}):")
         out += [f"  - {input_line(dict(e))}" for e in report.inputs] or ["  (none)"]
         out.append("")
+        for section in report.timelines:
+            out += _timeline(section)
         if not report.findings:
             out.append("No findings.")
         else:
@@ -41,3 +50,19 @@ class TextRenderer:
         if report.skipped_files:
             out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
         return "\n".join(out) + "\n"
+
+
+def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
+    out = [f"Timeline {section['path']}:", f"  steps: {steps_line(section)}"]
+    hist = histogram_lines(section)
+    if hist:
+        out += ["  step-time histogram (steady steps):"] + [f"    {line}" for line in hist]
+    if section["phases"]:
+        out.append("  phases (median per step, union across tensors; they overlap):")
+        out += [f"    {name:<28} {ms_:>10} ms  {share:>5} of the step" for name, ms_, share in phase_rows(section)]
+    if section["ranks"]["ranks"]:
+        out.append(f"  rank lateness behind the first-ready rank ({section['ranks']['scope']}):")
+        out.append("    rank   last     median ms    p90 ms")
+        out += [f"    {r:>4}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rank_rows(section)]
+    out += [f"  fusion: {fusion_line(section)}", ""]
+    return out

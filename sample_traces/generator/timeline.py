@@ -47,6 +47,9 @@ class TimelineSpec:
     mark_cycles: bool = False
     hierarchical: bool = False
     init_nccl_us: int = 450_000
+    waves: int = 4  # gradient arrival groups per step (tensors of one wave are ready together)
+    op_overhead_us: int = 20  # fixed cost of one collective
+    startup_skew_us: int = 0  # >0: broadcast_parameters first, the last rank this late
     seed: int = 42
     uptime_origin_us: int = 1_410_488_741_507  # line_per_event ts origin (host uptime)
     truncate_at: float | None = None  # keep this fraction of the bytes (cut mid-record)
@@ -78,13 +81,20 @@ def _shape(nbytes: int) -> tuple[str, int]:
     return f"[{numel}]", numel
 
 
-def _batches(sizes: list[int], threshold: int) -> list[list[int]]:
-    """Tensors in backward order (last layer first), greedily fused up to the threshold."""
-    order = list(range(len(sizes)))[::-1]
+def _waves(n_tensors: int, waves: int) -> list[list[int]]:
+    """Tensors in backward order (last layer first), split into ``waves`` arrival groups."""
+    order = list(range(n_tensors))[::-1]
+    waves = max(1, min(waves, n_tensors))
+    size = -(-n_tensors // waves)
+    return [order[i:i + size] for i in range(0, n_tensors, size)]
+
+
+def _fuse(wave: list[int], sizes: list[int], threshold: int) -> list[list[int]]:
+    """Greedy fusion of one wave's tensors up to the threshold (Horovod's FuseResponses)."""
     out: list[list[int]] = []
     cur: list[int] = []
     cur_bytes = 0
-    for t in order:
+    for t in wave:
         if cur and (threshold <= 0 or cur_bytes + sizes[t] > threshold):
             out.append(cur)
             cur, cur_bytes = [], 0
@@ -95,86 +105,131 @@ def _batches(sizes: list[int], threshold: int) -> list[list[int]]:
     return out
 
 
+class _Clock:
+    """Horovod's background loop: coordinator events happen at cycle boundaries."""
+
+    def __init__(self, origin: int, cycle: int) -> None:
+        self.origin, self.cycle = origin, max(1, cycle)
+
+    def next(self, t: int) -> int:
+        """The first cycle boundary at or after ``t``."""
+        return self.origin + -(-(t - self.origin) // self.cycle) * self.cycle
+
+
+def _negotiation(events: list[tuple[int, int, str]], clock: _Clock, pid: int, name: str, ready: list[int],
+                 ticked: bool, truth: GroundTruth) -> int:
+    """B at the cycle of the first ready rank, one X per rank at its cycle, E after the last."""
+    seen = [clock.next(r) for r in ready]
+    first = min(seen)
+    events.append((first, pid, f'{{"ph": "B", "name": "{name}", "ts": {first}, "pid": {pid}}}'))
+    if ticked:
+        for k, r in enumerate(sorted(range(len(ready)), key=lambda r: (seen[r], r))):
+            ts = seen[r] + k // 8  # ranks processed in one cycle tick a few us apart, ascending
+            events.append((ts, pid, f'{{"ph": "X", "name": "{r}", "ts": {ts}, "pid": {pid}, "dur": 0}}'))
+            truth.ticks += 1
+    end = max(seen) + 2 + len(ready) // 8
+    events.append((end, pid, f'{{"ph": "E", "ts": {end}, "pid": {pid}}}'))
+    truth.spans += 1
+    return end
+
+
+def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Random, batch: list[int],
+        sizes: list[int], start: int, first_op: bool, truth: GroundTruth) -> int:
+    """One fused batch: every tensor gets its own copy of the op and activity records."""
+    nbytes = sum(sizes[x] for x in batch)
+    acts: list[tuple[str, int]] = [(a, 5 + rnd.randint(0, 20)) for a in GPU_ALLREDUCE[:2]]
+    if first_op:
+        acts.append(("INIT_NCCL", spec.init_nccl_us))
+    acts.append(("QUEUE", spec.queue_us + rnd.randint(0, spec.queue_us // 4 + 1)))
+    if len(batch) > 1:
+        acts.append(("MEMCPY_IN_FUSION_BUFFER", 10 + nbytes // 50_000))
+    wire = int(nbytes / spec.bandwidth_bytes_per_us) + spec.op_overhead_us
+    if spec.hierarchical:
+        acts += [(a, max(5, wire // len(HIERARCHICAL))) for a in HIERARCHICAL]
+    else:
+        acts.append(("NCCL_ALLREDUCE", wire))
+    if len(batch) > 1:
+        acts.append(("MEMCPY_OUT_FUSION_BUFFER", 10 + nbytes // 50_000))
+    for k, tensor in enumerate(batch):
+        events.append((start + k, tensor + 1, f'{{"ph": "B", "name": "ALLREDUCE", "ts": {start + k}, "pid": {tensor + 1}}}'))
+    cur = start + len(batch)
+    for name, dur in acts:
+        for k, tensor in enumerate(batch):
+            events.append((cur + k, tensor + 1, f'{{"ph": "B", "name": "{name}", "ts": {cur + k}, "pid": {tensor + 1}}}'))
+        cur += dur
+        for k, tensor in enumerate(batch):
+            events.append((cur + k, tensor + 1, f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}}}'))
+        cur += len(batch) + 1
+        truth.spans += len(batch)
+    for k, tensor in enumerate(batch):
+        shape, _ = _shape(sizes[tensor])
+        events.append((cur + k, tensor + 1,
+                       f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}, "args": {{"dtype": "float32", "shape": "{shape}"}}}}'))
+    truth.spans += len(batch)
+    return cur + len(batch)
+
+
+def _startup(spec: TimelineSpec, rnd: random.Random, clock: _Clock, t: int, truth: GroundTruth
+             ) -> tuple[list[tuple[int, int, str]], int]:
+    """broadcast_parameters: one NEGOTIATE_BROADCAST + BROADCAST per tensor, the last rank late by startup_skew_us."""
+    events: list[tuple[int, int, str]] = []
+    n = spec.tensors
+    for i in range(n):
+        pid = n + 1 + i
+        ready = [t + rnd.randint(0, spec.jitter_us) + (spec.startup_skew_us if r == spec.ranks - 1 else 0)
+                 for r in range(spec.ranks)]
+        end = _negotiation(events, clock, pid, "NEGOTIATE_BROADCAST", ready, True, truth)
+        start = end + 3
+        events.append((start, pid, f'{{"ph": "B", "name": "BROADCAST", "ts": {start}, "pid": {pid}}}'))
+        events.append((start + 1, pid, f'{{"ph": "B", "name": "NCCL_BCAST", "ts": {start + 1}, "pid": {pid}}}'))
+        events.append((start + 40, pid, f'{{"ph": "E", "ts": {start + 40}, "pid": {pid}}}'))
+        events.append((start + 42, pid, f'{{"ph": "E", "ts": {start + 42}, "pid": {pid}}}'))
+        truth.spans += 2
+        t = start + 50
+    return events, t
+
+
 def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[int, int, str]]:
     """Yield (ts, pid, record) in file order; pid 0 = no tensor (markers)."""
     rnd = random.Random(spec.seed)
     sizes = spec.sizes()
-    batches = _batches(sizes, spec.fusion_threshold)
-    truth.batches_per_step = len(batches)
+    waves = _waves(spec.tensors, spec.waves)
+    truth.batches_per_step = sum(len(_fuse(w, sizes, spec.fusion_threshold)) for w in waves)
     t = 2_000_000
-    seen_ticked: set[int] = set()
-    nccl_ready = False
-    cyc = spec.cycle_time_us
+    clock = _Clock(t, spec.cycle_time_us)
+    ticked: set[int] = set()
+    first_op = True
+    if spec.startup_skew_us:
+        events, t = _startup(spec, rnd, clock, t, truth)
+        events.sort(key=lambda e: e[0])
+        yield from events
     for step in range(spec.steps):
         step_start = t
         events: list[tuple[int, int, str]] = []
-        # each tensor's gradient becomes ready during backward; rank r adds jitter and delay
+        # backward: wave w's gradients become ready at the same time on a rank (plus jitter and delay)
         ready0 = step_start + spec.compute_us // 2
-        last_end = step_start
-        for b_i, batch in enumerate(batches):
-            base = ready0 + b_i * (spec.compute_us // (2 * len(batches)))
+        free = step_start  # the GPU stream is free from here
+        for w_i, wave in enumerate(waves):
+            base = ready0 + w_i * (spec.compute_us // (2 * len(waves)))
             neg_end = base
-            for k, tensor in enumerate(batch):
+            for tensor in wave:
                 pid = tensor + 1
-                rank_ready = [
-                    base + k * 3 + rnd.randint(0, spec.jitter_us)
-                    + (spec.straggler_delay_us if r in spec.straggler_ranks else 0)
-                    for r in range(spec.ranks)
-                ]
-                first = min(rank_ready)
-                # the coordinator sees requests once per cycle, ranks in ascending order
-                seen = [first + ((rr - first) // cyc + 1) * cyc if rr > first else first for rr in rank_ready]
-                end = max(seen) + 2
-                events.append((first, pid, f'{{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": {first}, "pid": {pid}}}'))
-                if not spec.cache or pid not in seen_ticked:
-                    for r in sorted(range(spec.ranks), key=lambda r: (seen[r], r)):
-                        events.append((seen[r], pid, f'{{"ph": "X", "name": "{r}", "ts": {seen[r]}, "pid": {pid}, "dur": 0}}'))
-                        truth.ticks += 1
-                    seen_ticked.add(pid)
-                events.append((end, pid, f'{{"ph": "E", "ts": {end}, "pid": {pid}}}'))
-                truth.spans += 1
-                neg_end = max(neg_end, end)
-            # the op: every tensor of the batch gets its own copy of each activity, a few us apart
-            op_start = neg_end + rnd.randint(0, cyc)
-            nbytes = sum(sizes[x] for x in batch)
-            acts: list[tuple[str, int]] = [(a, 5 + rnd.randint(0, 20)) for a in GPU_ALLREDUCE[:2]]
-            if not nccl_ready:
-                acts.append(("INIT_NCCL", spec.init_nccl_us))
-            acts.append(("QUEUE", spec.queue_us + rnd.randint(0, spec.queue_us // 4 + 1)))
-            if len(batch) > 1:
-                acts.append(("MEMCPY_IN_FUSION_BUFFER", 10 + nbytes // 50_000))
-            wire = int(nbytes / spec.bandwidth_bytes_per_us) + 20
-            if spec.hierarchical:
-                acts += [(a, max(5, wire // len(HIERARCHICAL))) for a in HIERARCHICAL]
-            else:
-                acts.append(("NCCL_ALLREDUCE", wire))
-            if len(batch) > 1:
-                acts.append(("MEMCPY_OUT_FUSION_BUFFER", 10 + nbytes // 50_000))
-            nccl_ready = True
-            for k, tensor in enumerate(batch):
-                events.append((op_start + k, tensor + 1, f'{{"ph": "B", "name": "ALLREDUCE", "ts": {op_start + k}, "pid": {tensor + 1}}}'))
-            cur = op_start + len(batch)
-            for name, dur in acts:
-                for k, tensor in enumerate(batch):
-                    events.append((cur + k, tensor + 1, f'{{"ph": "B", "name": "{name}", "ts": {cur + k}, "pid": {tensor + 1}}}'))
-                cur += dur
-                for k, tensor in enumerate(batch):
-                    events.append((cur + k, tensor + 1, f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}}}'))
-                cur += len(batch) + 1
-                truth.spans += len(batch)
-            for k, tensor in enumerate(batch):
-                shape, _ = _shape(sizes[tensor])
-                events.append((cur + k, tensor + 1,
-                               f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}, "args": {{"dtype": "float32", "shape": "{shape}"}}}}'))
-            truth.spans += len(batch)
-            last_end = max(last_end, cur + len(batch))
-        step_end = max(last_end, step_start + spec.compute_us) + 100
+                ready = [base + rnd.randint(0, spec.jitter_us)
+                         + (spec.straggler_delay_us if r in spec.straggler_ranks else 0) for r in range(spec.ranks)]
+                tick = not spec.cache or pid not in ticked
+                ticked.add(pid)
+                neg_end = max(neg_end, _negotiation(events, clock, pid, "NEGOTIATE_ALLREDUCE", ready, tick, truth))
+            for batch in _fuse(wave, sizes, spec.fusion_threshold):
+                start = max(neg_end + 5 + rnd.randint(0, 20), free)
+                free = _op(events, spec, rnd, batch, sizes, start, first_op, truth)
+                first_op = False
+        step_end = max(free, step_start + spec.compute_us) + 100
         if spec.mark_cycles:
-            c = step_start
+            c = clock.next(step_start)
             while c < step_end:
                 events.append((c, 0, f'{{"ph": "i", "name": "CYCLE_START", "ts": {c}, "s": "g"}}'))
                 truth.markers += 1
-                c += cyc
+                c += spec.cycle_time_us
         events.sort(key=lambda e: e[0])  # stable: per-pid order is kept for equal ts
         truth.steps.append({"step": step, "start_us": step_start, "end_us": step_end,
                             "duration_us": step_end - step_start})
@@ -204,7 +259,8 @@ def write_timeline(path: str | Path, spec: TimelineSpec) -> GroundTruth:
                 rec = rec.replace(f'"ts": {ts}', f'"ts": {ts + offset}', 1)
             if pid and pid not in names:
                 names.add(pid)
-                for m in (f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "allreduce.layer{pid}.weight"}}}}',
+                tname = f"allreduce.layer{pid}.weight" if pid <= spec.tensors else f"broadcast.layer{pid - spec.tensors}.weight"
+                for m in (f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "{tname}"}}}}',
                           f'{{"name": "process_sort_index", "ph": "M", "pid": {pid}, "args": {{"sort_index": {pid}}}}}'):
                     buf.append(("," if need_comma else "") + m + ",\n")
                     need_comma = False

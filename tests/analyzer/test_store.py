@@ -167,7 +167,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
     batch = ("spans", pa.table({"x": [1]}))
     produced: list[int] = []
 
-    def items():  # noqa: ANN202
+    def items():
         for i in range(_QUEUE_DEPTH + 1):
             produced.append(i)
             yield batch
@@ -190,7 +190,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 def test_background_parsing_reraises_in_the_consumer() -> None:
     from analyzer.store import _in_background
 
-    def failing():  # noqa: ANN202
+    def failing():
         yield ("spans", None)
         raise InputError("x.json", "boom")
 

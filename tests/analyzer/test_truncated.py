@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyzer.detectors import ALL_DETECTORS
 from analyzer.discover import discover
 from analyzer.findings import Severity
 from analyzer.run import analyze
@@ -12,7 +13,7 @@ from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, glued, meta, write
 
 
-def _report(tmp_path: Path, *paths: Path):  # noqa: ANN202
+def _report(tmp_path: Path, *paths: Path):
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover(list(paths)))
     return analyze(store)
@@ -36,19 +37,21 @@ def test_complete_timelines_produce_no_finding(tmp_path: Path) -> None:
     gen = tmp_path / "gen.json"
     write_timeline(gen, TimelineSpec(ranks=2, tensors=3, steps=2))
     report = _report(tmp_path, ok, gen)
-    assert report.findings == ()
+    assert [f for f in report.findings if f.code == "timeline.truncated"] == []
     assert report.skipped == ()
 
 
 def test_skipped_with_reason_when_no_timeline(tmp_path: Path) -> None:
     report = analyze(RunStore.create_or_open(tmp_path / "store"))
-    assert [s.detector for s in report.skipped] == ["truncated"]
-    assert "no Horovod timeline" in report.skipped[0].reason
+    assert report.skipped[0].detector == "truncated"
+    assert len(report.skipped) == len(ALL_DETECTORS)
+    assert all("no Horovod timeline" in s.reason for s in report.skipped)
 
 
 def test_e1_sigkill_run(corpus: Path, tmp_path: Path) -> None:
     e1 = corpus / "horovod-cpu" / "e1_killed_sigkill_whole_job_np2" / "timeline.json"
     a1 = corpus / "horovod-cpu" / "a1_baseline_mlp_np2" / "timeline.json"
     report = _report(tmp_path, e1, a1)
-    assert [(f.code, f.evidence[0].sources[0].file) for f in report.findings] == [("timeline.truncated", str(e1))]
-    assert report.findings[0].evidence[0].metrics["count"] == 1
+    cut = [f for f in report.findings if f.code == "timeline.truncated"]
+    assert [f.evidence[0].sources[0].file for f in cut] == [str(e1)]
+    assert cut[0].evidence[0].metrics["count"] == 1

@@ -12,11 +12,11 @@ from parsers.timeline import parse_timeline
 from tests.builders import B, E, I, X, glued, legacy, meta, write
 
 
-def spans(parsed):  # noqa: ANN001, ANN201
+def spans(parsed):
     return parsed.tables["spans"].to_pandas().sort_values("span_id").reset_index(drop=True)
 
 
-def codes(parsed) -> dict[str, int]:  # noqa: ANN001
+def codes(parsed) -> dict[str, int]:
     return {i.code: i.count for i in parsed.issues}
 
 

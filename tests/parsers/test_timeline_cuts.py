@@ -83,7 +83,7 @@ def test_every_prefix_cut(references: list[Reference], tmp_path: Path, which: in
     spans = parsed.tables["spans"].to_pandas()
     closed = set(spans.loc[spans["closed"], "span_id"])
     complete = {sid for sid, end in ref.span_end.items() if end <= k}
-    assert complete <= closed and closed <= set(ref.span_end)
+    assert complete <= closed <= set(ref.span_end)
     assert parsed.tables["ticks"].num_rows == int((ref.tick_end <= k).sum())
     assert parsed.tables["markers"].num_rows == int((ref.marker_end <= k).sum())
     if parsed.info.status == "empty":

@@ -1,0 +1,69 @@
+"""``timeline.cycle_time_high``: Horovod's cycle is a large share of the step.
+
+Horovod's background loop looks for ready tensors once per cycle
+(``HOROVOD_CYCLE_TIME``), so every gradient waits for the next cycle boundary, and the
+last one of a step does so with nothing left to overlap. Signal: the cycle estimate of
+:mod:`analyzer.cycles` (markers, or a regular burst rhythm: regularity >=
+:data:`MIN_REGULARITY`) is at least :data:`MIN_CYCLE_US` and :data:`MIN_STEP_SHARE` of
+the median step.
+
+Impact: half the difference between the current and the suggested cycle per step (the
+expected wait of the step's last gradient for the next cycle), low confidence.
+"""
+
+from __future__ import annotations
+
+from analyzer.cycles import estimate_cycle
+from analyzer.detectors._common import at, ms, step_impact
+from analyzer.detectors.base import TimelineDetector
+from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.timeline_model import TimelineModel
+
+CODE = "timeline.cycle_time_high"
+MIN_CYCLE_US = 2_000
+MIN_STEP_SHARE = 0.1
+MIN_REGULARITY = 0.6
+
+
+def suggested_cycle_ms(step_us: float) -> float:
+    """2% of the step, between 1 ms (the default since Horovod 0.21) and 5 ms, in 0.5 ms steps."""
+    return max(1.0, min(5.0, round(step_us / 1e3 * 0.02 * 2) / 2))
+
+
+class CycleTimeHigh(TimelineDetector):
+    name = "cycle_time_high"
+
+    def check(self, model: TimelineModel) -> Finding | None:
+        step_us = model.median_step_us
+        cycle = estimate_cycle(model)
+        if not step_us or cycle is None or cycle.regularity < MIN_REGULARITY:
+            return None
+        if cycle.cycle_us < max(MIN_CYCLE_US, MIN_STEP_SHARE * step_us):
+            return None
+        new_ms = suggested_cycle_ms(step_us)
+        saved = max(cycle.cycle_us - new_ms * 1e3, 0.0) / 2
+        how = ("the median spacing of CYCLE_START markers" if cycle.method == "markers" else
+               "the spacing of the coordinator's event bursts (no CYCLE_START markers in the file)")
+        first = model.spans.loc[model.spans["step"] >= 0, "start_offset"].min()
+        return Finding(
+            code=CODE,
+            severity=Severity.WARNING,
+            title=f"Horovod's cycle ({ms(cycle.cycle_us)}) is {cycle.cycle_us / step_us:.0%} of the step",
+            summary=(f"{model.path}: from {how}, the background loop runs every {ms(cycle.cycle_us)}, against a "
+                     f"{ms(step_us)} median step. Every gradient waits for the next cycle to be negotiated and "
+                     "reduced; the step's last one waits with nothing to overlap."),
+            detector=self.name,
+            evidence=(Evidence(summary=f"cycle {ms(cycle.cycle_us)} from {cycle.samples} gaps ({cycle.method}, "
+                                       f"{cycle.regularity:.0%} of the gaps a whole number of cycles)",
+                               sources=(at(model, first),),
+                               metrics={"cycle_ms": cycle.cycle_us / 1e3, "step_ms": step_us / 1e3,
+                                        "regularity": cycle.regularity}),),
+            impact=step_impact(model, saved, "low",
+                               f"the step's last gradient waits half a cycle on average: {ms(cycle.cycle_us / 2)} "
+                               f"now, {ms(new_ms * 500)} with {new_ms:g} ms"),
+            suggestions=(Suggestion(
+                action=f"Set HOROVOD_CYCLE_TIME={new_ms:g} (milliseconds). Shorter cycles fuse fewer tensors per "
+                       "batch; check timeline.fusion_fragmented on the next run, or let horovodrun --autotune pick.",
+                env={"HOROVOD_CYCLE_TIME": f"{new_ms:g}"},
+            ),),
+        )

@@ -1,0 +1,60 @@
+"""``timeline.startup_skew`` (info): ranks reached the initial broadcasts far apart.
+
+Before the first step, ``broadcast_parameters`` / ``broadcast_optimizer_state`` wait
+until every rank has called them; a long ``NEGOTIATE_BROADCAST`` there is start-up skew
+(imports, data set indexing, model construction on some ranks), paid once. Signal: a
+negotiation before the first step lasting at least :data:`MIN_SKEW_US`. Rank ticks are
+present there (first negotiation of each tensor), so the last rank is named.
+"""
+
+from __future__ import annotations
+
+from analyzer.detectors._common import at, ms
+from analyzer.detectors.base import TimelineDetector
+from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.timeline_model import TimelineModel
+
+CODE = "timeline.startup_skew"
+MIN_SKEW_US = 100_000
+
+
+class StartupSkew(TimelineDetector):
+    name = "startup_skew"
+
+    def check(self, model: TimelineModel) -> Finding | None:
+        sp = model.spans
+        pre = sp[(sp["kind"] == "negotiate") & (sp["step"] < 0) & sp["closed"]]
+        if pre.empty:
+            return None
+        dur = pre["end_us"] - pre["start_us"]
+        longest = pre.loc[dur.idxmax()]
+        skew = float(dur.max())
+        if skew < MIN_SKEW_US:
+            return None
+        evidence = [Evidence(summary=f"{longest['name']} of {longest['tensor']} waited {ms(skew)} for every rank "
+                                     f"({len(pre)} negotiations before the first step)",
+                             sources=(at(model, longest["start_offset"]),),
+                             metrics={"skew_ms": skew / 1e3, "negotiations": float(len(pre))})]
+        lat = tick_lateness(model.ticks)
+        ranks = rank_summary(lat[lat["step"] < 0])
+        who: tuple[int, ...] = ()
+        if ranks and ranks[0].median_us > 0:
+            r = ranks[0]
+            who = (r.rank,)
+            evidence.append(Evidence(summary=f"rank {r.rank} was the last to arrive in {r.last}/{r.negotiations} of "
+                                             f"them, median {ms(r.median_us)} after the first",
+                                     metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3}))
+        return Finding(
+            code=CODE,
+            severity=Severity.INFO,
+            title=f"Start-up skew: the initial broadcasts waited {ms(skew)} for the last rank",
+            summary=(f"{model.path}: ranks reached the first collectives up to {ms(skew)} apart. This is paid "
+                     "once per (re)start, not per step" + (f"; rank {who[0]} came last." if who else ".")),
+            detector=self.name,
+            evidence=tuple(evidence),
+            suggestions=(Suggestion(action="If restarts are frequent (elastic jobs, preemption), look at what the "
+                                           "late rank does before hvd.broadcast_parameters: data set indexing, "
+                                           "downloads, compilation."),),
+            ranks=who,
+        )

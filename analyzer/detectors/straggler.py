@@ -1,0 +1,109 @@
+"""``timeline.straggler``: one or a few ranks are ready last, step after step.
+
+Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions),
+see :mod:`analyzer.lateness`. A rank is a straggler when, over at least
+:data:`MIN_STEPS` steady steps, it is among the last ready in at least
+:data:`MIN_LAST_SHARE` of the fully ticked negotiations **and** its median lateness
+behind the median rank is at least :data:`MIN_LATE_US` and :data:`MIN_LATE_SHARE` of
+the median step. The magnitude test keeps balanced runs silent: there the last rank
+changes, or is late by one cycle only (ranks processed in one cycle tick in rank order).
+First-step ticks alone (response cache on) are warm-up and never confirm a straggler;
+``timeline.negotiation_wait`` cites them as weak evidence.
+
+Impact: per step, how much later than the median rank the stragglers were on the step's
+last-completing negotiation (the step cannot end before it), median over steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analyzer.detectors._common import at, ms, step_impact
+from analyzer.detectors.base import TimelineDetector
+from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.lateness import RankLateness, loss_per_step, rank_summary, tick_lateness
+from analyzer.timeline_model import TimelineModel
+
+CODE = "timeline.straggler"
+MIN_STEPS = 3
+MIN_LAST_SHARE = 0.5
+MIN_LATE_US = 5_000
+MIN_LATE_SHARE = 0.05
+CRITICAL_SHARE = 0.25
+
+
+class Straggler(TimelineDetector):
+    name = "straggler"
+    requires = ("spans", "ticks")
+
+    def check(self, model: TimelineModel) -> Finding | None:
+        step_us = model.median_step_us
+        lat = tick_lateness(model.ticks)
+        lat = lat[lat["step"].isin(model.steady["step"])]
+        n_steps = lat["step"].nunique()
+        if not step_us or n_steps < MIN_STEPS:
+            return None
+        threshold = max(MIN_LATE_US, MIN_LATE_SHARE * step_us)
+        ranks = rank_summary(lat)
+        late = [r for r in ranks if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us >= threshold]
+        if not late:
+            return None
+        ids = tuple(r.rank for r in late)
+        loss = float(np.median(loss_per_step(lat, ids)))
+        worst = late[0]
+        impact = step_impact(
+            model, loss, "high" if n_steps >= 10 else "medium",
+            f"the late rank(s) would be ready when the median rank is (median over {n_steps} steps of their "
+            "lateness on each step's last negotiation); the other ranks' speed is unchanged",
+        )
+        evidence = tuple(self._evidence(model, lat, r, n_steps) for r in late)
+        others = [r for r in ranks if r.rank not in ids]
+        if others:
+            typical = float(np.median([r.median_us for r in others]))
+            evidence += (Evidence(f"the other {len(others)} rank(s): median lateness {ms(typical)} behind the "
+                                  "first-ready rank", metrics={"others_median_lateness_ms": typical / 1e3}),)
+        who = ", ".join(map(str, ids))
+        return Finding(
+            code=CODE,
+            severity=Severity.CRITICAL if impact and impact.fraction_of_step >= CRITICAL_SHARE else Severity.WARNING,
+            title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
+                  f"ready {ms(worst.median_us)} after the first rank, every step",
+            summary=(
+                f"{model.path}: rank {worst.rank} is the last rank ready in {worst.last}/{worst.negotiations} "
+                f"negotiations over {n_steps} steps (median {ms(worst.median_us)}, p90 {ms(worst.p90_us)} behind "
+                f"the first-ready rank). Every allreduce waits for it, so the job loses about {ms(loss)} per step "
+                f"(median step {ms(step_us)})."
+            ),
+            detector=self.name,
+            evidence=evidence,
+            impact=impact,
+            suggestions=(
+                Suggestion(
+                    action=f"Find what is slower on rank {who}: its host (map rank to host with horovodrun "
+                           "--verbose or the job log), its input pipeline (data loading, augmentation), CPU "
+                           "binding/oversubscription, GPU clocks or thermal throttling.",
+                    rationale="A constant per-step delay on one rank before its gradients are ready is work "
+                              "outside Horovod on that rank; tuning Horovod cannot hide it.",
+                ),
+                Suggestion(
+                    action="If the rank's host is degraded, exclude it (horovodrun -H / --hostfile) or give the "
+                           "rank less work.",
+                ),
+            ),
+            ranks=ids,
+        )
+
+    @staticmethod
+    def _evidence(model: TimelineModel, lat: pd.DataFrame, r: RankLateness, n_steps: int) -> Evidence:
+        mine = lat[(lat["rank"] == r.rank) & lat["last"]]
+        first = mine.sort_values("offset").iloc[0] if len(mine) else None
+        return Evidence(
+            summary=(f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
+                     f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "
+                     f"p90 {ms(r.p90_us)}; {ms(r.median_vs_median_us)} behind the median rank"),
+            sources=() if first is None else (at(model, first["offset"]),),
+            metrics={"rank": float(r.rank), "last": float(r.last), "negotiations": float(r.negotiations),
+                     "median_lateness_ms": r.median_us / 1e3, "p90_lateness_ms": r.p90_us / 1e3,
+                     "vs_median_ms": r.median_vs_median_us / 1e3},
+        )

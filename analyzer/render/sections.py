@@ -1,0 +1,52 @@
+"""The timeline section as plain-text blocks, shared by the text and Markdown renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+BAR_WIDTH = 40
+
+
+def histogram_lines(section: Mapping[str, Any]) -> list[str]:
+    """One line per bin: ``  80.0 -  85.0 ms | ##########  12``."""
+    hist = section["steps"]["histogram"]
+    counts = hist["counts"]
+    if not counts:
+        return []
+    top = max(counts) or 1
+    edges = [e * 1e3 for e in hist["edges_s"]]
+    return [f"{a:8.1f} - {b:8.1f} ms | {'#' * round(BAR_WIDTH * c / top):<{BAR_WIDTH}} {c}"
+            for a, b, c in zip(edges, edges[1:], counts, strict=False)]
+
+
+def steps_line(section: Mapping[str, Any]) -> str:
+    s = section["steps"]
+    seg = section["segmentation"]
+    if s["median_s"] is None:
+        return f"{s['count']} step(s), none steady (segmentation: {seg['method']}, {seg['note']})"
+    return (f"{s['count']} steps ({s['steady']} steady): median {s['median_s'] * 1e3:.1f} ms, "
+            f"p10 {s['p10_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms, mean {s['mean_s'] * 1e3:.1f} ms "
+            f"(segmentation: {seg['method']}, {seg['confidence']} confidence: {seg['note']})")
+
+
+def phase_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    return [(p["phase"], f"{p['median_ms']:.2f}", f"{p['share_of_step']:.0%}") for p in section["phases"]]
+
+
+def rank_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    return [(str(r["rank"]), f"{r['last']}/{r['negotiations']}", f"{r['median_lateness_ms']:.1f}",
+             f"{r['p90_lateness_ms']:.1f}") for r in section["ranks"]["ranks"]]
+
+
+def fusion_line(section: Mapping[str, Any]) -> str:
+    f = section["fusion"]
+    c = section["cycle"]
+    parts = []
+    if f["batches_per_step"] is not None:
+        parts.append(f"{f['batches_per_step']:.0f} batches per step for {f['tensors_per_step']:.0f} tensors "
+                     f"({f['singleton_share']:.0%} single-tensor)")
+    parts.append(f"fusion threshold in effect {f['threshold_text']}")
+    if c is not None:
+        parts.append(f"cycle {c['cycle_ms']:.2f} ms ({c['method']})")
+    return "; ".join(parts)

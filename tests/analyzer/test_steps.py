@@ -1,0 +1,107 @@
+"""Step segmentation, batches, lateness and the per-step table on inline blueprints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzer.batches import estimate_threshold
+from analyzer.detectors.base import Context
+from analyzer.discover import discover
+from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.store import RunStore
+from analyzer.timeline_model import TimelineModel
+from tests.builders import B, E, X, glued, meta, write
+
+
+def _model(tmp_path: Path, *records: str) -> TimelineModel:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = write(tmp_path, glued(*records))
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([path]))
+    (model,) = Context(store).timelines()
+    return model
+
+
+def _step(t0: int, ranks_late: dict[int, int] | None = None, fuse: bool = True, ticks: bool = True) -> list[str]:
+    """One step of two gradients (pids 1, 2) negotiated by 2 ranks, then reduced."""
+    late = ranks_late or {}
+    out = []
+    for pid, off in ((1, 0), (2, 100)):
+        t = t0 + off
+        out.append(B("NEGOTIATE_ALLREDUCE", t, pid))
+        if ticks:
+            out += [X(0, t + late.get(0, 0), pid), X(1, t + 5 + late.get(1, 0), pid)]
+        out.append(E(t + 10 + max(late.values(), default=0), pid))
+    s = t0 + 1000 + max(late.values(), default=0)
+    if fuse:
+        out += [B("ALLREDUCE", s, 1), B("ALLREDUCE", s + 1, 2), B("MEMCPY_IN_FUSION_BUFFER", s + 2, 1),
+                B("MEMCPY_IN_FUSION_BUFFER", s + 3, 2), E(s + 50, 1), E(s + 51, 2),
+                B("NCCL_ALLREDUCE", s + 52, 1), B("NCCL_ALLREDUCE", s + 53, 2), E(s + 500, 1), E(s + 501, 2),
+                E(s + 510, 1, "float32", "[256]"), E(s + 511, 2, "float32", "[1024, 1024]")]
+    else:
+        for pid in (1, 2):
+            out += [B("ALLREDUCE", s, pid), B("NCCL_ALLREDUCE", s + 1, pid), E(s + 400, pid),
+                    E(s + 410, pid, "float32", "[256]")]
+            s += 420
+    return out
+
+
+def _run(steps: int, period: int = 10_000, **kw: object) -> list[str]:
+    records = [meta(1, "allreduce.b"), meta(2, "allreduce.w")]
+    for k in range(steps):
+        records += _step(1_000_000 + k * period, **kw)  # type: ignore[arg-type]
+    return records
+
+
+def test_steps_recur_and_durations_are_end_to_end(tmp_path: Path) -> None:
+    m = _model(tmp_path, *_run(6))
+    assert (m.segmentation.method, m.segmentation.confidence, m.segmentation.gradient_tensors) == \
+        ("recurrence", "high", 2)
+    assert list(m.steps["step"]) == list(range(6))
+    assert m.steps["duration_us"].isna().tolist() == [True] + [False] * 5
+    assert (m.steps["duration_us"].dropna() == 10_000).all()
+    assert m.median_step_us == 10_000
+    first = m.steps.iloc[1]
+    assert first["tensors"] == 2 and first["batches"] == 1 and first["bytes"] == (256 + 1024 * 1024) * 4
+    assert first["comm_us"] == 511  # the two copies of the fused op count once
+    assert first["negotiation_us"] == 20  # two 10 us negotiations; the gap between them is not counted
+
+
+def test_unfused_ops_are_separate_batches_and_threshold_is_bracketed(tmp_path: Path) -> None:
+    m = _model(tmp_path, *_run(5, fuse=False))
+    assert m.steady["batches"].tolist() == [2] * 4
+    est = estimate_threshold(m.batches[m.batches["step"].isin(m.steady["step"])])
+    assert est.fused_batches == 0 and est.upper_bytes == 1024 + 1024  # two [256] float32 that did not fuse
+
+
+def test_fused_ops_are_one_batch(tmp_path: Path) -> None:
+    m = _model(tmp_path, *_run(5))
+    est = estimate_threshold(m.batches)
+    assert est.fused_batches == 5 and est.lower_bytes == (256 + 1024 * 1024) * 4 and est.upper_bytes is None
+
+
+def test_lateness_names_the_last_rank(tmp_path: Path) -> None:
+    m = _model(tmp_path, *_run(5, ranks_late={1: 3000}))
+    lat = tick_lateness(m.ticks)
+    (r0, r1) = sorted(rank_summary(lat), key=lambda r: r.rank)
+    assert r1.last == r1.negotiations == 10 and r1.median_us == 3005 and r0.last == 0
+    assert np.allclose(lat.loc[lat["rank"] == 1, "vs_median_us"], 3005)
+
+
+def test_cut_step_is_incomplete_and_has_no_duration(tmp_path: Path) -> None:
+    records = _run(4) + [B("NEGOTIATE_ALLREDUCE", 1_040_000, 1), E(1_040_010, 1)]
+    m = _model(tmp_path, *records)
+    assert len(m.steps) == 5
+    last = m.steps.iloc[-1]
+    assert not last["complete"] and pd.isna(last["duration_us"])
+    assert m.steady["step"].tolist() == [1, 2, 3]
+
+
+def test_single_pass_and_empty_files(tmp_path: Path) -> None:
+    one = _model(tmp_path / "a", meta(1, "t"), B("ALLREDUCE", 1, 1), E(2, 1))
+    assert one.segmentation.method == "single" and len(one.steps) == 1 and one.steady.empty
+    empty = _model(tmp_path / "b")
+    assert empty.segmentation.method == "none" and empty.steps.empty and empty.median_step_us is None
