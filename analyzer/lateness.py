@@ -58,13 +58,13 @@ def rank_summary(lat: pd.DataFrame) -> list[RankLateness]:
     if lat.empty:
         return []
     g = lat.groupby("rank")
+    agg = g.agg(n=("ts_us", "size"), last=("last", "sum"), med=("lateness_us", "median"),
+                vs=("vs_median_us", "median"))
+    p90 = g["lateness_us"].quantile(0.9)
     out = [
-        RankLateness(
-            rank=int(rank), negotiations=len(rows), last=int(rows["last"].sum()),
-            median_us=float(rows["lateness_us"].median()), p90_us=float(rows["lateness_us"].quantile(0.9)),
-            median_vs_median_us=float(rows["vs_median_us"].median()),
-        )
-        for rank, rows in g
+        RankLateness(rank=int(rank), negotiations=int(row.n), last=int(row.last), median_us=float(row.med),
+                     p90_us=float(p90[rank]), median_vs_median_us=float(row.vs))
+        for rank, row in agg.iterrows()
     ]
     return sorted(out, key=lambda r: (-r.last, -r.median_us, r.rank))
 
@@ -74,6 +74,7 @@ def loss_per_step(lat: pd.DataFrame, ranks: tuple[int, ...]) -> np.ndarray:
     last-completing negotiation (us, >= 0): the time the step waited for them."""
     if lat.empty or not ranks:
         return np.empty(0)
-    last_neg = lat.sort_values("negotiation_end_us").groupby("step")["negotiation_id"].last()
-    rows = lat[lat["negotiation_id"].isin(last_neg.to_numpy()) & lat["rank"].isin(ranks)]
+    per_neg = lat.groupby("negotiation_id").agg(step=("step", "first"), end=("negotiation_end_us", "first"))
+    last_neg = per_neg.sort_values("end").groupby("step").tail(1).index.to_numpy()
+    rows = lat[np.isin(lat["negotiation_id"].to_numpy(), last_neg) & np.isin(lat["rank"].to_numpy(), ranks)]
     return np.maximum(rows.groupby("step")["vs_median_us"].max().to_numpy(), 0.0)

@@ -13,7 +13,7 @@ import numpy as np
 from analyzer.batches import estimate_threshold
 from analyzer.cycles import estimate_cycle
 from analyzer.fusion import steady_batches
-from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.lateness import rank_summary
 from analyzer.phases import phase_summary
 from analyzer.steps import steady_durations
 from analyzer.timeline_model import TimelineModel
@@ -51,8 +51,8 @@ def steps_summary(model: TimelineModel) -> dict[str, Any]:
 
 def ranks_summary(model: TimelineModel) -> dict[str, Any]:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
-    lat = tick_lateness(model.ticks)
-    steady = lat[lat["step"].isin(model.steady["step"])]
+    lat = model.lateness
+    steady = lat[model.in_steady(lat["step"])]
     scope = "steady" if steady["step"].nunique() >= 3 else "first_negotiations" if len(lat) else "none"
     rows = rank_summary(steady if scope == "steady" else lat)
     return {"scope": scope, "ranks": [

@@ -8,12 +8,14 @@ per-step table. :class:`TimelineModel` is immutable; detectors only read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analyzer.batches import find_batches
+from analyzer.lateness import tick_lateness
 from analyzer.steps import NO_END, Segmentation, segment, steady_durations, step_table
 from analyzer.store import RunStore
 
@@ -45,6 +47,22 @@ class TimelineModel:
     def median_step_us(self) -> float | None:
         d = steady_durations(self.steps)
         return float(np.median(d)) if len(d) else None
+
+    @cached_property
+    def steady_mask(self) -> np.ndarray:
+        """``steady_mask[step + 1]`` is True for steady steps (index 0 stands for step -1)."""
+        mask = np.zeros(len(self.steps) + 1, bool)
+        mask[self.steady["step"].to_numpy() + 1] = True
+        return mask
+
+    def in_steady(self, step: pd.Series) -> np.ndarray:
+        """Which rows of a ``step`` column belong to steady steps (fast on millions of rows)."""
+        return self.steady_mask[step.to_numpy() + 1]
+
+    @cached_property
+    def lateness(self) -> pd.DataFrame:
+        """:func:`analyzer.lateness.tick_lateness` of the ticks, computed once."""
+        return tick_lateness(self.ticks)
 
     @property
     def ranks(self) -> int:
@@ -97,13 +115,21 @@ def _gradient_pids(spans: pd.DataFrame, seg: Segmentation) -> pd.Index:
 
 def _ticks(store: RunStore, input_id: str, spans: pd.DataFrame) -> pd.DataFrame:
     """Ticks with the step and end time of their negotiation."""
-    t = store.input_table("ticks", input_id, ["pid", "negotiation_id", "rank", "ts_us", "offset"]).to_pandas()
-    neg = spans.loc[spans["kind"] == "negotiate", ["span_id", "step", "end_us", "closed", "name"]]
-    neg = neg.set_index("span_id")
+    t = store.input_table("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"]).to_pandas()
+    neg = spans[spans["kind"] == "negotiate"]
+    order = np.argsort(neg["span_id"].to_numpy(), kind="stable")
+    neg_ids = neg["span_id"].to_numpy()[order]
     ids = t["negotiation_id"].to_numpy(dtype=float, na_value=-1).astype(np.int64)
-    found = neg.reindex(ids)
-    t["step"] = found["step"].to_numpy(dtype=float, na_value=-1).astype(np.int64)
-    t["negotiation_end_us"] = found["end_us"].where(found["closed"].fillna(False).astype(bool)).to_numpy()
-    t["negotiation"] = found["name"].to_numpy()
-    t["negotiation_id"] = ids
+    pos = np.clip(np.searchsorted(neg_ids, ids), 0, max(len(neg_ids) - 1, 0))
+    found = (len(neg_ids) > 0) & (ids >= 0)
+    if len(neg_ids):
+        found &= neg_ids[pos] == ids
+        step = neg["step"].to_numpy()[order][pos]
+        end = np.where(neg["closed"].to_numpy()[order][pos], neg["end_us"].to_numpy()[order][pos], np.nan)
+    else:
+        step = np.full(len(ids), -1)
+        end = np.full(len(ids), np.nan)
+    t["step"] = np.where(found, step, -1).astype(np.int64)
+    t["negotiation_end_us"] = np.where(found, end, np.nan)
+    t["negotiation_id"] = np.where(found, ids, -1)
     return t

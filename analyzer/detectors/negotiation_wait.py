@@ -19,7 +19,7 @@ from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.detectors.straggler import MIN_STEPS
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.lateness import rank_summary
 from analyzer.timeline_model import TimelineModel
 
 CODE = "timeline.negotiation_wait"
@@ -36,7 +36,7 @@ class NegotiationWait(TimelineDetector):
         steady = model.steady["step"]
         if not step_us or len(steady) < MIN_STEPS:
             return None
-        if model.ticks.loc[model.ticks["step"].isin(steady), "step"].nunique() >= MIN_STEPS:
+        if model.ticks.loc[model.in_steady(model.ticks["step"]), "step"].nunique() >= MIN_STEPS:
             return None  # ranks are named by the ticks: timeline.straggler's job
         sp = model.spans
         neg = sp[(sp["kind"] == "negotiate") & sp["closed"] & sp["step"].isin(steady) & sp["pid"].isin(model.gradient_pids)]
@@ -100,7 +100,7 @@ class NegotiationWait(TimelineDetector):
 
     @staticmethod
     def _first_step_ticks(model: TimelineModel) -> Evidence | None:
-        lat = tick_lateness(model.ticks)
+        lat = model.lateness
         lat = lat[lat["step"] >= 0]
         ranks = rank_summary(lat)
         if not ranks or ranks[0].median_vs_median_us <= 0:

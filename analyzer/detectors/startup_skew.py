@@ -12,7 +12,7 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.lateness import rank_summary
 from analyzer.timeline_model import TimelineModel
 
 CODE = "timeline.startup_skew"
@@ -36,7 +36,7 @@ class StartupSkew(TimelineDetector):
                                      f"({len(pre)} negotiations before the first step)",
                              sources=(at(model, longest["start_offset"]),),
                              metrics={"skew_ms": skew / 1e3, "negotiations": float(len(pre))})]
-        lat = tick_lateness(model.ticks)
+        lat = model.lateness
         ranks = rank_summary(lat[lat["step"] < 0])
         who: tuple[int, ...] = ()
         if ranks and ranks[0].median_us > 0:

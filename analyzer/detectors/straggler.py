@@ -22,7 +22,7 @@ import pandas as pd
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import RankLateness, loss_per_step, rank_summary, tick_lateness
+from analyzer.lateness import RankLateness, loss_per_step, rank_summary
 from analyzer.timeline_model import TimelineModel
 
 CODE = "timeline.straggler"
@@ -39,8 +39,8 @@ class Straggler(TimelineDetector):
 
     def check(self, model: TimelineModel) -> Finding | None:
         step_us = model.median_step_us
-        lat = tick_lateness(model.ticks)
-        lat = lat[lat["step"].isin(model.steady["step"])]
+        lat = model.lateness
+        lat = lat[model.in_steady(lat["step"])]
         n_steps = lat["step"].nunique()
         if not step_us or n_steps < MIN_STEPS:
             return None
