@@ -15,12 +15,15 @@ events, ops of varying length), in which case the estimate should not be trusted
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzer.timeline_model import TimelineModel
+if TYPE_CHECKING:  # timeline_model caches estimate_cycle, so it imports this module
+    from analyzer.timeline_model import TimelineModel
 
 BURST_GAP_US = 200
+DEFAULT_CYCLE_US = 1_000.0  # HOROVOD_CYCLE_TIME default since 0.21, used when no estimate exists
 MIN_GAPS = 20
 
 

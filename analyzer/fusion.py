@@ -25,13 +25,8 @@ def steady_ops(model: TimelineModel) -> pd.DataFrame:
     return sp[(sp["kind"] == "op") & sp["step"].isin(model.steady["step"])]
 
 
-def steady_batches(model: TimelineModel) -> pd.DataFrame:
-    b = model.batches
-    return b[b["step"].isin(model.steady["step"])]
-
-
 def batch_overhead_us(model: TimelineModel) -> float | None:
-    b = steady_batches(model).dropna(subset=["bytes", "dur_us"])
+    b = model.steady_batches.dropna(subset=["bytes", "dur_us"])
     if len(b) < 3:
         return None
     x = b["bytes"].to_numpy(dtype=float)

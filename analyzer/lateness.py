@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 SAME_CYCLE_US = 1_000
+MIN_TICKED_STEPS = 3  # steady steps with ticks needed to judge ranks (fewer: warm-up only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,24 +44,26 @@ class Segmentation:
     note: str
 
 
-def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, Segmentation]:
+def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, Segmentation]:
     """Assign every span to a step.
 
     Args:
         spans: one input's spans (columns pid, kind, start_us, start_offset).
 
     Returns:
-        ``(step_of_span, step_starts_us, segmentation)``; spans before the first step
-        (start-up broadcasts) get step -1.
+        ``(step_of_span, step_starts_us, gradient_pids, segmentation)``; spans before the
+        first step (start-up broadcasts) get step -1; ``gradient_pids`` is empty unless the
+        method is ``recurrence``.
     """
     src_kind = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
     src = spans[spans["kind"] == src_kind]
     if src.empty:
-        return (np.full(len(spans), -1, np.int64), np.empty(0, np.int64),
+        return (np.full(len(spans), -1, np.int64), np.empty(0, np.int64), pd.Index([], dtype="int32"),
                 Segmentation("none", "", 0, "low", "no negotiation or op spans: nothing to segment"))
     counts = src.groupby("pid", observed=True).size()
     most = int(counts.max())
     if most < 2:
+        grads = pd.Index([], dtype="int32")
         starts = np.array([int(src["start_us"].min())], np.int64)
         seg = Segmentation("single", src_kind, len(counts), "low",
                            "every tensor appears once: the file holds at most one step")
@@ -81,7 +83,7 @@ def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, Segmentation]:
             f"{full:.0%} of the inner steps contain all of them",
         )
     step = np.searchsorted(starts, spans["start_us"].to_numpy(), side="right") - 1
-    return step.astype(np.int64), starts, seg
+    return step.astype(np.int64), starts, grads, seg
 
 
 def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index | None = None) -> pd.DataFrame:

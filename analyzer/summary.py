@@ -10,10 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.batches import estimate_threshold
-from analyzer.cycles import estimate_cycle
-from analyzer.fusion import steady_batches
-from analyzer.lateness import rank_summary
+from analyzer.lateness import MIN_TICKED_STEPS, rank_summary
 from analyzer.phases import phase_summary
 from analyzer.steps import steady_durations
 from analyzer.timeline_model import TimelineModel
@@ -52,8 +49,8 @@ def steps_summary(model: TimelineModel) -> dict[str, Any]:
 def ranks_summary(model: TimelineModel) -> dict[str, Any]:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
     lat = model.lateness
-    steady = lat[model.in_steady(lat["step"])]
-    scope = "steady" if steady["step"].nunique() >= 3 else "first_negotiations" if len(lat) else "none"
+    steady = model.steady_lateness
+    scope = "steady" if steady["step"].nunique() >= MIN_TICKED_STEPS else "first_negotiations" if len(lat) else "none"
     rows = rank_summary(steady if scope == "steady" else lat)
     return {"scope": scope, "ranks": [
         {"rank": r.rank, "negotiations": r.negotiations, "last": r.last, "median_lateness_ms": r.median_us / 1e3,
@@ -62,8 +59,8 @@ def ranks_summary(model: TimelineModel) -> dict[str, Any]:
 
 
 def fusion_summary(model: TimelineModel) -> dict[str, Any]:
-    est = estimate_threshold(steady_batches(model))
-    b = steady_batches(model)
+    est = model.fusion_estimate
+    b = model.steady_batches
     steady = model.steady
     return {
         "batches_per_step": float(steady["batches"].median()) if len(steady) else None,
@@ -76,7 +73,7 @@ def fusion_summary(model: TimelineModel) -> dict[str, Any]:
 
 
 def cycle_summary(model: TimelineModel) -> dict[str, Any] | None:
-    c = estimate_cycle(model)
+    c = model.cycle
     if c is None:
         return None
     return {"cycle_ms": c.cycle_us / 1e3, "method": c.method, "samples": c.samples, "regularity": c.regularity}

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.batches import find_batches
+from analyzer.batches import FusionEstimate, estimate_threshold, find_batches
+from analyzer.cycles import CycleEstimate, estimate_cycle
 from analyzer.lateness import tick_lateness
 from analyzer.steps import NO_END, Segmentation, segment, steady_durations, step_table
 from analyzer.store import RunStore
@@ -64,14 +65,25 @@ class TimelineModel:
         """:func:`analyzer.lateness.tick_lateness` of the ticks, computed once."""
         return tick_lateness(self.ticks)
 
-    @property
-    def ranks(self) -> int:
-        """Ranks seen in ticks (0 when the file has none)."""
-        return int(self.ticks["rank"].max()) + 1 if len(self.ticks) else 0
+    @cached_property
+    def steady_lateness(self) -> pd.DataFrame:
+        """:attr:`lateness` restricted to steady steps."""
+        return self.lateness[self.in_steady(self.lateness["step"])]
 
-    @property
-    def cache_on(self) -> bool:
-        return self.facts.get("response_cache") == "on"
+    @cached_property
+    def steady_batches(self) -> pd.DataFrame:
+        """Batches of the steady steps."""
+        return self.batches[self.batches["step"].isin(self.steady["step"])]
+
+    @cached_property
+    def fusion_estimate(self) -> FusionEstimate:
+        """:func:`analyzer.batches.estimate_threshold` of the steady batches, computed once."""
+        return estimate_threshold(self.steady_batches)
+
+    @cached_property
+    def cycle(self) -> CycleEstimate | None:
+        """:func:`analyzer.cycles.estimate_cycle`, computed once."""
+        return estimate_cycle(self)
 
 
 def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
@@ -82,12 +94,11 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
         spans[col] = spans[col].astype("object")
     spans["end_us"] = spans["end_us"].fillna(NO_END).astype(np.int64)
     spans["end_offset"] = spans["end_offset"].astype("Float64")
-    step_of, starts, seg = segment(spans)
+    step_of, starts, grads, seg = segment(spans)
     spans["step"] = step_of
     batch_of, ready_of, batches = find_batches(spans)
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
-    grads = _gradient_pids(spans, seg)
     steps = step_table(spans, starts, grads)
     ticks = _ticks(store, input_id, spans)
     markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
@@ -103,14 +114,6 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
         segmentation=seg,
         gradient_pids=grads,
     )
-
-
-def _gradient_pids(spans: pd.DataFrame, seg: Segmentation) -> pd.Index:
-    if seg.method != "recurrence":
-        return pd.Index([], dtype="int32")
-    src = spans[spans["kind"] == seg.source]
-    counts = src.groupby("pid").size()
-    return pd.Index(counts.index[counts >= max(2, int(np.ceil(0.5 * counts.max())))])
 
 
 def _ticks(store: RunStore, input_id: str, spans: pd.DataFrame) -> pd.DataFrame:

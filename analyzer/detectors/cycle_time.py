@@ -13,7 +13,6 @@ expected wait of the step's last gradient for the next cycle), low confidence.
 
 from __future__ import annotations
 
-from analyzer.cycles import estimate_cycle
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
@@ -35,7 +34,7 @@ class CycleTimeHigh(TimelineDetector):
 
     def check(self, model: TimelineModel) -> Finding | None:
         step_us = model.median_step_us
-        cycle = estimate_cycle(model)
+        cycle = model.cycle
         if not step_us or cycle is None or cycle.regularity < MIN_REGULARITY:
             return None
         if cycle.cycle_us < max(MIN_CYCLE_US, MIN_STEP_SHARE * step_us):

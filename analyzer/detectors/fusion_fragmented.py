@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.batches import estimate_threshold
-from analyzer.cycles import estimate_cycle
+from analyzer.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
@@ -26,7 +25,6 @@ from analyzer.fusion import (
     MIB,
     batch_overhead_us,
     expected_batches,
-    steady_batches,
     suggested_threshold,
 )
 from analyzer.timeline_model import TimelineModel
@@ -44,7 +42,7 @@ class FusionFragmented(TimelineDetector):
 
     def check(self, model: TimelineModel) -> Finding | None:
         steady = model.steady
-        batches = steady_batches(model)
+        batches = model.steady_batches
         if steady.empty or batches.empty:
             return None
         tensors = float(steady["tensors"].median())
@@ -52,9 +50,8 @@ class FusionFragmented(TimelineDetector):
         singles = float((batches["tensors"] == 1).mean())
         if tensors < MIN_TENSORS or per_step < MIN_BATCH_RATIO * tensors or singles < MIN_SINGLETON_SHARE:
             return None
-        est = estimate_threshold(steady_batches(model))
-        cycle = estimate_cycle(model)
-        cycle_us = cycle.cycle_us if cycle else 1000.0
+        est = model.fusion_estimate
+        cycle_us = model.cycle.cycle_us if model.cycle else DEFAULT_CYCLE_US
         small = est.upper_bytes is not None and est.upper_bytes < SMALL_THRESHOLD
         step_bytes = float(steady["bytes"].median()) if steady["bytes"].notna().any() else 0.0
         if small or est.fused_batches == 0:

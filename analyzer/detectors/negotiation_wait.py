@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
-from analyzer.detectors.straggler import MIN_STEPS
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import rank_summary
+from analyzer.lateness import MIN_TICKED_STEPS, rank_summary
 from analyzer.timeline_model import TimelineModel
 
 CODE = "timeline.negotiation_wait"
@@ -34,9 +33,9 @@ class NegotiationWait(TimelineDetector):
     def check(self, model: TimelineModel) -> Finding | None:
         step_us = model.median_step_us
         steady = model.steady["step"]
-        if not step_us or len(steady) < MIN_STEPS:
+        if not step_us or len(steady) < MIN_TICKED_STEPS:
             return None
-        if model.ticks.loc[model.in_steady(model.ticks["step"]), "step"].nunique() >= MIN_STEPS:
+        if model.ticks.loc[model.in_steady(model.ticks["step"]), "step"].nunique() >= MIN_TICKED_STEPS:
             return None  # ranks are named by the ticks: timeline.straggler's job
         sp = model.spans
         neg = sp[(sp["kind"] == "negotiate") & sp["closed"] & sp["step"].isin(steady) & sp["pid"].isin(model.gradient_pids)]

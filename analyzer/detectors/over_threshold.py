@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analyzer.batches import estimate_threshold
-from analyzer.cycles import estimate_cycle
+from analyzer.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
@@ -29,7 +28,6 @@ from analyzer.fusion import (
     MIB,
     batch_overhead_us,
     expected_batches,
-    steady_batches,
     steady_ops,
     suggested_threshold,
 )
@@ -44,7 +42,7 @@ class TensorOverFusionThreshold(TimelineDetector):
     name = "tensor_over_fusion_threshold"
 
     def check(self, model: TimelineModel) -> Finding | None:
-        est = estimate_threshold(steady_batches(model))
+        est = model.fusion_estimate
         ops = steady_ops(model)
         if est.lower_bytes is None or ops.empty:
             return None
@@ -65,9 +63,8 @@ class TensorOverFusionThreshold(TimelineDetector):
             return None
         over = over.sort_values("bytes", ascending=False)
         threshold = suggested_threshold(float(over["bytes"].max()))
-        cycle = estimate_cycle(model)
         now = float(model.steady["batches"].median())
-        expected = expected_batches(model, threshold, cycle.cycle_us if cycle else 1000.0)
+        expected = expected_batches(model, threshold, model.cycle.cycle_us if model.cycle else DEFAULT_CYCLE_US)
         overhead = batch_overhead_us(model)
         # each over-threshold tensor adds at most one batch per step
         saved = (min(max(now - expected, 0.0), float(len(over))) * overhead

@@ -2,7 +2,7 @@
 
 Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions),
 see :mod:`analyzer.lateness`. A rank is a straggler when, over at least
-:data:`MIN_STEPS` steady steps, it is among the last ready in at least
+:data:`~analyzer.lateness.MIN_TICKED_STEPS` steady steps, it is among the last ready in at least
 :data:`MIN_LAST_SHARE` of the fully ticked negotiations **and** its median lateness
 behind the median rank is at least :data:`MIN_LATE_US` and :data:`MIN_LATE_SHARE` of
 the median step. The magnitude test keeps balanced runs silent: there the last rank
@@ -22,11 +22,15 @@ import pandas as pd
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import RankLateness, loss_per_step, rank_summary
+from analyzer.lateness import (
+    MIN_TICKED_STEPS,
+    RankLateness,
+    loss_per_step,
+    rank_summary,
+)
 from analyzer.timeline_model import TimelineModel
 
 CODE = "timeline.straggler"
-MIN_STEPS = 3
 MIN_LAST_SHARE = 0.5
 MIN_LATE_US = 5_000
 MIN_LATE_SHARE = 0.05
@@ -39,10 +43,9 @@ class Straggler(TimelineDetector):
 
     def check(self, model: TimelineModel) -> Finding | None:
         step_us = model.median_step_us
-        lat = model.lateness
-        lat = lat[model.in_steady(lat["step"])]
+        lat = model.steady_lateness
         n_steps = lat["step"].nunique()
-        if not step_us or n_steps < MIN_STEPS:
+        if not step_us or n_steps < MIN_TICKED_STEPS:
             return None
         threshold = max(MIN_LATE_US, MIN_LATE_SHARE * step_us)
         ranks = rank_summary(lat)
