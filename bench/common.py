@@ -36,6 +36,16 @@ def measure_in_child(script: str, method: str, path: Path) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure_all(script: str, methods: list[str], path: Path) -> dict[str, dict[str, float]]:
+    """Measure each method in its own fresh process, printing one line per method as it ends."""
+    results = {}
+    for name in methods:
+        results[name] = r = measure_in_child(script, name, path)
+        print(f"{name:12s} {r['seconds']:7.2f} s  {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB "
+              f"({r['peak_rss_mb'] / r['input_mb']:.2f}x input)", flush=True)
+    return results
+
+
 def child_main(methods: dict[str, Callable[[Path], object]]) -> None:
     method, path = sys.argv[2], Path(sys.argv[3])
     t = time.perf_counter()

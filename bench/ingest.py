@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_timeline, child_main, measure_in_child
+from bench.common import big_timeline, child_main, measure_all
 
 
 def ours(path: Path) -> None:
@@ -56,13 +56,7 @@ def main() -> None:
     ap.add_argument("--skip-json", action="store_true", help="skip the slow json.load+pandas baseline")
     args = ap.parse_args()
     path = big_timeline(args.mb)
-    results = {}
-    for name in METHODS:
-        if name == "json+pandas" and args.skip_json:
-            continue
-        results[name] = r = measure_in_child(__file__, name, path)
-        print(f"{name:12s} {r['seconds']:7.2f} s  {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB "
-              f"({r['peak_rss_mb'] / r['input_mb']:.2f}x input)", flush=True)
+    results = measure_all(__file__, [m for m in METHODS if not (m == "json+pandas" and args.skip_json)], path)
     ours_r = results["ours"]
     print(f"input: {ours_r['input_mb']:.0f} MB")
     print(f"ours / duckdb rate:      {ours_r['mb_per_s'] / results['duckdb']['mb_per_s']:.2f}x  (target >= 1.0x, stretch 1.5x)")

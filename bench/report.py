@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_timeline, child_main, measure_in_child
+from bench.common import big_timeline, child_main, measure_all
 from bench.ingest import duckdb_arrow
 
 
@@ -40,9 +40,7 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1024, help="input size to generate (MB)")
     args = ap.parse_args()
     path = big_timeline(args.mb)
-    results = {name: measure_in_child(__file__, name, path) for name in METHODS}
-    for name, r in results.items():
-        print(f"{name:8s} {r['seconds']:7.2f} s  {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB")
+    results = measure_all(__file__, list(METHODS), path)
     ratio = results["ours"]["seconds"] / results["duckdb"]["seconds"]
     print(f"input: {results['ours']['input_mb']:.0f} MB")
     print(f"report / duckdb read_json time: {ratio:.2f}x  (target <= 2.0x)")
