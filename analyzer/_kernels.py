@@ -92,3 +92,99 @@ def group_batches(name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray,
             cur_exec = exec_off[i]
         out[i] = batch
     return out
+
+
+@njit(cache=True, nogil=True)
+def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.ndarray, max_rank: int) -> int:
+    """Add one chunk of ticks to ``counts`` (per negotiation index, ``lut[span_id]``; -1:
+    not a negotiation). Returns the highest rank seen so far."""
+    for i in range(ids.shape[0]):
+        k = ids[i]
+        if k < 0 or k >= lut.shape[0] or lut[k] < 0:
+            continue
+        counts[lut[k]] += 1
+        max_rank = max(max_rank, rank[i])
+    return max_rank
+
+
+@njit(cache=True, nogil=True)
+def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, offset: np.ndarray, lut: np.ndarray,
+                  fill: np.ndarray, full: np.ndarray, out_rank: np.ndarray, out_ts: np.ndarray,
+                  out_offset: np.ndarray) -> None:
+    """Copy one chunk's ticks of fully ticked negotiations to their group's next free slot."""
+    for i in range(ids.shape[0]):
+        k = ids[i]
+        if k < 0 or k >= lut.shape[0] or lut[k] < 0 or not full[lut[k]]:
+            continue
+        j = fill[lut[k]]
+        out_rank[j] = rank[i]
+        out_ts[j] = ts[i]
+        out_offset[j] = offset[i]
+        fill[lut[k]] = j + 1
+
+
+@njit(cache=True, nogil=True)
+def group_lateness(bounds: np.ndarray, ts: np.ndarray,
+                   same_cycle_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ticks grouped by negotiation (``bounds``): lateness behind the group's first tick,
+    distance from the median tick of the ranks that were not last (0.0 when all were), and
+    whether the tick was last (within ``same_cycle_us`` of the group's last tick)."""
+    n = ts.shape[0]
+    late = np.empty(n, np.int64)
+    vs = np.empty(n, np.float64)
+    last = np.empty(n, np.bool_)
+    buf = np.empty(n, np.int64)
+    for g in range(bounds.shape[0] - 1):
+        a, b = bounds[g], bounds[g + 1]
+        if a == b:
+            continue
+        lo = ts[a]
+        hi = ts[a]
+        for k in range(a, b):
+            lo = min(lo, ts[k])
+            hi = max(hi, ts[k])
+        m = 0
+        for k in range(a, b):
+            late[k] = ts[k] - lo
+            last[k] = ts[k] >= hi - same_cycle_us
+            if not last[k]:
+                buf[m] = ts[k]
+                m += 1
+        typical = np.median(buf[:m]) if m else 0.0
+        for k in range(a, b):
+            vs[k] = ts[k] - typical if m else 0.0
+    return late, vs, last
+
+
+@njit(cache=True, nogil=True)
+def rank_stats(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, late: np.ndarray, vs: np.ndarray,
+               last: np.ndarray, n_ranks: int) -> np.ndarray:
+    """Per rank, over the negotiations where ``keep`` holds: ticks, times last, median and
+    p90 (linear) lateness, median ``vs``. Returns an ``(n_ranks, 5)`` float64 array."""
+    count = np.zeros(n_ranks + 1, np.int64)
+    for g in range(bounds.shape[0] - 1):
+        if keep[g]:
+            for k in range(bounds[g], bounds[g + 1]):
+                count[rank[k] + 1] += 1
+    for r in range(n_ranks):
+        count[r + 1] += count[r]
+    fill = count[:-1].copy()
+    lbuf = np.empty(count[n_ranks], np.float64)
+    vbuf = np.empty(count[n_ranks], np.float64)
+    out = np.zeros((n_ranks, 5), np.float64)
+    for g in range(bounds.shape[0] - 1):
+        if keep[g]:
+            for k in range(bounds[g], bounds[g + 1]):
+                r = rank[k]
+                lbuf[fill[r]] = late[k]
+                vbuf[fill[r]] = vs[k]
+                fill[r] += 1
+                out[r, 1] += last[k]
+    for r in range(n_ranks):
+        a, b = count[r], count[r + 1]
+        out[r, 0] = b - a
+        if b > a:
+            out[r, 2] = np.median(lbuf[a:b])
+            out[r, 3] = np.percentile(lbuf[a:b], 90.0)
+            out[r, 4] = np.median(vbuf[a:b])
+    return out

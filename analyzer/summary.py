@@ -50,8 +50,8 @@ def ranks_summary(model: TimelineModel) -> dict[str, Any]:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
     lat = model.lateness
     steady = model.steady_lateness
-    scope = "steady" if steady["step"].nunique() >= MIN_TICKED_STEPS else "first_negotiations" if len(lat) else "none"
-    rows = rank_summary(steady if scope == "steady" else lat)
+    scope = "steady" if len(steady.steps()) >= MIN_TICKED_STEPS else "first_negotiations" if len(lat) else "none"
+    rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
     return {"scope": scope, "ranks": [
         {"rank": r.rank, "negotiations": r.negotiations, "last": r.last, "median_lateness_ms": r.median_us / 1e3,
          "p90_lateness_ms": r.p90_us / 1e3, "vs_median_ms": r.median_vs_median_us / 1e3}

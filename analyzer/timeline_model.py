@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from analyzer.batches import FusionEstimate, estimate_threshold, find_batches
 from analyzer.cycles import CycleEstimate, estimate_cycle
-from analyzer.lateness import tick_lateness
+from analyzer.lateness import Lateness, RankLateness, rank_summary, tick_lateness
 from analyzer.steps import NO_END, Segmentation, segment, steady_durations, step_table
 from analyzer.store import RunStore
 
@@ -26,8 +27,8 @@ SPAN_COLUMNS = ["span_id", "pid", "tensor", "name", "kind", "start_us", "end_us"
 
 @dataclass(frozen=True)
 class TimelineModel:
-    """Spans (with ``step``, ``batch`` and, for ops, ``ready_us``), steps, batches and ticks
-    of one timeline."""
+    """Spans (with ``step``, ``batch`` and, for ops, ``ready_us``), steps, batches and the
+    lateness of rank ticks of one timeline."""
 
     input_id: str
     path: str
@@ -35,7 +36,8 @@ class TimelineModel:
     spans: pd.DataFrame
     steps: pd.DataFrame
     batches: pd.DataFrame
-    ticks: pd.DataFrame  # + step, negotiation_end_us
+    lateness: Lateness  # ticks of fully ticked negotiations
+    ticked_steps: np.ndarray  # distinct steps with any rank tick (fully ticked or not)
     markers_us: np.ndarray
     segmentation: Segmentation
     gradient_pids: pd.Index = field(default_factory=lambda: pd.Index([], dtype="int32"))
@@ -61,14 +63,19 @@ class TimelineModel:
         return self.steady_mask[step.to_numpy() + 1]
 
     @cached_property
-    def lateness(self) -> pd.DataFrame:
-        """:func:`analyzer.lateness.tick_lateness` of the ticks, computed once."""
-        return tick_lateness(self.ticks)
+    def steady_lateness(self) -> Lateness:
+        """:attr:`lateness` restricted to steady steps."""
+        return self.lateness.where_negotiations(self.steady_mask[self.lateness.neg_step + 1])
 
     @cached_property
-    def steady_lateness(self) -> pd.DataFrame:
-        """:attr:`lateness` restricted to steady steps."""
-        return self.lateness[self.in_steady(self.lateness["step"])]
+    def steady_ranks(self) -> list[RankLateness]:
+        """:func:`analyzer.lateness.rank_summary` of :attr:`steady_lateness`, computed once."""
+        return rank_summary(self.steady_lateness)
+
+    @property
+    def steady_ticked_steps(self) -> int:
+        """How many steady steps have rank ticks."""
+        return int(self.steady_mask[self.ticked_steps + 1].sum())
 
     @cached_property
     def steady_batches(self) -> pd.DataFrame:
@@ -90,8 +97,9 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
     """Analyse the timeline input ``entry`` (a manifest entry) of ``store``."""
     input_id = entry["id"]
     spans = store.input_table("spans", input_id, SPAN_COLUMNS).to_pandas()
-    for col in ("name", "kind", "tensor", "dtype"):
+    for col in ("name", "tensor", "dtype"):
         spans[col] = spans[col].astype("object")
+    spans["kind"] = spans["kind"].astype("category")  # compared often: codes, not strings
     spans["end_us"] = spans["end_us"].fillna(NO_END).astype(np.int64)
     spans["end_offset"] = spans["end_offset"].astype("Float64")
     step_of, starts, grads, seg = segment(spans)
@@ -100,7 +108,7 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
-    ticks = _ticks(store, input_id, spans)
+    lateness, ticked_steps = _lateness(store, input_id, spans)
     markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
     return TimelineModel(
         input_id=input_id,
@@ -109,30 +117,23 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
         spans=spans,
         steps=steps,
         batches=batches,
-        ticks=ticks,
+        lateness=lateness,
+        ticked_steps=ticked_steps,
         markers_us=np.sort(markers.loc[markers["name"].astype(str) == "CYCLE_START", "ts_us"].to_numpy()),
         segmentation=seg,
         gradient_pids=grads,
     )
 
 
-def _ticks(store: RunStore, input_id: str, spans: pd.DataFrame) -> pd.DataFrame:
-    """Ticks with the step and end time of their negotiation."""
-    t = store.input_table("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"]).to_pandas()
+def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> tuple[Lateness, np.ndarray]:
+    """Lateness of the ticks, and the steps whose negotiations carry any tick."""
+    t = store.input_table("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"])
     neg = spans[spans["kind"] == "negotiate"]
-    order = np.argsort(neg["span_id"].to_numpy(), kind="stable")
-    neg_ids = neg["span_id"].to_numpy()[order]
-    ids = t["negotiation_id"].to_numpy(dtype=float, na_value=-1).astype(np.int64)
-    pos = np.clip(np.searchsorted(neg_ids, ids), 0, max(len(neg_ids) - 1, 0))
-    found = (len(neg_ids) > 0) & (ids >= 0)
-    if len(neg_ids):
-        found &= neg_ids[pos] == ids
-        step = neg["step"].to_numpy()[order][pos]
-        end = np.where(neg["closed"].to_numpy()[order][pos], neg["end_us"].to_numpy()[order][pos], np.nan)
-    else:
-        step = np.full(len(ids), -1)
-        end = np.full(len(ids), np.nan)
-    t["step"] = np.where(found, step, -1).astype(np.int64)
-    t["negotiation_end_us"] = np.where(found, end, np.nan)
-    t["negotiation_id"] = np.where(found, ids, -1)
-    return t
+    neg_step = neg["step"].to_numpy(np.int64)
+    neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
+    chunks = [(pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy(), b.column(2).to_numpy(),
+               b.column(3).to_numpy()) for b in t.to_batches()]
+    lateness = tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)
+    ids = pc.unique(t.column("negotiation_id")).drop_null().to_numpy()
+    ticked_spans = neg["span_id"].isin(ids).to_numpy()
+    return lateness, np.unique(neg_step[ticked_spans])

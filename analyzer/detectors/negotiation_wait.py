@@ -35,7 +35,7 @@ class NegotiationWait(TimelineDetector):
         steady = model.steady["step"]
         if not step_us or len(steady) < MIN_TICKED_STEPS:
             return None
-        if model.ticks.loc[model.in_steady(model.ticks["step"]), "step"].nunique() >= MIN_TICKED_STEPS:
+        if model.steady_ticked_steps >= MIN_TICKED_STEPS:
             return None  # ranks are named by the ticks: timeline.straggler's job
         sp = model.spans
         neg = sp[(sp["kind"] == "negotiate") & sp["closed"] & sp["step"].isin(steady) & sp["pid"].isin(model.gradient_pids)]
@@ -100,16 +100,16 @@ class NegotiationWait(TimelineDetector):
     @staticmethod
     def _first_step_ticks(model: TimelineModel) -> Evidence | None:
         lat = model.lateness
-        lat = lat[lat["step"] >= 0]
+        lat = lat.where_negotiations(lat.neg_step >= 0)
         ranks = rank_summary(lat)
         if not ranks or ranks[0].median_vs_median_us <= 0:
             return None
         r = ranks[0]
-        first = lat[(lat["rank"] == r.rank) & lat["last"]].sort_values("offset")
+        first = lat.first_last_offset(r.rank)
         return Evidence(
             summary=(f"weak evidence (warm-up, uncached negotiations only): rank {r.rank} was last ready in "
                      f"{r.last}/{r.negotiations} ticked negotiations, median {ms(r.median_us)} behind the first"),
-            sources=(at(model, first.iloc[0]["offset"]),) if len(first) else (),
+            sources=(at(model, first),) if first is not None else (),
             metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3},
         )
 

@@ -37,7 +37,7 @@ class StartupSkew(TimelineDetector):
                              sources=(at(model, longest["start_offset"]),),
                              metrics={"skew_ms": skew / 1e3, "negotiations": float(len(pre))})]
         lat = model.lateness
-        ranks = rank_summary(lat[lat["step"] < 0])
+        ranks = rank_summary(lat.where_negotiations(lat.neg_step < 0))
         who: tuple[int, ...] = ()
         if ranks and ranks[0].median_us > 0:
             r = ranks[0]

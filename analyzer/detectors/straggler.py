@@ -17,16 +17,15 @@ last-completing negotiation (the step cannot end before it), median over steps.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.lateness import (
     MIN_TICKED_STEPS,
+    Lateness,
     RankLateness,
     loss_per_step,
-    rank_summary,
 )
 from analyzer.timeline_model import TimelineModel
 
@@ -44,11 +43,11 @@ class Straggler(TimelineDetector):
     def check(self, model: TimelineModel) -> Finding | None:
         step_us = model.median_step_us
         lat = model.steady_lateness
-        n_steps = lat["step"].nunique()
+        n_steps = len(lat.steps())
         if not step_us or n_steps < MIN_TICKED_STEPS:
             return None
         threshold = max(MIN_LATE_US, MIN_LATE_SHARE * step_us)
-        ranks = rank_summary(lat)
+        ranks = model.steady_ranks
         late = [r for r in ranks if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us >= threshold]
         if not late:
             return None
@@ -98,14 +97,13 @@ class Straggler(TimelineDetector):
         )
 
     @staticmethod
-    def _evidence(model: TimelineModel, lat: pd.DataFrame, r: RankLateness, n_steps: int) -> Evidence:
-        mine = lat[(lat["rank"] == r.rank) & lat["last"]]
-        first = mine.sort_values("offset").iloc[0] if len(mine) else None
+    def _evidence(model: TimelineModel, lat: Lateness, r: RankLateness, n_steps: int) -> Evidence:
+        first = lat.first_last_offset(r.rank)
         return Evidence(
             summary=(f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
                      f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "
                      f"p90 {ms(r.p90_us)}; {ms(r.median_vs_median_us)} behind the median rank"),
-            sources=() if first is None else (at(model, first["offset"]),),
+            sources=() if first is None else (at(model, first),),
             metrics={"rank": float(r.rank), "last": float(r.last), "negotiations": float(r.negotiations),
                      "median_lateness_ms": r.median_us / 1e3, "p90_lateness_ms": r.p90_us / 1e3,
                      "vs_median_ms": r.median_vs_median_us / 1e3},

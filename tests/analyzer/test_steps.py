@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.batches import estimate_threshold
 from analyzer.detectors.base import Context
 from analyzer.discover import discover
-from analyzer.lateness import rank_summary, tick_lateness
+from analyzer.lateness import rank_summary
 from analyzer.store import RunStore
 from analyzer.timeline_model import TimelineModel
 from tests.builders import B, E, X, glued, meta, write
@@ -85,10 +85,10 @@ def test_fused_ops_are_one_batch(tmp_path: Path) -> None:
 
 def test_lateness_names_the_last_rank(tmp_path: Path) -> None:
     m = _model(tmp_path, *_run(5, ranks_late={1: 3000}))
-    lat = tick_lateness(m.ticks)
+    lat = m.lateness
     (r0, r1) = sorted(rank_summary(lat), key=lambda r: r.rank)
     assert r1.last == r1.negotiations == 10 and r1.median_us == 3005 and r0.last == 0
-    assert np.allclose(lat.loc[lat["rank"] == 1, "vs_median_us"], 3005)
+    assert np.allclose(lat.vs_median_us[lat.rank == 1], 3005)
 
 
 def test_cut_step_is_incomplete_and_has_no_duration(tmp_path: Path) -> None:
