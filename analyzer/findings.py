@@ -84,6 +84,7 @@ class Finding:
     suggestions: tuple[Suggestion, ...] = ()
     ranks: tuple[int, ...] = ()
     hosts: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)  # e.g. {"class": "ib_completion_error"}
 
     def sort_key(self) -> tuple[int, float]:
         return (-int(self.severity), -(self.impact.seconds_per_step if self.impact else 0.0))
@@ -110,6 +111,7 @@ class AnalysisReport:
     parse_issues: tuple[Mapping[str, Any], ...]
     skipped_files: tuple[Mapping[str, str], ...] = ()
     timelines: tuple[Mapping[str, Any], ...] = ()  # analyzer.summary.timeline_section, main timeline first
+    nccl: Mapping[str, Any] | None = None  # analyzer.nccl_summary.nccl_section
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -128,6 +130,7 @@ class AnalysisReport:
             "inputs": [dict(i) for i in self.inputs],
             "timeline": dict(self.timelines[0]) if self.timelines else None,
             "other_timelines": [dict(t) for t in self.timelines[1:]],
+            "nccl": None if self.nccl is None else dict(self.nccl),
             "findings": [_finding_dict(f) for f in self.findings],
             "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
             "parse_issues": [dict(i) for i in self.parse_issues],
@@ -144,6 +147,7 @@ def _finding_dict(f: Finding) -> dict[str, Any]:
         "detector": f.detector,
         "ranks": list(f.ranks),
         "hosts": list(f.hosts),
+        "labels": dict(f.labels),
         "evidence": [
             {
                 "summary": e.summary,

@@ -8,6 +8,7 @@ from typing import Any
 from analyzer import __version__
 from analyzer.detectors import ALL_DETECTORS, Context, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
+from analyzer.nccl_summary import nccl_section
 from analyzer.store import RunStore
 from analyzer.summary import timeline_section
 
@@ -38,6 +39,7 @@ def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
         parse_issues=tuple(issue_rows),
         skipped_files=tuple(store.manifest.get("skipped", [])),
         timelines=tuple(timeline_section(m) for m in models),
+        nccl=nccl_section(ctx.nccl()),
     )
 
 
@@ -46,4 +48,5 @@ def _input_summary(entry: dict[str, Any]) -> dict[str, Any]:
         "id": entry["id"], "path": entry["path"], "kind": entry["kind"], "size": entry["size"],
         "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": dict(entry.get("issues", {})),
         "timeline": entry.get("timeline"),
+        "log": entry.get("log"),
     }

@@ -37,6 +37,7 @@ from analyzer import __version__
 from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
+from parsers.nccl_log import JobLogParser
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 from parsers.timeline import TimelineParser
 
@@ -256,7 +257,7 @@ class RunStore:
         return self._by_sha(h.hexdigest())
 
     def _ingest_one(self, item: InputFile, progress: Callable[[int], None] | None) -> dict[str, Any]:
-        if item.kind is not InputKind.HOROVOD_TIMELINE:  # pragma: no cover - discover only yields timelines
+        if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
             raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
         tmp_dir = f".tmp-{os.getpid()}-{len(self.manifest['inputs'])}"
         writers: dict[str, pq.ParquetWriter] = {}
@@ -266,17 +267,24 @@ class RunStore:
             raw_file.seek(0)
             raw = _HashingReader(raw_file)
             stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
-            parser = TimelineParser(item.path, display_name=str(item.path))
+            parser: TimelineParser | JobLogParser
+            if item.kind is InputKind.JOB_LOG:
+                parser = JobLogParser(item.path, display_name=str(item.path))
+                batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())  # type: ignore[arg-type]
+            else:
+                parser = TimelineParser(item.path, display_name=str(item.path))
+                batches = _in_background(parser.batches(stream))
             last = 0
             complete = False
             try:
-                for name, batch in _in_background(parser.batches(stream)):
+                for name, batch in batches:
                     self._write(writers, name, tmp_dir, batch)
                     rows[name] = rows.get(name, 0) + batch.num_rows
                     if progress and raw.pos > last:
                         progress(raw.pos - last)
                         last = raw.pos
-                for name, table in (("tensors", parser.tensors_table()), ("parse_issues", _issues_table(parser.issues))):
+                tail = [("tensors", parser.tensors_table())] if isinstance(parser, TimelineParser) else []
+                for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
                     if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
                         self._write(writers, name, tmp_dir, table)
                         rows[name] = table.num_rows
@@ -301,7 +309,7 @@ class RunStore:
             "id": input_id, "path": str(item.path), "paths": [str(item.path)], "size": item.size,
             "sha256": sha, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": _now(),
             "tables": sorted(writers), "rows": rows, "issues": parser.sink.counts(),
-            "timeline": parser.info.to_dict(),
+            **({"timeline": parser.info.to_dict()} if isinstance(parser, TimelineParser) else {"log": parser.info}),
         }
 
     def _write(self, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:
@@ -316,7 +324,7 @@ class RunStore:
             dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
             w = writers[name] = pq.ParquetWriter(folder / "part-0.parquet", schema, use_dictionary=dict_cols,
                                                  **_PARQUET)
-        w.write_table(batch.drop_columns(["input_id"]))
+        w.write_table(batch.drop_columns(["input_id"]) if "input_id" in batch.column_names else batch)
 
     def _write_manifest(self) -> None:
         self.manifest["updated_at"] = _now()

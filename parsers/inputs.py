@@ -23,10 +23,12 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 64 * 1024
+TEXT_SNIFF_BYTES = 4 << 20  # how far into a text file to look for NCCL / job-log signals
 
 
 class InputKind(enum.StrEnum):
     HOROVOD_TIMELINE = "horovod_timeline"
+    JOB_LOG = "job_log"  # NCCL_DEBUG output, job stdout/stderr, Horovod autotune CSV
     UNKNOWN = "unknown"
 
 
@@ -128,13 +130,44 @@ def sniff(path: str | Path) -> Sniffed:
         rest = body[1:].lstrip(b" \t\r\n")
         if not rest or rest.startswith(b'{"ph"') or rest.startswith(b'{"name"') or rest.startswith(b"{"):
             return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, not rest, "JSON array of trace events")
+        signal = _log_signal(head)  # "[1,0]<stdout>:host:..." and "[node:0:174 ...]" logs start with '[' too
+        if signal:
+            return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
         return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON array whose first element is not an object",
                        candidate=InputKind.HOROVOD_TIMELINE)
     if re.match(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")', body):
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, "a fragment of a timeline (no '[')")
     if body[:1] == b"{":
         return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON object (Horovod writes a bare array)")
+    signal = _log_signal(head)
+    if signal:
+        return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
+    if b"\x00" not in head and len(head) == SNIFF_BYTES:  # job stdout: NCCL may start after pip/setup output
+        more, _ = read_head(path, TEXT_SNIFF_BYTES)
+        signal = _log_signal(more)
+        if signal:
+            return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
+    if b"\x00" not in head:
+        return Sniffed(InputKind.UNKNOWN, compressed, False, "text without NCCL records, watchdog timeouts, "
+                       f"stall warnings or an autotune header in its first {TEXT_SNIFF_BYTES >> 20} MiB")
     return Sniffed(InputKind.UNKNOWN, compressed, False, "not a format hvd-analyze reads")
+
+
+_LOG_SIGNALS = (
+    (re.compile(rb"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
+                rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+", re.MULTILINE), "NCCL debug records"),
+    (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
+    (re.compile(rb"Missing ranks:"), "Horovod stall-inspector warnings"),
+    (re.compile(rb"hierarchical_allreduce\s*[,|]\s*hierarchical_allgather"), "a Horovod autotune log"),
+)
+
+
+def _log_signal(head: bytes) -> str | None:
+    """What makes ``head`` a job log, if anything."""
+    for rx, what in _LOG_SIGNALS:
+        if rx.search(head):
+            return what
+    return None
 
 
 def sha256_of(path: str | Path, block: int = 8 * 1024 * 1024) -> str:

@@ -36,7 +36,7 @@ EMPTY = AnalysisReport("0.1.0", "/s", (), (), (), ())
 FULL = AnalysisReport(
     "0.1.0", "/s",
     ({"id": "0" * 16, "path": f"/x/{HOSTILE}.json", "kind": "horovod_timeline", "size": 1, "sha256": "0" * 64,
-      "rows": {"spans": 1}, "issues": {"info": 0, "data_loss": 1, "error": 0}, "timeline": None},),
+      "rows": {"spans": 1}, "issues": {"info": 0, "data_loss": 1, "error": 0}, "timeline": None, "log": None},),
     tuple(_finding(c, s) for c, s in (("timeline.truncated", Severity.WARNING), ("a.b", Severity.CRITICAL),
                                        ("c.d", Severity.INFO))),
     (Skipped("x", "no table"),),

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from analyzer.detectors.autotune_result import AutotuneResult
 from analyzer.detectors.base import Context, Detector
 from analyzer.detectors.cycle_time import CycleTimeHigh
 from analyzer.detectors.fusion_fragmented import FusionFragmented
+from analyzer.detectors.horovod_stall import HorovodStall
 from analyzer.detectors.init_overhead import InitOverhead
 from analyzer.detectors.long_queue import LongQueue
+from analyzer.detectors.nccl_error import NcclError
+from analyzer.detectors.nccl_ib_disabled import IbDisabled
+from analyzer.detectors.nccl_init_incomplete import InitIncomplete
+from analyzer.detectors.nccl_no_gdrdma import NoGdrdma
+from analyzer.detectors.nccl_socket_fallback import SocketFallback
+from analyzer.detectors.nccl_version_mismatch import VersionMismatch
+from analyzer.detectors.nccl_watchdog import WatchdogTimeout
 from analyzer.detectors.negotiation_wait import NegotiationWait
 from analyzer.detectors.over_threshold import TensorOverFusionThreshold
 from analyzer.detectors.startup_skew import StartupSkew
@@ -23,6 +32,15 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     CycleTimeHigh(),
     StartupSkew(),
     InitOverhead(),
+    SocketFallback(),
+    IbDisabled(),
+    NoGdrdma(),
+    VersionMismatch(),
+    InitIncomplete(),
+    NcclError(),
+    WatchdogTimeout(),
+    HorovodStall(),
+    AutotuneResult(),
 )
 
 __all__ = ["ALL_DETECTORS", "Context", "Detector"]

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from analyzer.findings import Finding
+from analyzer.nccl_model import NcclModel, build_nccl_model
 from analyzer.store import RunStore
 from analyzer.timeline_model import TimelineModel, build_model
 
@@ -25,6 +26,7 @@ class Context:
     store: RunStore
     config: dict[str, Any] = field(default_factory=dict)
     _timelines: list[TimelineModel] | None = field(default=None, repr=False)
+    _nccl: NcclModel | None = field(default=None, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -39,6 +41,13 @@ class Context:
             self._timelines = [build_model(self.store, e) for e in self.store.inputs
                                if e["kind"] == "horovod_timeline"]
         return self._timelines
+
+
+    def nccl(self) -> NcclModel:
+        """Every NCCL / job log of the store (:func:`analyzer.nccl_model.build_nccl_model`), read once."""
+        if self._nccl is None:
+            self._nccl = build_nccl_model(self.store)
+        return self._nccl
 
 
 class Detector(Protocol):
@@ -61,4 +70,20 @@ class TimelineDetector:
         return [f for m in ctx.timelines() if (f := self.check(m)) is not None]
 
     def check(self, model: TimelineModel) -> Finding | None:
+        raise NotImplementedError
+
+
+class LogDetector:
+    """Base of the detectors that judge the NCCL / job logs: subclasses set ``name`` and
+    ``requires`` and implement :meth:`check`."""
+
+    name: str
+    requires: tuple[str, ...] = ("nccl_processes",)
+    why_required = "no NCCL_DEBUG=INFO log was ingested"
+
+    def detect(self, ctx: Context) -> list[Finding]:
+        self.ctx = ctx
+        return self.check(ctx.nccl())
+
+    def check(self, model: NcclModel) -> list[Finding]:
         raise NotImplementedError

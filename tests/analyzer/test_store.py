@@ -122,7 +122,9 @@ def test_empty_tables_have_their_declared_schema(tmp_path: Path) -> None:
 def test_corpus_directory_ingests_without_errors(corpus: Path, tmp_path: Path) -> None:
     store = RunStore.create_or_open(tmp_path / "store")
     rep = store.ingest(*discover([corpus / "horovod-cpu", corpus / "horovod-public"]))
-    assert len(rep.added) == 20
+    kinds = [e["kind"] for e in rep.added]
+    assert kinds.count("horovod_timeline") == 20 and kinds.count("job_log") == 2  # the two autotune logs
+    assert all(e["rows"]["autotune"] > 0 for e in rep.added if e["kind"] == "job_log")
     assert all(e["issues"]["error"] == 0 for e in rep.added)
     assert store.table("spans").num_rows == sum(e["rows"].get("spans", 0) for e in rep.added)
 

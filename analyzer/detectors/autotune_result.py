@@ -1,0 +1,51 @@
+"""``horovod.autotune_result`` (info): the best parameters Horovod's autotuner found.
+
+The log's threshold is in MB while ``HOROVOD_FUSION_THRESHOLD`` takes bytes (copying the
+log value gives a threshold of a few bytes), so the suggestion converts it.
+"""
+
+from __future__ import annotations
+
+from analyzer.detectors._logs import src
+from analyzer.detectors.base import LogDetector
+from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.nccl_model import NcclModel
+from analyzer.nccl_summary import autotune_result
+
+CODE = "horovod.autotune_result"
+
+
+class AutotuneResult(LogDetector):
+    name = "autotune_result"
+    requires = ("autotune",)
+    why_required = "no Horovod autotune log (HOROVOD_AUTOTUNE_LOG) was ingested"
+
+    def check(self, model: NcclModel) -> list[Finding]:
+        best = autotune_result(model)
+        if best is None:
+            return []
+        threshold = round(best["fusion_threshold_mb"] * 1024 * 1024)
+        env = {"HOROVOD_FUSION_THRESHOLD": str(threshold), "HOROVOD_CYCLE_TIME": f"{best['cycle_time_ms']:g}"}
+        if best["cache_enabled"] is False:
+            env["HOROVOD_CACHE_CAPACITY"] = "0"
+        if best["hierarchical_allreduce"]:
+            env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1"
+        if best["hierarchical_allgather"]:
+            env["HOROVOD_HIERARCHICAL_ALLGATHER"] = "1"
+        how = ("tuning finished: the last row is the best set" if best["finished"] else
+               "tuning did not finish (no final best row): the highest-scoring row")
+        return [Finding(
+            code=CODE,
+            severity=Severity.INFO,
+            title=f"Autotune best: fusion {best['fusion_threshold_mb']:g} MB, cycle {best['cycle_time_ms']:g} ms",
+            summary=(f"{best['rows']} autotune sample(s); {how} scores {best['score']:g} (bytes/us, higher is "
+                     "better). Fix these values and turn autotuning off for production runs."),
+            detector=self.name,
+            evidence=(Evidence(summary=f"row at line {best['line']} ({best['layout']}+ layout)",
+                               sources=(src(best["file"], best["line"]),),
+                               metrics={"score": best["score"], "fusion_threshold_mb": best["fusion_threshold_mb"],
+                                        "cycle_time_ms": best["cycle_time_ms"]}),),
+            suggestions=(Suggestion(action="Set the tuned values explicitly (the threshold in bytes, not MB).",
+                                    env=env,
+                                    rationale="HOROVOD_FUSION_THRESHOLD is parsed as bytes; the log column is MiB."),),
+        )]

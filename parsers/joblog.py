@@ -1,0 +1,140 @@
+"""Job-log signals that travel with NCCL logs (``nccl-log-format.md`` §5, Horovod sources).
+
+* PyTorch ``ProcessGroupNCCL`` watchdog timeouts, legacy and glog formats, and the
+  ``Exception ... detected by watchdog at work: N, last enqueued NCCL work: M, last
+  completed NCCL work: K`` line that follows them.
+* Horovod's stall inspector: ``One or more tensors were submitted ... Missing ranks:``
+  followed by one ``RANK[!]: [tensor, ...]`` line per missing rank (``!``: past the
+  shutdown time; the list stops after six names with `` ...``).
+* Horovod autotune CSV logs (three header layouts; threshold in MB; the last row is the
+  best one when tuning finished).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+WATCHDOG = re.compile(
+    r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+    r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>-?\d+), NumelOut=(?P<nout>-?\d+))?, Timeout\(ms\)=(?P<timeout>\d+)\)"
+    r" ran for (?P<ran>\d+) milliseconds"
+)
+_RANK_TAG = re.compile(r"\[rank(?P<rank>\d+)\]:")
+WATCHDOG_WORK = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<rank>\d+)\] Exception "
+    r"\(either an error or timeout\) detected by watchdog at work: (?P<work>\d+), last enqueued NCCL work: "
+    r"(?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)"
+)
+STALL_HEAD = "Missing ranks:"
+STALL_WARNING = "One or more tensors were submitted to be"
+STALL_RANK = re.compile(r"(?:^|[\s>:])(?P<rank>\d+)(?P<bang>!?): \[(?P<tensors>.*)\]\s*$")
+
+#: Autotune CSV headers by Horovod version (horovod-timeline-format.md §13).
+AUTOTUNE_LAYOUTS = {
+    "hierarchical_allreduce,hierarchical_allgather,cycle_time_ms,tensor_fusion_threshold,score": "0.16.0",
+    "hierarchical_allreduce,hierarchical_allgather,cache_enabled,cycle_time_ms,tensor_fusion_threshold,score":
+        "0.16.2",
+    "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,cycle_time_ms,"
+    "tensor_fusion_threshold,score": "0.26.0",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogTimeout:
+    rank: int | None
+    seq: int
+    op: str
+    numel_in: int | None
+    numel_out: int | None
+    timeout_ms: int
+    ran_ms: int
+
+
+def parse_watchdog(line: str) -> WatchdogTimeout | None:
+    m = WATCHDOG.search(line)
+    if not m:
+        return None
+    rank = m["rank"]
+    if rank is None:
+        tag = _RANK_TAG.search(line, 0, m.start())
+        rank = tag["rank"] if tag else None
+    return WatchdogTimeout(int(rank) if rank is not None else None, int(m["seq"]), m["op"],
+                           int(m["nin"]) if m["nin"] else None, int(m["nout"]) if m["nout"] else None,
+                           int(m["timeout"]), int(m["ran"]))
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogWork:
+    rank: int
+    pg: str  # "1", or "0 (default_pg)"
+    work: int
+    last_enqueued: int
+    last_completed: int
+
+
+def parse_watchdog_work(line: str) -> WatchdogWork | None:
+    m = WATCHDOG_WORK.search(line)
+    if not m:
+        return None
+    pg = m["pg"] + (f" ({m['name']})" if m["name"] else "") + (f" {m['guid']}" if m["guid"] else "")
+    return WatchdogWork(int(m["rank"]), pg, int(m["work"]), int(m["enq"]), int(m["done"]))
+
+
+@dataclass(frozen=True, slots=True)
+class StallRank:
+    rank: int
+    shutdown: bool  # past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
+    tensors: tuple[str, ...]
+    more: bool  # Horovod listed six names and cut the rest
+
+
+def parse_stall_rank(line: str) -> StallRank | None:
+    m = STALL_RANK.search(line)
+    if not m:
+        return None
+    body = m["tensors"].strip()
+    more = body.endswith(" ...")
+    if more:
+        body = body[: -len(" ...")]
+    return StallRank(int(m["rank"]), m["bang"] == "!", tuple(t.strip() for t in body.split(", ") if t.strip()), more)
+
+
+@dataclass(frozen=True, slots=True)
+class AutotuneRow:
+    line: int
+    hierarchical_allreduce: bool
+    hierarchical_allgather: bool
+    torus_allreduce: bool | None
+    cache_enabled: bool | None
+    cycle_time_ms: float
+    fusion_threshold_mb: float
+    score: float
+
+
+def autotune_header(line: str) -> str | None:
+    """The first Horovod version writing this autotune header, if ``line`` is one."""
+    return AUTOTUNE_LAYOUTS.get(_csv_body(line).replace(" ", ""))
+
+
+def parse_autotune_row(line: str, layout: str, lineno: int) -> AutotuneRow | None:
+    fields = [f.strip() for f in _csv_body(line).split(",")]
+    names = next(h for h, v in AUTOTUNE_LAYOUTS.items() if v == layout).split(",")
+    if len(fields) != len(names):
+        return None
+    try:
+        row = dict(zip(names, (float(f) for f in fields), strict=True))
+    except ValueError:
+        return None
+    opt = {k: bool(row[k]) if k in row else None for k in ("torus_allreduce", "cache_enabled")}
+    return AutotuneRow(lineno, bool(row["hierarchical_allreduce"]), bool(row["hierarchical_allgather"]),
+                       opt["torus_allreduce"], opt["cache_enabled"], row["cycle_time_ms"],
+                       row["tensor_fusion_threshold"], row["score"])
+
+
+_PASTE_NOISE = re.compile(r"^\s*>?\s*(?:\d+\s+(?=[\da-z]))?")  # "> " quote and editor line numbers of pasted logs
+
+
+def _csv_body(line: str) -> str:
+    """The CSV fields of a log line, also when it was pasted as a Markdown table (`` | ``)."""
+    return _PASTE_NOISE.sub("", line, count=1).strip().strip("|").replace("|", ",").replace(" ", "")

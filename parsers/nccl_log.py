@@ -1,0 +1,274 @@
+"""NCCL_DEBUG logs and job logs -> ``nccl_*``, ``watchdog_timeouts``, ``horovod_stalls``, ``autotune``.
+
+One pass over the text in blocks (never line by line from disk, never the whole file in
+memory). Each line is searched for NCCL records (:mod:`parsers.nccl_record`); their
+messages become facts (:mod:`parsers.nccl_messages`) folded into per-process state, and
+WARNs open an error that the following ``FILE:LINE -> N`` frames of the same thread
+extend. Lines without a record are checked for job-log signals (:mod:`parsers.joblog`)
+and otherwise counted as foreign lines. Per-line work is bounded; the state grows with
+processes, communicators and errors, not with the number of lines.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from parsers import joblog
+from parsers.issues import IssueSeverity, IssueSink
+from parsers.nccl_errors import classify_chain, classify_warn
+from parsers.nccl_messages import classify, wording_range
+from parsers.nccl_record import PREFIX_ONLY, Record, split_records
+from parsers.nccl_state import ProcessState, log_tables
+
+BLOCK = 4 << 20
+
+
+class JobLogParser:
+    """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
+
+    def __init__(self, path: str | Path, display_name: str | None = None) -> None:
+        self.path = Path(path)
+        self.name = display_name or str(path)
+        self.sink = IssueSink(self.name)
+        self.procs: dict[tuple[str | None, int | None], ProcessState] = {}
+        self.comm_ranks: list[tuple[Any, ...]] = []
+        self.env: list[tuple[Any, ...]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.open_error: dict[tuple[str | None, int | None, int | None], dict[str, Any]] = {}
+        self.colls: dict[tuple[Any, ...], list[Any]] = {}
+        self.watchdog: list[dict[str, Any]] = []
+        self.stalls: list[tuple[Any, ...]] = []
+        self.autotune: list[tuple[Any, ...]] = []
+        self._autotune_layout: str | None = None
+        self._in_stall = False
+        self._bare_versions: list[tuple[int, str, str]] = []
+        self.versions: list[tuple[Any, ...]] = []  # host, pid, line, version, cuda, source
+        self.counts: Counter[str] = Counter()
+        self.lines = 0
+
+    # -- reading --------------------------------------------------------------------
+    def parse(self, stream: BinaryIO) -> dict[str, pa.Table]:
+        rest = b""
+        lineno = 0
+        while block := stream.read(BLOCK):
+            data = rest + block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1 :]
+            for line in data[:cut].decode("utf-8", "replace").split("\n"):
+                lineno += 1
+                self._line(line.rstrip("\r"), lineno)
+        if rest:
+            lineno += 1
+            self.sink.add(IssueSeverity.DATA_LOSS, "log.cut_line",
+                          f"the file ends mid-line (line {lineno}, {len(rest)} bytes without a newline): the "
+                          "excerpt or capture was cut there; the fragment is read as far as it goes")
+            self._line(rest.decode("utf-8", "replace").rstrip("\r"), lineno)
+        self.lines = lineno
+        cut = getattr(stream, "cut", None)
+        if cut:
+            self.sink.add(IssueSeverity.DATA_LOSS, "log.gzip_cut",
+                          f"the gzip stream is cut or damaged ({cut}); lines up to the damage were read")
+        self._finish()
+        return log_tables(self)
+
+    def _line(self, line: str, lineno: int) -> None:
+        if "NCCL" in line:
+            records, merged, doubled = split_records(line)
+            if records:
+                if merged:
+                    self.counts["merged"] += 1
+                    if any(not r.msg for r in records):
+                        self.sink.add(IssueSeverity.DATA_LOSS, "nccl.merged_records",
+                                      f"line {lineno}: records of two processes were written into one line "
+                                      "(NCCL <= 2.3 wrote prefix and message separately); a record without "
+                                      "its message is counted, its message may appear on a later line")
+                if doubled:
+                    self.counts["doubled"] += 1
+                for r in records:
+                    self._record(r, lineno)
+                self._in_stall = False
+                return
+        self._job_line(line, lineno)
+
+    def _job_line(self, line: str, lineno: int) -> None:
+        if "Watchdog caught" in line:
+            w = joblog.parse_watchdog(line)
+            if w is not None:
+                self.watchdog.append({"line": lineno, "rank": w.rank, "seq": w.seq, "op": w.op,
+                                      "numel_in": w.numel_in, "numel_out": w.numel_out,
+                                      "timeout_ms": w.timeout_ms, "ran_ms": w.ran_ms, "pg": None,
+                                      "last_enqueued": None, "last_completed": None})
+                return
+        if "detected by watchdog at work" in line:
+            work = joblog.parse_watchdog_work(line)
+            if work is not None:
+                for w in reversed(self.watchdog):
+                    if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
+                        w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
+                        break
+                return
+        if joblog.STALL_HEAD in line or joblog.STALL_WARNING in line:
+            self._in_stall = True
+            return
+        if self._in_stall:
+            stall = joblog.parse_stall_rank(line)
+            if stall is not None:
+                self.stalls.append((lineno, stall.rank, stall.shutdown, list(stall.tensors), stall.more))
+                return
+            self._in_stall = False
+        if self._autotune_layout is None:
+            layout = joblog.autotune_header(line)
+            if layout is not None:
+                self._autotune_layout = layout
+                return
+        else:
+            row = joblog.parse_autotune_row(line, self._autotune_layout, lineno)
+            if row is not None:
+                self.autotune.append(row)
+                return
+        if not line.strip() or PREFIX_ONLY.match(line):
+            self.counts["blank"] += 1
+        elif classify(line.strip()) is not None:
+            self.counts["orphan"] += 1
+            self.sink.add(IssueSeverity.DATA_LOSS, "nccl.orphan_message",
+                          f"line {lineno}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
+                          "written into another line by a concurrent process): it cannot be attributed and is "
+                          "not analysed")
+        else:
+            self.counts["foreign"] += 1
+
+    # -- records --------------------------------------------------------------------
+    def _proc(self, r: Record, lineno: int) -> ProcessState:
+        key = (r.host, r.pid)
+        p = self.procs.get(key)
+        if p is None:
+            p = self.procs[key] = ProcessState(r.host, r.pid, lineno, r.outer.strip() or None)
+        p.last_line = lineno
+        p.records += 1
+        if r.dev is not None:
+            p.devs.add(r.dev)
+        return p
+
+    def _record(self, r: Record, lineno: int) -> None:
+        if r.level == "VERSION":
+            self._bare_versions.append((lineno, r.outer, r.msg))
+            self.counts["records"] += 1
+            return
+        self.counts["records"] += 1
+        p = self._proc(r, lineno)
+        if r.level == "WARN":
+            p.warns += 1
+            cls, fix = classify_warn(r.msg)
+            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
+                   "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix}
+            self.errors.append(err)
+            self.open_error[(r.host, r.pid, r.tid)] = err
+            fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
+            if fact is not None and fact[0] == "no_verbs":
+                p.verbs_missing = True
+            return
+        if r.level != "INFO":
+            return
+        self._info(p, r, lineno)
+
+    def _info(self, p: ProcessState, r: Record, lineno: int) -> None:
+        msg = r.msg
+        fact = classify(msg)
+        if p.wording is None or p.wording_checked < 40:  # version-specific wording shows up early
+            p.wording_checked += 1
+            rng = wording_range(msg)
+            if rng is not None:
+                p.narrow(rng)
+        if fact is None:
+            return
+        kind, f = fact
+        if kind == "coll":
+            key = (r.host, r.pid, f["comm"], f["op"])
+            c = self.colls.get(key)
+            if c is None:
+                self.colls[key] = [f["nranks"], 1, f["opcount"], f["opcount"], lineno]
+            else:
+                c[1] += 1
+                c[3] = f["opcount"]
+                c[4] = lineno
+        elif kind == "conn":
+            p.add_conn(f, lineno)
+        elif kind == "chain":
+            self._chain(r, f, lineno)
+        elif kind == "init":
+            if f["phase"] is None and (f["cuda_dev"] is not None or f["api"] is not None):
+                return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
+            phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
+            self.comm_ranks.append((r.host, r.pid, lineno, f["api"], f["comm"], f["comm_id"], f["rank"],
+                                    f["nranks"], f["cuda_dev"], f["bus_id"], phase))
+        elif kind == "version":
+            self.versions.append((r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
+            p.apply(kind, f)
+        elif kind == "env":
+            self.env.append((r.host, r.pid, lineno, f["var"], f["value"]))
+        else:
+            p.apply(kind, f)
+
+    def _chain(self, r: Record, f: dict[str, Any], lineno: int) -> None:
+        frame = f"{f['src']} -> {f['code']}" + (f" ({f['errno']})" if f["errno"] else "") + \
+                (f" [{f['thread']}]" if f["thread"] else "")
+        err = self.open_error.get((r.host, r.pid, r.tid))
+        if err is None or lineno - err["line"] > 200:
+            cls, fix = classify_chain(f["code"])
+            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "chain", "class": cls,
+                   "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix}
+            self.errors.append(err)
+            self.open_error[(r.host, r.pid, r.tid)] = err
+        err["chain"].append(frame)
+        err["result_code"] = f["code"]
+
+    # -- end ------------------------------------------------------------------------
+    def _finish(self) -> None:
+        for lineno, outer, msg in self._bare_versions:
+            fact = classify(msg)
+            if fact is None:
+                continue
+            owner = self._version_owner(outer.strip(), lineno)
+            if owner is not None and owner.version is None:
+                owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
+            self.versions.append((owner.host if owner else None, owner.pid if owner else None, lineno,
+                                  fact[1]["version"], fact[1]["cuda"], "bare line"))
+        if self.counts["foreign"]:
+            self.sink.add(IssueSeverity.INFO, "log.foreign_lines",
+                          f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
+                          "(application output, launcher banners): counted, not analysed",
+                          count=self.counts["foreign"])
+        if self.counts["doubled"]:
+            self.sink.add(IssueSeverity.INFO, "log.doubled_columns",
+                          f"{self.counts['doubled']} line(s) held the same record twice (a CloudWatch-style "
+                          "export with repeated columns): read once", count=self.counts["doubled"])
+        if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune):
+            self.sink.add(IssueSeverity.INFO, "log.no_signals",
+                          "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
+                          "(was NCCL_DEBUG=INFO set?)")
+
+    def _version_owner(self, outer: str, lineno: int) -> ProcessState | None:
+        """The process that printed a bare version line: the one with the same launcher prefix,
+        else the only process of the file."""
+        if outer:
+            same = [p for p in self.procs.values() if p.prefix == outer]
+            if len(same) == 1:
+                return same[0]
+        if len(self.procs) == 1:
+            return next(iter(self.procs.values()))
+        return None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"lines": self.lines, "records": self.counts["records"], "processes": len(self.procs),
+                "foreign_lines": self.counts["foreign"], "blank_lines": self.counts["blank"],
+                "merged_lines": self.counts["merged"], "watchdog_timeouts": len(self.watchdog),
+                "stall_ranks": len(self.stalls), "autotune_rows": len(self.autotune)}
+
