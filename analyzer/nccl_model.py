@@ -126,9 +126,9 @@ def _net(r: Any, net_conns: pd.DataFrame, pre_bootstrap: bool) -> str | None:
         return r.network
     if len(r.ib_hcas) and not r.ib_no_device:
         return "IB"
+    if (r.ib_no_device or r.verbs_missing) and not isinstance(r.plugin, str):
+        return "Socket"  # no usable IB device and no plugin: NCCL's internal socket transport
     if len(r.socket_interfaces):
-        if r.ib_no_device or r.verbs_missing:
-            return "Socket"
         if not isinstance(r.bootstrap_interface, str) and pre_bootstrap:
             return None  # the bootstrap interface, not the transport
         return "Socket"

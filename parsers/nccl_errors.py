@@ -80,10 +80,13 @@ RULES: tuple[Rule, ...] = (
        "A peer process died or its network failed first: its own log holds the root cause; look for its first "
        "WARN, an OOM kill or a segfault."),
     _r(r"Connection closed by remote peer|closed by peer|Connection reset|Connection refused|Connection timed "
-       r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed|connection", "socket_error",
+       r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed", "socket_error",
        "A TCP socket between ranks failed: 'closed by remote peer' and 'reset' mean the peer went away (look at "
        "its log first); 'refused' or 'timed out' mean a wrong address, a stale NCCL unique id, a firewall or a "
        "wrong interface (NCCL_SOCKET_IFNAME)."),
+    _r(r"\[Service thread\]|\[Proxy Service|proxy", "system_error",
+       "An NCCL proxy thread failed to set up or progress a connection: this is the consequence of an earlier "
+       "failure on the same rank (read its first WARN: CUDA, network or /dev/shm)."),
     _r(r"already checked in", "system_error",
        "Two processes claimed the same rank at the bootstrap root: the launcher started more processes than "
        "the world size, or RANK/LOCAL_RANK are wrong (e.g. Lightning vs SLURM ntasks settings)."),

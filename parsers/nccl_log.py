@@ -200,9 +200,12 @@ class JobLogParser:
                 c[4] = lineno
         elif kind == "conn":
             p.add_conn(f, lineno)
+            p.progress_line = lineno
         elif kind == "chain":
             self._chain(r, f, lineno)
         elif kind == "init":
+            if f["phase"] == "COMPLETE":
+                p.progress_line = lineno
             if f["phase"] is None and (f["cuda_dev"] is not None or f["api"] is not None):
                 return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
             phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
@@ -214,6 +217,8 @@ class JobLogParser:
         elif kind == "env":
             self.env.append((r.host, r.pid, lineno, f["var"], f["value"]))
         else:
+            if kind in ("network", "ib_using", "socket_using"):  # a network initialised after a failed probe
+                p.progress_line = lineno
             p.apply(kind, f)
 
     def _chain(self, r: Record, f: dict[str, Any], lineno: int) -> None:
@@ -231,6 +236,12 @@ class JobLogParser:
 
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
+        for err in self.errors:  # a plugin/transport probe that failed, after which NCCL went on normally
+            proc = self.procs.get((err["host"], err["pid"]))
+            if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
+                err["class"] = None
+                err["remediation"] = ("NCCL went on after this chain (it chose a network, connected or completed "
+                                      "init): a probe of a plugin or transport that failed, not an error")
         for lineno, outer, msg in self._bare_versions:
             fact = classify(msg)
             if fact is None:

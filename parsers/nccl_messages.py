@@ -75,11 +75,13 @@ def parse_version(text: str) -> Version:
 
 
 def wording_range(msg: str) -> tuple[Version, Version] | None:
-    """The release range whose wording ``msg`` is, if it is version-specific."""
+    """The release range whose wording ``msg`` is, if it is version-specific (the
+    intersection when several clues match)."""
+    out: tuple[Version, Version] | None = None
     for rx, lo, hi in WORDING:
         if rx.search(msg):
-            return lo, hi
-    return None
+            out = (lo, hi) if out is None else (max(out[0], lo), min(out[1], hi))
+    return out
 
 
 def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
@@ -159,6 +161,8 @@ def _net(msg: str) -> tuple[str, dict[str, Any]] | None:
     m = _NVLS.match(msg)
     if m:
         return "nvls", {"available": not m["no"]}
+    if msg.startswith("NVLS comm 0x"):  # NVLS buffers set up for a communicator (2.18+)
+        return "conn", {"kind": "NVLS", "net": None, "detail": "NVLS", "gdr": False}
     return None
 
 
@@ -172,7 +176,8 @@ def _via(via: str) -> dict[str, Any]:
         net = name["net"] if name else via[4:].split("/")[0]
         return {"kind": "NET", "net": net, "detail": f"NET/{net}" + ("/GDRDMA" if gdr else ""), "gdr": gdr}
     if via.startswith("COLLNET/"):
-        return {"kind": "COLLNET", "net": via.split("/")[1], "detail": "COLLNET/" + via.split("/")[1], "gdr": gdr}
+        return {"kind": "COLLNET", "net": via.split("/")[1],
+                "detail": "COLLNET/" + via.split("/")[1] + ("/GDRDMA" if gdr else ""), "gdr": gdr}
     if via.startswith(("direct shared memory", "SHM")):
         return {"kind": "SHM", "net": None, "detail": "SHM", "gdr": False}
     if via.startswith("P2P/"):

@@ -43,6 +43,7 @@ class ProcessState:
     gdr_disabled: bool = False
     records: int = 0
     warns: int = 0
+    progress_line: int = 0  # last line showing init progress (network chosen, connection, Init COMPLETE)
     conns: dict[tuple[str, str, str | None, bool], list[int]] = field(default_factory=dict)
 
     def narrow(self, rng: tuple[Version, Version]) -> None:

@@ -1,0 +1,195 @@
+"""The NCCL / job-log parser on inline lines (no corpus needed)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.discover import discover
+from analyzer.render.jsonreport import to_document
+from analyzer.run import analyze
+from analyzer.store import temporary_store
+from parsers.nccl_log import JobLogParser
+from parsers.nccl_record import split_records
+
+
+def parse(text: str) -> tuple[JobLogParser, dict[str, Any]]:
+    p = JobLogParser("job.log")
+    tables = p.parse(io.BytesIO(text.encode()))
+    return p, {k: v.to_pylist() for k, v in tables.items()}
+
+
+def report(tmp_path: Path, text: str, name: str = "job.log") -> dict[str, Any]:
+    path = tmp_path / name
+    path.write_text(text)
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        return to_document(analyze(store))
+
+
+@pytest.mark.parametrize("prefix", [
+    "", "[1,3]<stdout>:", "52: ", "node07: ", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[default0]:",
+    "  | 2024-12-04T05:27:39.074Z | ", "2025-11-24T03:20:21.001125857Z ", "[2025-10-16 22:16:08] ",
+    "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
+])
+def test_record_found_behind_any_launcher_prefix(prefix: str) -> None:
+    (r,), merged, doubled = split_records(f"{prefix}gpu-a1:4242:4250 [3] NCCL INFO Using network IB")
+    assert (r.host, r.pid, r.tid, r.dev, r.level, r.msg) == ("gpu-a1", 4242, 4250, 3, "INFO", "Using network IB")
+    assert r.outer == prefix and not merged and not doubled
+
+
+def test_warn_with_file_line_and_230_function() -> None:
+    (r,), _, _ = split_records("h:1:2 [0] misc/socket.cc:71 (socketProgress) NCCL WARN socketProgress: closed")
+    assert (r.src, r.func, r.level, r.msg) == ("misc/socket.cc:71", "socketProgress", "WARN", "socketProgress: closed")
+
+
+def test_init_transports_env_and_version_per_process() -> None:
+    p, t = parse(
+        "NCCL version 2.18.3+cuda12.2\n"
+        "h1:10:10 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n"
+        "h1:10:10 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : not found\n"
+        "h1:10:10 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0\n"
+        "h1:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>\n"
+        "h1:10:10 [0] NCCL INFO Using network IB\n"
+        "h1:10:20 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init START\n"
+        "h1:10:20 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+        "h1:10:20 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+        "h1:10:20 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init COMPLETE\n"
+    )
+    (proc,) = t["nccl_processes"]
+    assert (proc["host"], proc["pid"], proc["version"], proc["version_source"]) == ("h1", 10, "2.18.3", "bare line")
+    assert proc["ib_hcas"] == ["mlx5_0:1/IB", "mlx5_1:1/RoCE"] and proc["network"] == "IB"
+    assert (proc["wording_min"], proc["wording_max"]) == ("2.18.3", "2.18.99")  # plugin wording and Init START
+    assert {(c["detail"], c["gdr"]) for c in t["nccl_connections"]} == {("NET/IB/GDRDMA", True), ("P2P/IPC/read", False)}
+    assert [r["phase"] for r in t["nccl_comm_ranks"]] == ["START", "COMPLETE"]
+    assert t["nccl_env"] == [{"host": "h1", "pid": 10, "line": 4, "var": "NCCL_IB_HCA", "value": "mlx5_0"}]
+    assert "nccl_errors" not in t and not p.sink.issues
+
+
+def test_warn_chain_attaches_by_thread_and_classifies() -> None:
+    _, t = parse(
+        "h:1:5 [0] NCCL INFO Channel 00 : 0 -> 1 via NET/Socket/0\n"
+        "[1,0]<stdout>:\n"
+        "h:1:7 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<3> with error 12, "
+        "opcode 0, len 0, vendor err 129 (Recv)\n"
+        "h:1:5 [0] NCCL INFO init.cc:100 -> 3\n"  # another thread: its own chain
+        "h:1:7 [0] NCCL INFO transport/net.cc:1008 -> 6\n"
+        "h:1:7 [0] NCCL INFO proxy.cc:679 -> 6 [Proxy Thread]\n"
+    )
+    warn, other = t["nccl_errors"]
+    assert (warn["class"], warn["chain"], warn["result_code"]) == (
+        "ib_completion_error", ["transport/net.cc:1008 -> 6", "proxy.cc:679 -> 6 [Proxy Thread]"], 6)
+    assert "retry counter exceeded" in warn["remediation"]
+    assert (other["level"], other["class"], other["line"]) == ("chain", "system_error", 4)
+
+
+def test_failed_probe_followed_by_progress_is_not_an_error() -> None:
+    _, t = parse("h:1:1 [0] NCCL INFO net.cc:55 -> 3\nh:1:1 [0] NCCL INFO Using network IB\n")
+    (e,) = t["nccl_errors"]
+    assert e["class"] is None and "probe" in e["remediation"]
+
+
+def test_merged_doubled_stripped_and_orphan_lines() -> None:
+    p, t = parse(
+        "a:1:1 [2] NCCL INFO a:2:2 [7] NCCL INFO Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 "
+        "op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
+        "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
+        "  | 2025-05-16T16:39:51.208-07:00ip-1:79:79 [0] NCCL INFO Using network Socket | ip-1:79:79 [0] NCCL INFO "
+        "Using network Socket\n"
+        "[3] NCCL INFO comm 0x5 rank 3 nranks 8 cudaDev 3 busId b000 commId 0xfa - Init COMPLETE\n"
+        "plain application output\n"
+    )
+    hosts = sorted((r["host"] or "?", r["pid"]) for r in t["nccl_processes"])
+    assert hosts == [("?", None), ("a", 1), ("a", 2), ("ip-1", 79)]
+    assert t["nccl_collectives"][0]["op"] == "Broadcast" and t["nccl_collectives"][0]["calls"] == 1
+    codes = {i.code: i.count for i in p.sink.issues}
+    assert codes == {"nccl.merged_records": 1, "nccl.orphan_message": 1, "log.foreign_lines": 1,
+                     "log.doubled_columns": 1}
+    assert t["nccl_comm_ranks"][0]["rank"] == 3 and t["nccl_comm_ranks"][0]["host"] is None
+
+
+def test_cut_last_line_is_data_loss_and_read_as_far_as_it_goes() -> None:
+    p, t = parse("h:1:1 [0] NCCL INFO Using network IB\nh:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.")
+    assert t["nccl_env"][0]["value"] == "1"
+    (issue,) = [i for i in p.sink.issues if i.code == "log.cut_line"]
+    assert issue.severity == "data_loss" and "line 2" in issue.message
+
+
+WATCHDOG_STALL_AUTOTUNE = """\
+[rank1]:[E1206 18:44:12.715 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: \
+WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for 600061 milliseconds \
+before timing out.
+[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15, \
+OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800500 milliseconds before timing out.
+[2024-01-01 10:00:00.000000: W /horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be \
+reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. \
+This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is \
+submitting tensors, which will cause deadlock. 
+Missing ranks:
+2: [grad_a, grad_b]
+3!: [grad_a, grad_b, grad_c, grad_d, grad_e, grad_f ...]
+hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,cycle_time_ms,tensor_fusion_threshold,score
+0,0,0, 1,5,4,100.5
+0,0,0, 1,2.5,64,250
+0,0,0, 1,5,4,110
+0,0,0, 1,2.5,64,250
+"""
+
+
+def test_watchdog_stall_and_autotune_in_one_job_log(tmp_path: Path) -> None:
+    doc = report(tmp_path, WATCHDOG_STALL_AUTOTUNE)
+    wd = next(f for f in doc["findings"] if f["code"] == "nccl.watchdog_timeout")
+    assert wd["ranks"] == [1] and wd["labels"] == {"verdict": "behind"}
+    stall = next(f for f in doc["findings"] if f["code"] == "horovod.stall")
+    assert stall["severity"] == "critical" and stall["ranks"] == [2, 3]
+    assert doc["nccl"]["horovod_stalls"][1] | {"file": None} == {
+        "file": None, "line": 6, "rank": 3, "shutdown": True, "more": True,
+        "tensors": ["grad_a", "grad_b", "grad_c", "grad_d", "grad_e", "grad_f"]}
+    tune = next(f for f in doc["findings"] if f["code"] == "horovod.autotune_result")
+    assert tune["suggestions"][0]["env"] == {"HOROVOD_FUSION_THRESHOLD": str(64 << 20), "HOROVOD_CYCLE_TIME": "2.5"}
+    assert doc["nccl"]["autotune"]["finished"] and doc["nccl"]["autotune"]["layout"] == "0.26.0"
+
+
+def test_multi_host_socket_fallback_with_ib_present_is_critical(tmp_path: Path) -> None:
+    lines = []
+    for host, ip in (("n1", "10.0.0.1"), ("n2", "10.0.0.2")):
+        lines += [f"{host}:7:7 [0] NCCL INFO Bootstrap : Using ib0:{ip}<0>",
+                  f"{host}:7:7 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+                  f"{host}:7:7 [0] NCCL INFO NET/Socket : Using [0]ib0:{ip}<0> [1]eth0:192.168.0.1<0>",
+                  f"{host}:7:7 [0] NCCL INFO Using network Socket"]
+    doc = report(tmp_path, "\n".join(lines) + "\n")
+    (f,) = doc["findings"]
+    assert (f["code"], f["severity"], f["hosts"]) == ("nccl.socket_fallback", "critical", ["n1", "n2"])
+    assert any("libibverbs" in e["summary"] for e in f["evidence"])
+    assert f["suggestions"][-1]["env"]["NCCL_SOCKET_IFNAME"] == "eth0"
+
+
+MISMATCH_AND_STUCK = """\
+a:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.4
+b:2:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+a:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - Init START
+b:2:2 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - Init START
+a:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - Init COMPLETE
+"""
+
+
+def test_version_mismatch_and_incomplete_init(tmp_path: Path) -> None:
+    doc = report(tmp_path, MISMATCH_AND_STUCK)
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert codes["nccl.version_mismatch"]["severity"] == "critical"
+    stuck = codes["nccl.init_incomplete"]
+    assert stuck["ranks"] == [1] and stuck["hosts"] == ["b"]
+    (comm,) = doc["nccl"]["communicators"]
+    assert (comm["comm_id"], comm["ranks_complete"], comm["grouping"]) == ("9", [0], "commId")
+
+def test_gzip_log_and_sniffing(tmp_path: Path) -> None:
+    path = tmp_path / "rank0.log.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("pip install output\n" * 10 + "h:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n")
+    with temporary_store() as store:
+        (entry,) = store.ingest(*discover([tmp_path])).added
+        assert entry["kind"] == "job_log" and entry["rows"]["nccl_env"] == 1 and entry["log"]["foreign_lines"] == 10
