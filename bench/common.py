@@ -29,6 +29,23 @@ def big_timeline(target_mb: int) -> Path:
     return path
 
 
+def big_nccl_log(target_mb: int) -> Path:
+    """An interleaved NCCL_DEBUG=INFO stdout of about ``target_mb`` MB: init blocks of 1024 ranks
+    (128 hosts x 8 GPUs) then one COLL line per rank per collective."""
+    from sample_traces.generator.nccl import NcclLogSpec, log_size_for, write_nccl_log
+
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"nccl_1024r_{target_mb}mb.log"
+    if not path.exists():
+        base = NcclLogSpec(hosts=128, gpus_per_host=8)
+        colls = max(1, round(target_mb * 1e6 / (base.nranks * log_size_for(base))))
+        t = time.perf_counter()
+        write_nccl_log(path, NcclLogSpec(hosts=128, gpus_per_host=8, collectives=colls))
+        print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
+              file=sys.stderr)
+    return path
+
+
 def measure_in_child(script: str, method: str, path: Path) -> dict[str, float]:
     """Run ``script --child METHOD PATH`` in a fresh interpreter; it prints one JSON line."""
     out = subprocess.run([sys.executable, script, "--child", method, str(path)], capture_output=True, text=True,
@@ -51,7 +68,7 @@ def child_main(methods: dict[str, Callable[[Path], object]]) -> None:
     t = time.perf_counter()
     methods[method](path)
     wall = time.perf_counter() - t
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) * 1024
     size = os.path.getsize(path)
     print(json.dumps({"method": method, "seconds": wall, "mb_per_s": size / wall / 1e6, "peak_rss_mb": rss / 1e6,
                       "input_mb": size / 1e6}))

@@ -11,6 +11,7 @@ processes, communicators and errors, not with the number of lines.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +26,13 @@ from parsers.nccl_record import PREFIX_ONLY, Record, split_records
 from parsers.nccl_state import ProcessState, log_tables
 
 BLOCK = 4 << 20
+#: A whole COLL trace line (``nccl-log-format.md`` §3.17), launcher prefix included.
+COLL_LINE = re.compile(
+    r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
+    r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
+    r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
+    re.MULTILINE,
+)
 
 
 class JobLogParser:
@@ -40,6 +48,7 @@ class JobLogParser:
         self.errors: list[dict[str, Any]] = []
         self.open_error: dict[tuple[str | None, int | None, int | None], dict[str, Any]] = {}
         self.colls: dict[tuple[Any, ...], list[Any]] = {}
+        self._fast_colls: dict[tuple[str, str, str, str], list[Any]] = {}
         self.watchdog: list[dict[str, Any]] = []
         self.stalls: list[tuple[Any, ...]] = []
         self.autotune: list[tuple[Any, ...]] = []
@@ -61,9 +70,7 @@ class JobLogParser:
                 rest = data
                 continue
             rest = data[cut + 1 :]
-            for line in data[:cut].decode("utf-8", "replace").split("\n"):
-                lineno += 1
-                self._line(line.rstrip("\r"), lineno)
+            lineno = self._block(data[: cut + 1].decode("utf-8", "replace"), lineno)
         if rest:
             lineno += 1
             self.sink.add(IssueSeverity.DATA_LOSS, "log.cut_line",
@@ -77,6 +84,65 @@ class JobLogParser:
                           f"the gzip stream is cut or damaged ({cut}); lines up to the damage were read")
         self._finish()
         return log_tables(self)
+
+    def _block(self, text: str, lineno: int) -> int:
+        """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
+        a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one."""
+        pos = 0
+        fast = self._fast_colls
+        for m in COLL_LINE.finditer(text):
+            start = m.start()
+            if start > pos:
+                self._in_stall = self._in_stall and pos == 0  # a record line ends a stall warning's rank list
+                lineno = self._lines(text[pos:start], lineno)
+            lineno += 1
+            pos = m.end()
+            outer, host, pid, dev, op, opc, comm, n = m.groups()
+            if " NCCL " in outer:  # two records merged in one line: the careful path
+                self._line(text[start : pos - 1].rstrip("\r"), lineno)
+                continue
+            c = fast.get((host, pid, comm, op))
+            if c is None:
+                fast[(host, pid, comm, op)] = [n, 1, opc, opc, lineno, dev, outer, lineno]
+            else:
+                c[1] += 1
+                c[3] = opc
+                c[4] = lineno
+        if pos < len(text):
+            self._in_stall = self._in_stall and pos == 0
+            lineno = self._lines(text[pos:], lineno)
+        return lineno
+
+    def _lines(self, text: str, lineno: int) -> int:
+        for line in text.split("\n")[:-1]:
+            lineno += 1
+            self._line(line.rstrip("\r"), lineno)
+        return lineno
+
+    def _fold_fast_colls(self) -> None:
+        """Merge the COLL lines read by the block regex into the processes and collectives."""
+        for (host, pid_s, comm, op), (n, calls, first, last, last_line, dev, outer, first_line) in \
+                self._fast_colls.items():
+            pid = int(pid_s)
+            p = self.procs.get((host, pid))
+            if p is None:
+                p = self.procs[(host, pid)] = ProcessState(host, pid, first_line, outer.strip() or None)
+            p.first_line = min(p.first_line, first_line)
+            p.last_line = max(p.last_line, last_line)
+            p.records += calls
+            p.devs.add(int(dev))
+            self.counts["records"] += calls
+            key = (host, pid, comm, op)
+            old = self.colls.get(key)
+            if old is None:
+                self.colls[key] = [int(n), calls, int(first, 16), int(last, 16), last_line]
+            else:  # the same communicator also went through the careful path (merged lines)
+                old[1] += calls
+                if last_line > old[4]:
+                    old[3], old[4] = int(last, 16), last_line
+                if first_line < old[4] - old[1]:
+                    old[2] = int(first, 16)
+        self._fast_colls.clear()
 
     def _line(self, line: str, lineno: int) -> None:
         if "NCCL" in line:
@@ -236,6 +302,7 @@ class JobLogParser:
 
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
+        self._fold_fast_colls()
         for err in self.errors:  # a plugin/transport probe that failed, after which NCCL went on normally
             proc = self.procs.get((err["host"], err["pid"]))
             if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:

@@ -49,11 +49,82 @@ class Record:
     msg: str
 
 
+_LEVELS = ("INFO", "WARN", "TRACE", "CALL", "ABORT")
+_DEV = re.compile(r"\[(\d+)\]$")
+_SRC = re.compile(r"(?P<src>\S+?):(?P<line>\d+)$")
+_MS = re.compile(r"\d+\.\d+$")
+
+
+def _header(head: str) -> tuple[str, str, int, int, int | None, str | None, str | None] | None:
+    """Parse ``[outer]HOST:PID:TID [DEV] [MS] [FILE:LINE [(FUNC)]]`` (the text before `` NCCL LEVEL``)
+    from the right: (outer, host, pid, tid, dev, src, func), or None if it is not a record header."""
+    tokens = head.split(" ")
+    k = len(tokens) - 1
+    func = src = None
+    dev = None
+    if k >= 0 and tokens[k].startswith("(") and tokens[k].endswith(")"):
+        func = tokens[k][1:-1]
+        k -= 1
+    if k >= 1 and ":" in tokens[k] and not tokens[k].startswith("[") and tokens[k].count(":") == 1:
+        m = _SRC.match(tokens[k])
+        if m:
+            src = tokens[k]
+            k -= 1
+    if k >= 1 and _MS.match(tokens[k]):
+        k -= 1
+    if k >= 1 and tokens[k].startswith("["):
+        m = _DEV.match(tokens[k])
+        if m:
+            dev = int(m.group(1))
+            k -= 1
+    if k < 0:
+        return None
+    parts = tokens[k].rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    pre_host = parts[0]
+    cut = max(pre_host.rfind(":"), pre_host.rfind("]"), pre_host.rfind("|"))
+    host = pre_host[cut + 1 :]
+    if not host:
+        return None
+    outer = " ".join(tokens[:k]) + (" " if k else "") + pre_host[: cut + 1]
+    if host[:2].isdigit() and GLUED_TS.search(outer + host[:2]):  # CloudWatch "...-07:00ip-10-..."
+        outer, host = outer + host[:2], host[2:]
+    return outer, host, int(parts[1]), int(parts[2]), dev, src, func
+
+
+def _find_records(line: str) -> list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None,
+                                                                  str | None]]]:
+    """(header start, message start, level, header) of every record in ``line``."""
+    out = []
+    pos = 0
+    while True:
+        at = line.find(" NCCL ", pos)
+        if at < 0:
+            return out
+        rest = line[at + 6 : at + 12]
+        level = next((lv for lv in _LEVELS if rest.startswith(lv)), None)
+        pos = at + 6
+        if level is None:
+            continue
+        end = at + 6 + len(level)
+        if end < len(line) and line[end] != " ":
+            continue
+        start = out[-1][1] if out else 0
+        h = _header(line[start:at])
+        if h is None:
+            continue
+        if out:  # the previous record's message stops where this record's header starts
+            out.append((start + len(h[0]), min(end + 1, len(line)), level, ("", *h[1:])))
+        else:
+            out.append((0, min(end + 1, len(line)), level, h))
+
+
 def split_records(line: str) -> tuple[list[Record], bool, bool]:
     """The records of ``line``, whether two processes' records were merged in it, and
     whether a repeated copy (CloudWatch ``X | X``) was dropped."""
-    matches = list(RECORD.finditer(line))
-    if not matches:
+    found = _find_records(line) if " NCCL " in line else []
+    if not found:
         m = STRIPPED.match(line)
         if m:
             return [Record("", None, None, None, int(m["dev"]), None, None, m["level"], line[m.end():].rstrip())], \
@@ -65,17 +136,9 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
                            line[at:].strip())], False, False
         return [], False, False
     out: list[Record] = []
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-        msg = line[m.end():end].rstrip()
-        outer = line[: m.start()] if i == 0 else ""
-        host = m["host"]
-        glued = GLUED_TS.search(outer + host[:2]) if host[:2].isdigit() else None
-        if glued:  # CloudWatch "...T16:39:51.208-07:00ip-10-..." : the zone's minutes are not the host
-            outer, host = outer + host[:2], host[2:]
-        out.append(Record(outer, host, int(m["pid"]), int(m["tid"]),
-                          int(m["dev"]) if m["dev"] is not None else None,
-                          f"{m['src']}:{m['srcline']}" if m["src"] else None, m["func"], m["level"], msg))
+    for i, (_, msg_at, level, (outer, host, pid, tid, dev, src, func)) in enumerate(found):
+        end = found[i + 1][0] if i + 1 < len(found) else len(line)
+        out.append(Record(outer, host, pid, tid, dev, src, func, level, line[msg_at:end].rstrip()))
     doubled = False
     merged = False
     if len(out) > 1:

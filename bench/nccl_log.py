@@ -1,0 +1,64 @@
+"""NCCL log benchmark: our parser and our ingest vs ``grep -c NCCL`` on the same >= 1 GB log.
+
+    python bench/nccl_log.py [--mb 1024]
+
+The log is mpirun-style interleaved stdout of 1024 ranks (128 hosts x 8 GPUs): every rank's
+init block (bootstrap, network, channels, Init START/COMPLETE), then one COLL trace line per
+rank per collective (``NCCL_DEBUG_SUBSYS=COLL``). Each method runs in a fresh process.
+``parse`` = :class:`parsers.nccl_log.JobLogParser` to Arrow tables; ``ingest`` = the whole
+``hvd-analyze ingest`` path (parse, sha256, Parquet store); ``grep -c`` only counts lines.
+Target (issue #3): parse >= 50 MB/s with peak RSS < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import big_nccl_log, child_main, measure_all
+
+
+def parse(path: Path) -> None:
+    from parsers.nccl_log import JobLogParser
+
+    with open(path, "rb") as f:
+        JobLogParser(path).parse(f)
+
+
+def ingest(path: Path) -> None:
+    from analyzer.discover import discover
+    from analyzer.store import RunStore
+
+    with tempfile.TemporaryDirectory() as d:
+        RunStore.create_or_open(Path(d) / "store").ingest(*discover([path]))
+
+
+def grep_count(path: Path) -> None:
+    subprocess.run(["grep", "-c", "NCCL", str(path)], check=True, capture_output=True)
+
+
+METHODS = {"parse": parse, "ingest": ingest, "grep -c NCCL": grep_count}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=1024, help="log size to generate (MB)")
+    args = ap.parse_args()
+    path = big_nccl_log(args.mb)
+    r = measure_all(__file__, list(METHODS), path)
+    print(f"input: {r['parse']['input_mb']:.0f} MB")
+    print(f"parse: {r['parse']['mb_per_s']:.0f} MB/s, peak RSS {r['parse']['peak_rss_mb']:.0f} MB  "
+          "(target >= 50 MB/s, < 300 MB)")
+    print(f"parse / grep -c NCCL time: {r['parse']['seconds'] / r['grep -c NCCL']['seconds']:.1f}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child_main(METHODS)
+    else:
+        main()
