@@ -75,3 +75,23 @@ def test_renderer_for() -> None:
     assert renderer_for(None, None).name == "text"
     with pytest.raises(UsageError):
         renderer_for(None, "r.pdf")
+
+
+@pytest.mark.parametrize("name", sorted(RENDERERS))
+def test_nccl_section_in_every_format(name: str) -> None:
+    from analyzer.discover import discover
+    from analyzer.run import analyze
+    from analyzer.store import temporary_store
+    from tests.conftest import ROOT
+
+    with temporary_store() as store:
+        store.ingest(*discover([ROOT / "sample_traces" / "synthetic" / "nccl_init_failure" / "job.log"]))
+        text = RENDERERS[name].render(analyze(store)).replace("\\_", "_")
+    if name == "json":
+        doc = json.loads(text)
+        assert [c["ranks_incomplete"][0]["rank"] for c in doc["nccl"]["communicators"]] == [9]
+        assert doc["nccl"]["errors"][0]["class"] == "ib_completion_error"
+        return
+    for needle in ("gpu-node-001", "ib_completion_error", "6/8", "9 (gpu-node-001), 13 (gpu-node-001)",
+                   "job_log, 192 lines, 191 NCCL records from 16 process(es)"):
+        assert needle in text, (name, needle)

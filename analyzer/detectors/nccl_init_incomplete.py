@@ -42,8 +42,9 @@ class InitIncomplete(LogDetector):
                 title=f"Communicator {comm['comm_id'] or comm['id']}: rank(s) {listed([str(r['rank']) for r in stuck])} "
                       "never finished init",
                 summary=(f"{len(stuck)} of {comm['nranks']} ranks started NCCL init and never reached Init COMPLETE: "
-                         f"{listed(names)}." + (" Their processes logged errors (see nccl.error)." if with_errors
-                                                else " The others wait for them in bootstrap or connection setup.")),
+                         f"{listed(names)}." + (f" Rank(s) {listed([str(r['rank']) for r in with_errors])} logged "
+                                                "errors (see nccl.error)." if with_errors else "")
+                         + " The ranks that completed wait for them in their first collective."),
                 detector=self.name,
                 evidence=tuple(ev),
                 suggestions=(Suggestion(

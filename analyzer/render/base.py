@@ -28,6 +28,11 @@ def env_lines(f: Finding) -> list[str]:
 
 
 def input_line(entry: dict) -> str:  # type: ignore[type-arg]
+    if entry["kind"] != "horovod_timeline":
+        log = entry.get("log") or {}
+        return (f"{entry['path']}: {entry['kind']}, {log.get('lines', 0)} lines, {log.get('records', 0)} NCCL records "
+                f"from {log.get('processes', 0)} process(es), {log.get('watchdog_timeouts', 0)} watchdog timeout(s), "
+                f"{log.get('autotune_rows', 0)} autotune row(s)")
     tl = entry.get("timeline") or {}
     ver = (tl.get("horovod_version") or {}).get("text", "?")
     return (f"{entry['path']}: {entry['kind']}, {tl.get('status', '?')}, layout {tl.get('layout', '?')}, "

@@ -9,6 +9,7 @@ import plotly.offline
 from analyzer.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render import nccl_rows
 from analyzer.render.sections import fusion_line, phase_rows, rank_rows, steps_line
 
 _CSS = """
@@ -46,6 +47,8 @@ class HtmlRenderer:
             # plotly.js inline, once: the file stays self-contained and works offline
             parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
         parts += [html for _, html in figures]
+        if report.nccl:
+            parts += _nccl(report.nccl)
         parts.append(f"<h2>Findings ({len(report.findings)})</h2>")
         if not report.findings:
             parts.append("<p>No findings.</p>")
@@ -106,3 +109,23 @@ class HtmlRenderer:
             rows.append(f"<pre>{_e(chr(10).join(lines))}</pre>")
         rows.append("</div>")
         return "".join(rows)
+
+
+def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+    out = ["<h2>NCCL and job logs</h2>", f"<p>{_e(nccl_rows.summary_line(section))}</p>"]
+    if section["processes"]:
+        out.append(_html_table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section)))
+    lines = nccl_rows.comm_lines(section)
+    if lines:
+        out.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>")
+    if section["errors"]:
+        out += ["<p>Errors:</p>", _html_table(nccl_rows.ERROR_HEADER, nccl_rows.error_rows(section))]
+    if section["watchdog_timeouts"]:
+        out += ["<p>Watchdog timeouts:</p>", _html_table(nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(section))]
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analyzer.findings import AnalysisReport
+from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
 from analyzer.render.sections import (
     fusion_line,
@@ -29,6 +30,8 @@ class MarkdownRenderer:
         out += [f"- {_md(input_line(dict(e)))}" for e in report.inputs] or ["(none)"]
         for section in report.timelines:
             out += _timeline(section)
+        if report.nccl:
+            out += _nccl(report.nccl)
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")
@@ -69,4 +72,21 @@ def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
                 "| rank | last | median ms | p90 ms |", "|---|---|---|---|"]
         out += [f"| {r} | {last} | {med} | {p90} |" for r, last, med, p90 in rank_rows(section)] + [""]
     out.append(f"Fusion: {_md(fusion_line(section))}")
+    return out
+
+
+def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(_md(c) for c in r) + " |" for r in rows] + [""]
+
+
+def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+    out = ["", "## NCCL and job logs", "", _md(nccl_rows.summary_line(section)), ""]
+    if section["processes"]:
+        out += _md_table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section))
+    out += [f"- {_md(line)}" for line in nccl_rows.comm_lines(section)]
+    if section["errors"]:
+        out += ["", "Errors:", ""] + _md_table(nccl_rows.ERROR_HEADER, nccl_rows.error_rows(section))
+    if section["watchdog_timeouts"]:
+        out += ["", "Watchdog timeouts:", ""] + _md_table(nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(section))
     return out

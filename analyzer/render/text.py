@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analyzer.findings import AnalysisReport
+from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
 from analyzer.render.sections import (
     fusion_line,
@@ -24,6 +25,8 @@ class TextRenderer:
         out.append("")
         for section in report.timelines:
             out += _timeline(section)
+        if report.nccl:
+            out += _nccl(report.nccl)
         if not report.findings:
             out.append("No findings.")
         else:
@@ -66,3 +69,21 @@ def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
         out += [f"    {r:>4}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rank_rows(section)]
     out += [f"  fusion: {fusion_line(section)}", ""]
     return out
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
+    widths = [max(len(str(r[i])) if i < len(r) else 0 for r in [header, *rows]) for i in range(len(header))]
+    return [indent + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+            for r in [header, *rows]]
+
+
+def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+    out = [f"NCCL and job logs: {nccl_rows.summary_line(section)}"]
+    if section["processes"]:
+        out += _table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section))
+    out += [f"  {line}" for line in nccl_rows.comm_lines(section)]
+    if section["errors"]:
+        out += ["  errors:"] + _table(nccl_rows.ERROR_HEADER, nccl_rows.error_rows(section), "    ")
+    if section["watchdog_timeouts"]:
+        out += ["  watchdog timeouts:"] + _table(nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(section), "    ")
+    return [*out, ""]

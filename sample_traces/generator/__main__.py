@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 
 MIB = 1024 * 1024
@@ -18,10 +19,11 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Sample:
-    spec: TimelineSpec
+    spec: TimelineSpec | None  # written as timeline.json
     about: str
     expect: tuple[str, ...] = ()  # finding codes, exactly
     notes: tuple[str, ...] = ()
+    log: NcclLogSpec | None = None  # written as job.log (NCCL_DEBUG=INFO stdout of the same job)
 
 
 SAMPLES: dict[str, Sample] = {
@@ -86,6 +88,48 @@ SAMPLES: dict[str, Sample] = {
         "broadcast_parameters waits 400 ms for rank 7, and INIT_NCCL takes 2 s.",
         expect=("timeline.init_overhead", "timeline.startup_skew"),
         notes=("`timeline.startup_skew` naming rank 7 and `timeline.init_overhead`, both info",)),
+    "nccl_healthy_ib": Sample(
+        None,
+        "NCCL 2.19.3 over InfiniBand with GPUDirect RDMA, 2 hosts x 8 GPUs, mpirun-prefixed stdout: the negative "
+        "control of every NCCL detector.",
+        log=NcclLogSpec(hosts=2, gpus_per_host=8, seed=31),
+        notes=("16 processes on 2 hosts, network `IB`, transports `NET/IB/GDRDMA` and `P2P/IPC/read`, every rank "
+               "reached Init COMPLETE",)),
+    "nccl_socket_fallback": Sample(
+        TimelineSpec(ranks=16, tensors=16, steps=30, queue_us=8_000, seed=32),
+        "The hosts have InfiniBand (IPoIB bootstrap interface `ib0`) but the container lacks libibverbs: NCCL "
+        "silently uses TCP sockets between 4 hosts. The Horovod timeline of the same job shows the cost.",
+        expect=("nccl.socket_fallback", "timeline.long_queue"),
+        log=NcclLogSpec(hosts=4, gpus_per_host=4, network="Socket", seed=33),
+        notes=(("`nccl.socket_fallback` (critical) citing the missing libibverbs and the IPoIB interface, "
+                "suggesting `NCCL_SOCKET_IFNAME=eth0` meanwhile, with the timeline's exposed communication per step"),
+               "`timeline.long_queue` from the timeline")),
+    "nccl_ib_disabled": Sample(
+        None,
+        "`NCCL_IB_DISABLE=1` left in a launch script of a 2-host job: sockets by choice, not a fallback.",
+        expect=("nccl.ib_disabled",),
+        log=NcclLogSpec(hosts=2, gpus_per_host=4, network="Socket", ib_disable_env=True, seed=34),
+        notes=("`nccl.ib_disabled` (warning: several hosts); no `nccl.socket_fallback`",)),
+    "nccl_no_gdrdma": Sample(
+        None,
+        "InfiniBand without GPUDirect RDMA (nvidia-peermem not loaded): inter-node channels lack `/GDRDMA`.",
+        expect=("nccl.no_gdrdma",),
+        log=NcclLogSpec(hosts=2, gpus_per_host=8, gdr=False, seed=35),
+        notes=("`nccl.no_gdrdma` naming the NET/IB connections",)),
+    "nccl_init_failure": Sample(
+        None,
+        "Rank 9 gets a RoCE completion error (status 12, retry exceeded) during connection setup and rank 13 "
+        "hangs: neither reaches Init COMPLETE.",
+        expect=("nccl.error", "nccl.init_incomplete"),
+        log=NcclLogSpec(hosts=2, gpus_per_host=8, completion_error_rank=9, stuck_ranks=(13,), seed=36),
+        notes=("`nccl.error` of class `ib_completion_error` with its chain and the retry/GID/PFC remediation",
+               "`nccl.init_incomplete` naming ranks 9 and 13 on `gpu-node-001`")),
+    "watchdog_behind": Sample(
+        None,
+        "PyTorch watchdog timeouts after init: rank 3 stopped at SeqNum 4100 while the others reached 4117.",
+        expect=("nccl.watchdog_timeout",),
+        log=NcclLogSpec(hosts=1, gpus_per_host=8, watchdog_behind_rank=3, seed=37),
+        notes=("`nccl.watchdog_timeout` with verdict `behind` naming rank 3",)),
 }
 
 
@@ -104,10 +148,13 @@ def generate(out: Path) -> list[Path]:
     for name, sample in SAMPLES.items():
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "timeline.json"
-        write_timeline(path, sample.spec)
+        if sample.spec is not None:
+            write_timeline(folder / "timeline.json", sample.spec)
+            written.append(folder / "timeline.json")
+        if sample.log is not None:
+            write_nccl_log(folder / "job.log", sample.log)
+            written.append(folder / "job.log")
         (folder / "EXPECTED.md").write_text(expected_md(name, sample), encoding="utf-8")
-        written.append(path)
     return written
 
 
