@@ -51,7 +51,8 @@ def errors(model: NcclModel) -> list[dict[str, Any]]:
     e = e[e["class"].notna()]
     return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": _opt_int(r.pid),
              "file": r.file, "line": int(r.line), "level": r.level, "src": r.src if isinstance(r.src, str) else None,
-             "message": r.message, "chain": list(r.chain), "result_code": _opt_int(r.result_code)}
+             "message": r.message, "chain": list(r.chain), "result_code": _opt_int(r.result_code),
+             "time": r.time if isinstance(r.time, str) else None}
             for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
 
 

@@ -22,7 +22,7 @@ from parsers import joblog
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl_errors import classify_chain, classify_warn
 from parsers.nccl_messages import classify, wording_range
-from parsers.nccl_record import PREFIX_ONLY, Record, split_records
+from parsers.nccl_record import PREFIX_ONLY, Record, split_records, timestamp
 from parsers.nccl_state import ProcessState, log_tables
 
 BLOCK = 4 << 20
@@ -233,7 +233,8 @@ class JobLogParser:
             p.warns += 1
             cls, fix = classify_warn(r.msg)
             err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
-                   "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix}
+                   "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix,
+                   "time": timestamp(r.outer)}
             self.errors.append(err)
             self.open_error[(r.host, r.pid, r.tid)] = err
             fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
@@ -294,7 +295,8 @@ class JobLogParser:
         if err is None or lineno - err["line"] > 200:
             cls, fix = classify_chain(f["code"])
             err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "chain", "class": cls,
-                   "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix}
+                   "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix,
+                   "time": timestamp(r.outer)}
             self.errors.append(err)
             self.open_error[(r.host, r.pid, r.tid)] = err
         err["chain"].append(frame)

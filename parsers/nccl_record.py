@@ -157,7 +157,16 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
     return out, merged, doubled
 
 
-def native_timestamp(outer: str) -> str | None:
-    """NCCL's own ``[YYYY-MM-DD HH:MM:SS]`` timestamp (2.26+) at the end of the prefix."""
+#: Collector timestamps in a prefix: RFC 3339 / CloudWatch / container runtime, mpirun --timestamp-output.
+OUTER_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[-+]\d\d:?\d\d)?|"
+                      r"\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}")
+
+
+def timestamp(outer: str) -> str | None:
+    """The time a record was written, when something printed it: NCCL's own
+    ``[YYYY-MM-DD HH:MM:SS]`` (2.26+, WARN by default) or a collector's timestamp in the prefix."""
     m = NATIVE_TS.search(outer)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    found = OUTER_TS.findall(outer)
+    return found[-1] if found else None

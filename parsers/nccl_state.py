@@ -124,7 +124,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         cols["nccl_env"] = _columns(p.env, ["host", "pid", "line", "var", "value"])
     if p.errors:
         names = ["host", "pid", "tid", "line", "level", "class", "src", "message", "chain", "result_code",
-                 "remediation"]
+                 "remediation", "time"]
         cols["nccl_errors"] = {n: [e[n] for e in p.errors] for n in names}
     if p.colls:
         rows = [(*k[:2], k[2], k[3], *v) for k, v in p.colls.items()]

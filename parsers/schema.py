@@ -223,6 +223,8 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _c("chain", _STRS, "error-chain frames that followed (FILE:LINE -> code)"),
                 _c("result_code", pa.int32(), "ncclResult_t of the chain's last frame", null=True),
                 _c("remediation", pa.string(), "what to do about this class"),
+                _c("time", pa.string(), "timestamp printed with it (NCCL 2.26+ or the log collector), as written",
+                   null=True),
             ),
         ),
         TableSpec(

@@ -8,8 +8,8 @@ import plotly.offline
 
 from analyzer.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.render.base import env_lines, impact_text, input_line
 from analyzer.render import nccl_rows
+from analyzer.render.base import env_lines, impact_text, input_line
 from analyzer.render.sections import fusion_line, phase_rows, rank_rows, steps_line
 
 _CSS = """

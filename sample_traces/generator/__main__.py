@@ -93,8 +93,8 @@ SAMPLES: dict[str, Sample] = {
         "NCCL 2.19.3 over InfiniBand with GPUDirect RDMA, 2 hosts x 8 GPUs, mpirun-prefixed stdout: the negative "
         "control of every NCCL detector.",
         log=NcclLogSpec(hosts=2, gpus_per_host=8, seed=31),
-        notes=("16 processes on 2 hosts, network `IB`, transports `NET/IB/GDRDMA` and `P2P/IPC/read`, every rank "
-               "reached Init COMPLETE",)),
+        notes=(("16 processes on 2 hosts, network `IB`, transports `NET/IB/GDRDMA` and `P2P/IPC/read`, every "
+                "rank reached Init COMPLETE"),)),
     "nccl_socket_fallback": Sample(
         TimelineSpec(ranks=16, tensors=16, steps=30, queue_us=8_000, seed=32),
         "The hosts have InfiniBand (IPoIB bootstrap interface `ib0`) but the container lacks libibverbs: NCCL "

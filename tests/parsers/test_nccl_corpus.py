@@ -186,3 +186,9 @@ def test_damaged_lines_are_parse_issues(reports: dict[str, dict[str, Any]]) -> N
     assert {"nccl.merged_records", "nccl.orphan_message"} <= codes
     assert "log.doubled_columns" in {i["code"] for i in reports["050"]["parse_issues"]}
     assert reports["050"]["nccl"]["hosts"] == ["ip-10-36-29-253"]  # the CloudWatch timestamp is not part of it
+
+
+def test_timestamps_of_errors(reports: dict[str, dict[str, Any]]) -> None:
+    assert reports["070"]["nccl"]["errors"][0]["time"] == "2025-10-16 22:16:08"  # NCCL 2.26+ native timestamp
+    assert {e["time"] for e in reports["056"]["nccl"]["errors"]} == {"Fri Aug 11 12:31:45 2023"}  # mpirun
+    assert reports["041"]["nccl"]["errors"][0]["time"] is None

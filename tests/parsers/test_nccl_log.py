@@ -193,3 +193,10 @@ def test_gzip_log_and_sniffing(tmp_path: Path) -> None:
     with temporary_store() as store:
         (entry,) = store.ingest(*discover([tmp_path])).added
         assert entry["kind"] == "job_log" and entry["rows"]["nccl_env"] == 1 and entry["log"]["foreign_lines"] == 10
+
+
+def test_call_records_and_trace_records() -> None:
+    (call,), _, _ = split_records("h:1:2 NCCL CALL ncclAllReduce(0x7f,0x7f,1024,7,0,0x55,0x56)")
+    assert (call.host, call.dev, call.level) == ("h", None, "CALL") and call.msg.startswith("ncclAllReduce(")
+    (trace,), _, _ = split_records("h:1:2 [1] 12.345678 ncclProxyProgress:480 NCCL TRACE progress")
+    assert (trace.dev, trace.src, trace.level, trace.msg) == (1, "ncclProxyProgress:480", "TRACE", "progress")
