@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.findings import SourceRef
 from analyzer.store import RunStore
 
 LOG_TABLES = ("nccl_processes", "nccl_connections", "nccl_comm_ranks", "nccl_versions", "nccl_env", "nccl_errors",
@@ -26,7 +25,6 @@ class NcclModel:
     """The log tables as DataFrames with a ``file`` column (the input's path)."""
 
     tables: dict[str, pd.DataFrame]
-    cut_files: frozenset[str]  # logs that end mid-line (excerpts, killed captures)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         try:
@@ -149,11 +147,4 @@ def build_nccl_model(store: RunStore) -> NcclModel:
                 t[col] = t[col].astype(object)
         t.insert(0, "file", t.pop("input_id").map(paths) if len(t) else pd.Series(dtype=object))
         tables[name] = t
-    issues = store.table("parse_issues").to_pandas()
-    cut = issues[issues["code"].astype(str) == "log.cut_line"]["file"]
-    return NcclModel(tables, frozenset(cut))
-
-
-def source(file: str, line: Any) -> SourceRef:
-    """``file:line`` evidence."""
-    return SourceRef(file=str(file), line=int(line))
+    return NcclModel(tables)

@@ -135,13 +135,13 @@ class JobLogParser:
             key = (host, pid, comm, op)
             old = self.colls.get(key)
             if old is None:
-                self.colls[key] = [int(n), calls, int(first, 16), int(last, 16), last_line]
+                self.colls[key] = [int(n), calls, int(first, 16), int(last, 16), last_line, first_line]
             else:  # the same communicator also went through the careful path (merged lines)
                 old[1] += calls
                 if last_line > old[4]:
                     old[3], old[4] = int(last, 16), last_line
-                if first_line < old[4] - old[1]:
-                    old[2] = int(first, 16)
+                if first_line < old[5]:
+                    old[2], old[5] = int(first, 16), first_line
         self._fast_colls.clear()
 
     def _line(self, line: str, lineno: int) -> None:
@@ -223,11 +223,10 @@ class JobLogParser:
         return p
 
     def _record(self, r: Record, lineno: int) -> None:
+        self.counts["records"] += 1
         if r.level == "VERSION":
             self._bare_versions.append((lineno, r.outer, r.msg))
-            self.counts["records"] += 1
             return
-        self.counts["records"] += 1
         p = self._proc(r, lineno)
         if r.level == "WARN":
             p.warns += 1
@@ -259,8 +258,8 @@ class JobLogParser:
         if kind == "coll":
             key = (r.host, r.pid, f["comm"], f["op"])
             c = self.colls.get(key)
-            if c is None:
-                self.colls[key] = [f["nranks"], 1, f["opcount"], f["opcount"], lineno]
+            if c is None:  # nranks, calls, first and last opCount, last and first line
+                self.colls[key] = [f["nranks"], 1, f["opcount"], f["opcount"], lineno, lineno]
             else:
                 c[1] += 1
                 c[3] = f["opcount"]
@@ -315,7 +314,7 @@ class JobLogParser:
             fact = classify(msg)
             if fact is None:
                 continue
-            owner = self._version_owner(outer.strip(), lineno)
+            owner = self._version_owner(outer.strip())
             if owner is not None and owner.version is None:
                 owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
             self.versions.append((owner.host if owner else None, owner.pid if owner else None, lineno,
@@ -334,7 +333,7 @@ class JobLogParser:
                           "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
                           "(was NCCL_DEBUG=INFO set?)")
 
-    def _version_owner(self, outer: str, lineno: int) -> ProcessState | None:
+    def _version_owner(self, outer: str) -> ProcessState | None:
         """The process that printed a bare version line: the one with the same launcher prefix,
         else the only process of the file."""
         if outer:

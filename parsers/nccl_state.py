@@ -127,7 +127,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
                  "remediation", "time"]
         cols["nccl_errors"] = {n: [e[n] for e in p.errors] for n in names}
     if p.colls:
-        rows = [(*k[:2], k[2], k[3], *v) for k, v in p.colls.items()]
+        rows = [(*k, *v[:5]) for k, v in p.colls.items()]
         cols["nccl_collectives"] = _columns(rows, ["host", "pid", "comm", "op", "nranks", "calls", "first_opcount",
                                                    "last_opcount", "last_line"])
     if p.watchdog:

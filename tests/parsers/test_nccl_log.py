@@ -101,11 +101,15 @@ def test_merged_doubled_stripped_and_orphan_lines() -> None:
         "  | 2025-05-16T16:39:51.208-07:00ip-1:79:79 [0] NCCL INFO Using network Socket | ip-1:79:79 [0] NCCL INFO "
         "Using network Socket\n"
         "[3] NCCL INFO comm 0x5 rank 3 nranks 8 cudaDev 3 busId b000 commId 0xfa - Init COMPLETE\n"
+        "a:2:2 [7] NCCL INFO Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 "
+        "[nranks=8] stream 0x3\n"
         "plain application output\n"
     )
     hosts = sorted((r["host"] or "?", r["pid"]) for r in t["nccl_processes"])
     assert hosts == [("?", None), ("a", 1), ("a", 2), ("ip-1", 79)]
-    assert t["nccl_collectives"][0]["op"] == "Broadcast" and t["nccl_collectives"][0]["calls"] == 1
+    (coll,) = t["nccl_collectives"]  # the merged line (careful path) and the plain one (block regex) fold together
+    assert (coll["host"], coll["op"], coll["calls"], coll["first_opcount"], coll["last_opcount"]) == (
+        "a", "Broadcast", 2, 0, 1)
     codes = {i.code: i.count for i in p.sink.issues}
     assert codes == {"nccl.merged_records": 1, "nccl.orphan_message": 1, "log.foreign_lines": 1,
                      "log.doubled_columns": 1}
