@@ -57,7 +57,7 @@ def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str) -
     if name == "nccl_socket_fallback":
         f = next(f for f in report.findings if f.code == "nccl.socket_fallback")
         assert f.severity.label == "critical" and f.impact is not None and f.impact.confidence == "low"
-        assert f.suggestions[-1].env["NCCL_SOCKET_IFNAME"] == "eth0"
+        assert f.suggestions[-1].env["NCCL_SOCKET_IFNAME"] == "ib0"
         assert any("libibverbs" in e.summary for e in f.evidence) and any("timeline" in e.summary for e in f.evidence)
     if name == "nccl_init_failure":
         stuck = next(f for f in report.findings if f.code == "nccl.init_incomplete")

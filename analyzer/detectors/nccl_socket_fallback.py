@@ -64,9 +64,17 @@ class SocketFallback(LogDetector):
                        "rdma-core, the aws-ofi-nccl plugin for EFA); NCCL_DEBUG=INFO then shows 'Using network IB'.",
                 rationale="Without a usable RDMA device NCCL uses TCP sockets, typically several times slower."))
         if ifaces:
+            ipoib = [i for i in ifaces if IB_INTERFACE.match(i)]
+            first = next((lst[0].split(":")[0] for lst in sock["socket_interfaces"] if len(lst)), ifaces[0])
             suggestions.append(Suggestion(
-                action="Until RDMA works, keep sockets on the fastest interface and open more sockets per peer.",
-                env={"NCCL_SOCKET_IFNAME": ifaces[0], "NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"}))
+                action="Until RDMA works, keep sockets on " + ("the IPoIB interface" if ipoib else
+                                                                "the interface NCCL picked first")
+                       + " and open more sockets per peer.",
+                env={"NCCL_SOCKET_IFNAME": ipoib[0] if ipoib else first, "NCCL_SOCKET_NTHREADS": "4",
+                     "NCCL_NSOCKS_PERTHREAD": "4"},
+                rationale="IPoIB usually carries far more than an Ethernet management port; several sockets per "
+                          "peer are needed to fill a fast link." if ipoib else
+                          "Several sockets per peer are needed to fill a fast link."))
         return [Finding(
             code=CODE,
             severity=Severity.CRITICAL if expected else Severity.WARNING,

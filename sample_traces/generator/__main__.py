@@ -102,7 +102,7 @@ SAMPLES: dict[str, Sample] = {
         expect=("nccl.socket_fallback", "timeline.long_queue"),
         log=NcclLogSpec(hosts=4, gpus_per_host=4, network="Socket", seed=33),
         notes=(("`nccl.socket_fallback` (critical) citing the missing libibverbs and the IPoIB interface, "
-                "suggesting `NCCL_SOCKET_IFNAME=eth0` meanwhile, with the timeline's exposed communication per step"),
+                "suggesting `NCCL_SOCKET_IFNAME=ib0` (IPoIB) meanwhile, with the timeline's exposed communication per step"),
                "`timeline.long_queue` from the timeline")),
     "nccl_ib_disabled": Sample(
         None,

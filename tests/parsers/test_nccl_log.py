@@ -169,7 +169,7 @@ def test_multi_host_socket_fallback_with_ib_present_is_critical(tmp_path: Path) 
     (f,) = doc["findings"]
     assert (f["code"], f["severity"], f["hosts"]) == ("nccl.socket_fallback", "critical", ["n1", "n2"])
     assert any("libibverbs" in e["summary"] for e in f["evidence"])
-    assert f["suggestions"][-1]["env"]["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert f["suggestions"][-1]["env"]["NCCL_SOCKET_IFNAME"] == "ib0"
 
 
 MISMATCH_AND_STUCK = """\
