@@ -82,7 +82,6 @@ class LogDetector:
     why_required = "no NCCL_DEBUG=INFO log was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
-        self.ctx = ctx
         return self.check(ctx.nccl())
 
     def check(self, model: NcclModel) -> list[Finding]:

@@ -22,7 +22,7 @@ class NoGdrdma(LogDetector):
         p = model.processes
         if p.empty:
             return []
-        rdma = p["net"].notna() & ~p["net"].isin(["Socket"]) & ~p["net"].astype(str).str.startswith("COLLNET")
+        rdma = p["net"].notna() & (p["net"] != "Socket")
         plain = p[rdma & (p["gdrdma"] == False)]
         disabled = p[p["gdr_disabled"]]
         if plain.empty and disabled.empty:

@@ -12,12 +12,15 @@ finding adds what communication costs per step there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from analyzer.detectors._logs import IB_INTERFACE, hosts, listed, src, who
-from analyzer.detectors.base import LogDetector
+from analyzer.detectors.base import Context, LogDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, Suggestion
 from analyzer.nccl_model import NcclModel
+from analyzer.timeline_model import TimelineModel
 
 CODE = "nccl.socket_fallback"
 SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservatively
@@ -26,7 +29,10 @@ SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservative
 class SocketFallback(LogDetector):
     name = "socket_fallback"
 
-    def check(self, model: NcclModel) -> list[Finding]:
+    def detect(self, ctx: Context) -> list[Finding]:
+        return self.check(ctx.nccl(), ctx.timelines())  # the job's timeline, if any: what sockets cost there
+
+    def check(self, model: NcclModel, timelines: Sequence[TimelineModel] = ()) -> list[Finding]:
         p = model.processes
         if p.empty:
             return []
@@ -48,7 +54,7 @@ class SocketFallback(LogDetector):
             sources=tuple(src(r.file, r.first_line) for r in sock.head(3).itertuples()),
             metrics={"processes": float(len(sock)), "hosts": float(len(hosts(sock)))})]
         evidence += [Evidence(summary=r) for r in reasons]
-        impact, timeline_ev = self._timeline_cost()
+        impact, timeline_ev = self._timeline_cost(timelines)
         if timeline_ev:
             evidence.append(timeline_ev)
         suggestions = []
@@ -112,9 +118,10 @@ class SocketFallback(LogDetector):
             reasons.append(f"NCCL_IB_HCA is set ({hca_env[0]})")
         return expected, reasons
 
-    def _timeline_cost(self) -> tuple[Impact | None, Evidence | None]:
+    @staticmethod
+    def _timeline_cost(timelines: Sequence[TimelineModel]) -> tuple[Impact | None, Evidence | None]:
         """What communication costs per step in the store's timeline, if there is one."""
-        models = [m for m in self.ctx.timelines() if len(m.steady)]
+        models = [m for m in timelines if len(m.steady)]
         if not models:
             return None, None
         m = max(models, key=lambda m: len(m.steady))
