@@ -15,14 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: The record header; searched, never anchored (the prefix is foreign).
-RECORD = re.compile(
-    r"(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):(?P<tid>\d+) "
-    r"(?:\[(?P<dev>\d+)\] )?"
-    r"(?:\d+\.\d+ )?"  # TRACE: ms since debug init
-    r"(?:(?P<src>[^\s]+?):(?P<srcline>\d+) (?:\((?P<func>[^)]*)\) )?)?"
-    r"NCCL (?P<level>INFO|WARN|TRACE|CALL|ABORT)(?: |$)"
-)
 #: A prefix stripped by the user down to the device: ``[3] NCCL INFO ...``.
 STRIPPED = re.compile(r"^\s*\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN)(?: |$)")
 VERSION = re.compile(r"(?:^|[\s:|>\]])NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+cuda(?P<cuda>\S+)")
