@@ -72,11 +72,6 @@ class Lateness:
         return int((self.bounds[1:] - self.bounds[:-1])[self.keep].sum())
 
     @property
-    def neg(self) -> np.ndarray:
-        """Negotiation index of every tick (all ticks, whatever the view)."""
-        return np.repeat(np.arange(len(self.neg_step)), np.diff(self.bounds))
-
-    @property
     def mask(self) -> np.ndarray:
         """Per tick: covered by this view."""
         return np.repeat(self.keep, np.diff(self.bounds))
