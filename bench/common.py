@@ -72,3 +72,11 @@ def child_main(methods: dict[str, Callable[[Path], object]]) -> None:
     size = os.path.getsize(path)
     print(json.dumps({"method": method, "seconds": wall, "mb_per_s": size / wall / 1e6, "peak_rss_mb": rss / 1e6,
                       "input_mb": size / 1e6}))
+
+
+def entry(methods: dict[str, Callable[[Path], object]], main: Callable[[], None]) -> None:
+    """A benchmark script's entry: ``--child METHOD PATH`` measures one method, else ``main()``."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child_main(methods)
+    else:
+        main()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_timeline, child_main, measure_all
+from bench.common import big_timeline, entry, measure_all
 
 
 def ours(path: Path) -> None:
@@ -66,7 +66,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child_main(METHODS)
-    else:
-        main()
+    entry(METHODS, main)

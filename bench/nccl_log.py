@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_nccl_log, child_main, measure_all
+from bench.common import big_nccl_log, entry, measure_all
 
 
 def parse(path: Path) -> None:
@@ -58,7 +58,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child_main(METHODS)
-    else:
-        main()
+    entry(METHODS, main)

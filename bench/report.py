@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import big_timeline, child_main, measure_all
+from bench.common import big_timeline, entry, measure_all
 from bench.ingest import duckdb_arrow
 
 
@@ -47,7 +47,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child_main(METHODS)
-    else:
-        main()
+    entry(METHODS, main)
