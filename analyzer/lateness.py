@@ -47,13 +47,14 @@ class Lateness:
     """Ticks of fully ticked negotiations, contiguous per negotiation.
 
     Per negotiation (every negotiation of the timeline): ``bounds`` (its ticks are
-    ``bounds[g]:bounds[g + 1]``, empty unless fully ticked), ``neg_step``, ``neg_end_us``
-    (NaN while unclosed) and ``keep`` (the negotiations this view covers; selecting makes
+    ``bounds[g]:bounds[g + 1]``, empty unless fully ticked), ``tick_counts`` (all its ticks,
+    fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed) and ``keep`` (the negotiations this view covers; selecting makes
     a new view, never a copy of the ticks). Per tick: ``rank``, ``offset`` (of its record
     in the file), ``lateness_us``, ``vs_median_us``, ``last``.
     """
 
     bounds: np.ndarray
+    tick_counts: np.ndarray
     neg_step: np.ndarray
     neg_end_us: np.ndarray
     keep: np.ndarray
@@ -116,7 +117,7 @@ def tick_lateness(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.
     for ids, rank, ts, off in chunks:
         scatter_ticks(ids, rank, ts, off, lut, fill, full, rank_out, ts_out, off_out)
     late, vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)
-    return Lateness(bounds, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
+    return Lateness(bounds, counts, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
                     rank_out, off_out, late, vs, last)
 
 

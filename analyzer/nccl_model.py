@@ -66,6 +66,19 @@ class NcclModel:
         return pd.concat([p.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
     @cached_property
+    def classified_errors(self) -> list[dict[str, Any]]:
+        """Errors with a class (benign warnings left out), in file order, as the report shows them."""
+        e = self.tables["nccl_errors"]
+        if e.empty:
+            return []
+        e = e[e["class"].notna()]
+        return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid),
+                 "file": r.file, "line": int(r.line), "level": r.level,
+                 "src": r.src if isinstance(r.src, str) else None, "message": r.message, "chain": list(r.chain),
+                 "result_code": opt_int(r.result_code), "time": r.time if isinstance(r.time, str) else None}
+                for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
+
+    @cached_property
     def communicators(self) -> list[dict[str, Any]]:
         """One entry per communicator: ranks started, completed, and those that started but
         never completed (with their hosts)."""
@@ -85,7 +98,7 @@ class NcclModel:
                 "nranks": int(g["nranks"].max()),
                 "ranks_started": sorted(set(started["rank"].astype(int))),
                 "ranks_complete": sorted(done),
-                "ranks_incomplete": [{"rank": int(s.rank), "host": s.host, "pid": _int(s.pid), "file": s.file,
+                "ranks_incomplete": [{"rank": int(s.rank), "host": s.host, "pid": opt_int(s.pid), "file": s.file,
                                       "line": int(s.line)} for s in stuck.sort_values("rank").itertuples()],
                 "hosts": sorted({h for h in g["host"] if isinstance(h, str)}),
                 "files": sorted(set(g["file"])),
@@ -133,7 +146,8 @@ def _net(r: Any, net_conns: pd.DataFrame, pre_bootstrap: bool) -> str | None:
     return None
 
 
-def _int(v: Any) -> int | None:
+def opt_int(v: Any) -> int | None:
+    """An int, or None for a missing (None / NaN) value."""
     return None if v is None or pd.isna(v) else int(v)
 
 

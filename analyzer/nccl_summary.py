@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.nccl_model import NcclModel
+from analyzer.nccl_model import NcclModel, opt_int
 
 MAX_ERRORS = 500
 
@@ -22,7 +22,7 @@ def nccl_section(model: NcclModel) -> dict[str, Any] | None:
         "processes": [_process(r) for r in procs.itertuples(index=False)],
         "versions": [_clean(r) for r in model.nccl_versions.to_dict("records")],
         "communicators": model.communicators,
-        "errors": errors(model)[:MAX_ERRORS],
+        "errors": model.classified_errors[:MAX_ERRORS],
         "watchdog_timeouts": [_clean(r) for r in model.watchdog_timeouts.to_dict("records")],
         "horovod_stalls": [_clean(r) for r in model.horovod_stalls.to_dict("records")],
         "autotune": autotune_result(model),
@@ -33,7 +33,7 @@ def _process(r: Any) -> dict[str, Any]:
     interfaces = ([r.bootstrap_interface] if isinstance(r.bootstrap_interface, str) else []) + \
         [i for i in r.socket_interfaces if i != r.bootstrap_interface]
     return {
-        "host": r.host if isinstance(r.host, str) else None, "pid": _opt_int(r.pid), "file": r.file,
+        "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid), "file": r.file,
         "first_line": int(r.first_line), "cuda_devs": [int(d) for d in r.cuda_devs], "ranks": list(r.ranks),
         "nranks": list(r.nranks), "version": r.version if isinstance(r.version, str) else None,
         "version_source": r.version_source if isinstance(r.version_source, str) else None,
@@ -41,19 +41,6 @@ def _process(r: Any) -> dict[str, Any]:
         "network": r.net if isinstance(r.net, str) else None, "transports": list(r.transports), "interfaces": interfaces, "ib_hcas": list(r.ib_hcas),
         "gdrdma": bool(r.gdrdma) if isinstance(r.gdrdma, bool) else None, "init_complete": bool(r.init_complete), "warns": int(r.warns),
     }
-
-
-def errors(model: NcclModel) -> list[dict[str, Any]]:
-    """Classified errors (benign warnings left out), in file order."""
-    e = model.nccl_errors
-    if e.empty:
-        return []
-    e = e[e["class"].notna()]
-    return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": _opt_int(r.pid),
-             "file": r.file, "line": int(r.line), "level": r.level, "src": r.src if isinstance(r.src, str) else None,
-             "message": r.message, "chain": list(r.chain), "result_code": _opt_int(r.result_code),
-             "time": r.time if isinstance(r.time, str) else None}
-            for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
 
 
 def autotune_result(model: NcclModel) -> dict[str, Any] | None:
@@ -74,10 +61,6 @@ def autotune_result(model: NcclModel) -> dict[str, Any] | None:
             "hierarchical_allreduce": bool(best["hierarchical_allreduce"]),
             "hierarchical_allgather": bool(best["hierarchical_allgather"]),
             "cache_enabled": None if pd.isna(best["cache_enabled"]) else bool(best["cache_enabled"])}
-
-
-def _opt_int(v: Any) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:

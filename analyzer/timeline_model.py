@@ -37,7 +37,6 @@ class TimelineModel:
     steps: pd.DataFrame
     batches: pd.DataFrame
     lateness: Lateness  # ticks of fully ticked negotiations
-    ticked_steps: np.ndarray  # distinct steps with any rank tick (fully ticked or not)
     markers_us: np.ndarray
     segmentation: Segmentation
     gradient_pids: pd.Index = field(default_factory=lambda: pd.Index([], dtype="int32"))
@@ -74,8 +73,9 @@ class TimelineModel:
 
     @property
     def steady_ticked_steps(self) -> int:
-        """How many steady steps have rank ticks."""
-        return int(self.steady_mask[self.ticked_steps + 1].sum())
+        """How many steady steps have rank ticks (fully ticked negotiations or not)."""
+        lat = self.lateness
+        return int(self.steady_mask[np.unique(lat.neg_step[lat.tick_counts > 0]) + 1].sum())
 
     @cached_property
     def steady_batches(self) -> pd.DataFrame:
@@ -108,7 +108,7 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
-    lateness, ticked_steps = _lateness(store, input_id, spans)
+    lateness = _lateness(store, input_id, spans)
     markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
     return TimelineModel(
         input_id=input_id,
@@ -118,22 +118,18 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
         steps=steps,
         batches=batches,
         lateness=lateness,
-        ticked_steps=ticked_steps,
         markers_us=np.sort(markers.loc[markers["name"].astype(str) == "CYCLE_START", "ts_us"].to_numpy()),
         segmentation=seg,
         gradient_pids=grads,
     )
 
 
-def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> tuple[Lateness, np.ndarray]:
-    """Lateness of the ticks, and the steps whose negotiations carry any tick."""
+def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> Lateness:
+    """Lateness of the ticks of the negotiations."""
     t = store.input_table("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"])
     neg = spans[spans["kind"] == "negotiate"]
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
     chunks = [(pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy(), b.column(2).to_numpy(),
                b.column(3).to_numpy()) for b in t.to_batches()]
-    lateness = tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)
-    ids = pc.unique(t.column("negotiation_id")).drop_null().to_numpy()
-    ticked_spans = neg["span_id"].isin(ids).to_numpy()
-    return lateness, np.unique(neg_step[ticked_spans])
+    return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)

@@ -71,15 +71,11 @@ class ProcessState:
         elif kind == "bootstrap":
             self.bootstrap = f"{f['interface']}:{f['address']}"
         elif kind == "ib_using":
-            for h in f["hcas"]:
-                if h not in self.ib_hcas:
-                    self.ib_hcas.append(h)
+            _add_new(self.ib_hcas, f["hcas"])
         elif kind == "ib_none":
             self.ib_none = True
         elif kind == "socket_using":
-            for i in f["interfaces"]:
-                if i not in self.socket_ifs:
-                    self.socket_ifs.append(i)
+            _add_new(self.socket_ifs, f["interfaces"])
         elif kind == "no_verbs":
             self.verbs_missing = True
         elif kind == "network":
@@ -89,6 +85,11 @@ class ProcessState:
             self.plugin = text.split("Using ", 1)[-1] if "NET/OFI" in text else text.split()[-1]
         elif kind == "gdr" and not f["enabled"]:
             self.gdr_disabled = True
+
+
+def _add_new(items: list[str], new: list[str]) -> None:
+    """Append the entries of ``new`` not yet in ``items``, keeping NCCL's order."""
+    items += [x for x in dict.fromkeys(new) if x not in items]
 
 
 def log_tables(p: JobLogParser) -> dict[str, pa.Table]:

@@ -14,7 +14,6 @@ from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl_model import NcclModel
-from analyzer.nccl_summary import errors
 from parsers.nccl_errors import remediation
 
 CODE = "nccl.error"
@@ -27,7 +26,7 @@ class NcclError(LogDetector):
 
     def check(self, model: NcclModel) -> list[Finding]:
         by_class: dict[str, list[dict]] = defaultdict(list)
-        for e in errors(model):
+        for e in model.classified_errors:
             by_class[e["class"]].append(e)
         remedies = model.nccl_errors.set_index("message")["remediation"].to_dict() if by_class else {}
         out = []

@@ -12,7 +12,6 @@ from analyzer.detectors._logs import listed, src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl_model import NcclModel
-from analyzer.nccl_summary import errors
 
 CODE = "nccl.init_incomplete"
 
@@ -22,7 +21,7 @@ class InitIncomplete(LogDetector):
     requires = ("nccl_comm_ranks",)
 
     def check(self, model: NcclModel) -> list[Finding]:
-        failed = {(e["host"], e["pid"]) for e in errors(model)}
+        failed = {(e["host"], e["pid"]) for e in model.classified_errors}
         out = []
         for comm in model.communicators:
             stuck = [r for r in comm["ranks_incomplete"] if comm["ranks_complete"] or (r["host"], r["pid"]) in failed]
