@@ -19,3 +19,4 @@ bench:
 	$(PYTHON) bench/ingest.py --skip-json
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/nccl_log.py
+	$(PYTHON) bench/dashboard.py

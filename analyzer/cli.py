@@ -14,7 +14,7 @@ import click
 
 from analyzer import __version__
 from analyzer.discover import discover
-from analyzer.errors import HvdAnalyzeError
+from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.run import analyze
@@ -44,7 +44,7 @@ def _errors() -> Iterator[None]:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hvd-analyze")
 def cli() -> None:
-    """Diagnose distributed training jobs from Horovod timelines (and, soon, NCCL and job logs)."""
+    """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
 def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool) -> IngestReport:
@@ -111,6 +111,40 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
             click.echo(text, nl=False)
     if fail_on and worst is not None and worst >= Severity.parse(fail_on):
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (the app has no login: keep it on localhost unless it is behind one).")
+@click.option("--port", default=8050, show_default=True, type=int)
+@click.option("--store-dir", default="hvd-analyze-runs", show_default=True, type=click.Path(file_okay=False),
+              help="Where uploaded runs are stored (they persist across restarts).")
+@click.option("--max-upload", default="2G", show_default=True,
+              help="Largest file one upload may carry (K, M or G suffix).")
+def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_upload: str) -> None:
+    """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
+    from dashboards.app import create_app
+    from dashboards.uploads import Limits
+
+    with _errors():
+        limit = _size(max_upload)
+        stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
+        files = [p for p in paths if p not in stores]
+        app = create_app(store_dir, stores=stores, paths=files or None, limits=Limits(max_upload=limit))
+    click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
+    app.run(host=host, port=port, debug=False)
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in "KMG" else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        raise UsageError(f"--max-upload {text!r}: expected a size such as 500M or 2G") from None
+    return int(value * units[unit])
 
 
 def main() -> None:

@@ -35,21 +35,26 @@ class CycleEstimate:
     regularity: float
 
 
-def estimate_cycle(model: TimelineModel) -> CycleEstimate | None:
-    """The cycle time, or ``None`` with too few samples to tell."""
+def cadence_gaps(model: TimelineModel) -> tuple[str, np.ndarray]:
+    """The gaps (us) the cycle is read from, and how: ``markers`` (between ``CYCLE_START``
+    markers, when there are enough) or ``bursts`` (between distinct negotiation and operation
+    start times and negotiation ends, gaps under :data:`BURST_GAP_US` dropped)."""
     if len(model.markers_us) > MIN_GAPS:
-        gaps = np.diff(model.markers_us)
-        cycle = float(np.median(gaps))
-        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle))
+        return "markers", np.diff(model.markers_us)
     sp = model.spans[model.spans["step"] >= 0]
     neg = sp[sp["kind"] == "negotiate"]
     times = np.concatenate([neg["start_us"].to_numpy(), neg.loc[neg["closed"], "end_us"].to_numpy(),
                             sp.loc[sp["kind"] == "op", "start_us"].to_numpy()])
-    if len(times) < 2:
-        return None
-    times = np.unique(times)
-    gaps = np.diff(times)
-    gaps = gaps[gaps >= BURST_GAP_US]
+    gaps = np.diff(np.unique(times)) if len(times) >= 2 else np.empty(0, np.int64)
+    return "bursts", gaps[gaps >= BURST_GAP_US]
+
+
+def estimate_cycle(model: TimelineModel) -> CycleEstimate | None:
+    """The cycle time, or ``None`` with too few samples to tell."""
+    method, gaps = cadence_gaps(model)
+    if method == "markers":
+        cycle = float(np.median(gaps))
+        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle))
     if len(gaps) < MIN_GAPS:
         return None
     cycle = float(np.percentile(gaps, 10))

@@ -1,12 +1,15 @@
-"""Plotly figures of a report's timeline section, shared by the HTML report and the dashboard.
+"""Plotly figures of a report, shared by the HTML report and the dashboard.
 
-Pure functions: a ``timeline`` section dict (:mod:`analyzer.summary`) in, a
-``plotly.graph_objects.Figure`` out, so the two views cannot disagree.
+Pure functions: a ``timeline`` section dict (:mod:`analyzer.summary`), a view
+(:mod:`analyzer.views`) or the ``nccl`` section in, a ``plotly.graph_objects.Figure`` out,
+so the two cannot disagree. Figures draw numbers the analyzer computed; they compute none.
+A view's ``note`` (what was reduced to keep the figure small) is shown under the title.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from html import escape
 from itertools import pairwise
 from typing import Any
 
@@ -56,6 +59,92 @@ def phase_breakdown(section: Mapping[str, Any]) -> go.Figure:
                            hovertemplate="%{y}: %{x:.2f} ms per step<extra></extra>"))
     fig.update_layout(title="Where a step goes (median per step; phases overlap)", xaxis_title="ms per step",
                       **{**_LAYOUT, "height": max(240, 40 + 26 * len(phases))})
+    return fig
+
+
+def _title(text: str, note: str | None) -> dict[str, Any]:
+    return {"text": text + (f"<br><sup>{escape(note)}</sup>" if note else "")}
+
+
+def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: float | None = None) -> go.Figure:
+    """Step time over the run; warm-up and incomplete-window steps in grey, median and p90 marked."""
+    steady = view["steady"]
+    fig = go.Figure(go.Scattergl(
+        x=view["step"], y=view["ms"], mode="markers", name="steps",
+        marker={"size": 5, "color": ["#3b6ea5" if s else "#aab" for s in steady]},
+        hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"))
+    for value, label, dash in ((median_s, "median", "dash"), (p90_s, "p90", "dot")):
+        if value is not None:
+            fig.add_hline(y=value * 1e3, line_dash=dash, line_color="#c0392b",
+                          annotation_text=f"{label} {value * 1e3:.1f} ms")
+    fig.update_layout(title=_title("Step time over the run", view["note"]), xaxis_title="step",
+                      yaxis_title="step time (ms)", **_LAYOUT)
+    return fig
+
+
+def lateness_box(view: Mapping[str, Any]) -> go.Figure:
+    """Per-rank lateness behind the first-ready rank: box q1-q3, median, whiskers p5/p95."""
+    rows = view["ranks"]
+    fig = go.Figure(go.Box(
+        x=[str(r["rank"]) for r in rows], q1=[r["q1"] for r in rows], median=[r["median"] for r in rows],
+        q3=[r["q3"] for r in rows], lowerfence=[r["p5"] for r in rows], upperfence=[r["p95"] for r in rows],
+        marker_color="#3b6ea5", name="lateness", boxpoints=False))
+    fig.update_layout(title=_title("Lateness per rank (box q1-q3, whiskers p5/p95)", view["note"]),
+                      xaxis_title="rank", yaxis_title="ms behind the first-ready rank", **_LAYOUT)
+    return fig
+
+
+def rank_heatmap(view: Mapping[str, Any]) -> go.Figure:
+    """Mean lateness per rank (rows) and step (columns)."""
+    fig = go.Figure(go.Heatmap(
+        z=view["z"], x=[str(s) for s in view["steps"]], y=[str(r) for r in view["ranks"]], colorscale="Reds",
+        colorbar={"title": "ms"}, hovertemplate="rank %{y}, step %{x}: %{z:.1f} ms<extra></extra>"))
+    fig.update_layout(title=_title("Lateness per rank and step", view["note"]), xaxis_title="step",
+                      yaxis_title="rank", xaxis_type="category", yaxis_type="category",
+                      **{**_LAYOUT, "height": max(320, min(900, 60 + 14 * len(view["ranks"])))})
+    return fig
+
+
+def batch_size_histogram(view: Mapping[str, Any]) -> go.Figure:
+    """Fused batch sizes (log bins) against the fusion threshold estimate."""
+    edges = view["edges_bytes"]
+    fig = go.Figure(go.Bar(x=[(a * b) ** 0.5 for a, b in pairwise(edges)], y=view["counts"],
+                           width=[b - a for a, b in pairwise(edges)], marker_color="#3b6ea5", name="batches",
+                           hovertemplate="%{x:.3s}B: %{y} batches<extra></extra>"))
+    for value, label in ((view["threshold_lower_bytes"], "threshold >="), (view["threshold_upper_bytes"], "threshold <=")):
+        if value:
+            fig.add_vline(x=value, line_dash="dash", line_color="#c0392b", annotation_text=f"{label} {value / 2**20:.1f} MiB")
+    fig.update_layout(title=_title(f"Fused batch sizes ({view['batches']} steady batches)", view["threshold_text"]),
+                      xaxis_title="bytes per batch", yaxis_title="batches", xaxis_type="log", **_LAYOUT)
+    return fig
+
+
+def cadence_histogram(view: Mapping[str, Any]) -> go.Figure:
+    """Gaps between cycles (markers) or activity bursts, with the cycle estimate."""
+    edges = view["edges_ms"]
+    fig = go.Figure(go.Bar(x=[(a + b) / 2 for a, b in pairwise(edges)], y=view["counts"],
+                           width=[b - a for a, b in pairwise(edges)], marker_color="#3b6ea5", name="gaps",
+                           hovertemplate="%{x:.2f} ms: %{y} gaps<extra></extra>"))
+    if view["cycle_ms"] is not None:
+        fig.add_vline(x=view["cycle_ms"], line_dash="dash", line_color="#c0392b",
+                      annotation_text=f"cycle {view['cycle_ms']:.2f} ms")
+    what = "CYCLE_START markers" if view["method"] == "markers" else "activity bursts"
+    fig.update_layout(title=f"Cycle cadence: gaps between {what} ({view['gaps']})", xaxis_title="gap (ms)",
+                      yaxis_title="gaps", **_LAYOUT)
+    return fig
+
+
+def transport_matrix(nccl: Mapping[str, Any]) -> go.Figure:
+    """Processes per host (rows) and transport (columns), from NCCL's connection lines."""
+    hosts = sorted({p["host"] or "?" for p in nccl["processes"]})
+    transports = sorted({t for p in nccl["processes"] for t in p["transports"]} | {
+        f"network {p['network']}" for p in nccl["processes"] if p["network"]})
+    z = [[sum(1 for p in nccl["processes"] if (p["host"] or "?") == h
+              and (t in p["transports"] or t == f"network {p['network']}")) for t in transports] for h in hosts]
+    fig = go.Figure(go.Heatmap(z=z, x=transports, y=[escape(h) for h in hosts], colorscale="Blues", showscale=False, text=z,
+                               texttemplate="%{text}", hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>"))
+    fig.update_layout(title="NCCL transports per host (processes)", xaxis_type="category", yaxis_type="category",
+                      **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))})
     return fig
 
 

@@ -75,7 +75,8 @@ class NcclModel:
         return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid),
                  "file": r.file, "line": int(r.line), "level": r.level,
                  "src": r.src if isinstance(r.src, str) else None, "message": r.message, "chain": list(r.chain),
-                 "result_code": opt_int(r.result_code), "time": r.time if isinstance(r.time, str) else None}
+                 "result_code": opt_int(r.result_code), "time": r.time if isinstance(r.time, str) else None,
+                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None}
                 for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
 
     @cached_property

@@ -17,7 +17,12 @@ MAX_ISSUES_IN_REPORT = 200
 
 def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
             config: dict[str, Any] | None = None) -> AnalysisReport:
-    ctx = Context(store, dict(config or {}))
+    return analyze_in(Context(store, dict(config or {})), detectors)
+
+
+def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> AnalysisReport:
+    """:func:`analyze` with the caller's context, whose models stay cached for further views."""
+    store = ctx.store
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for det in detectors:

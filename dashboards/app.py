@@ -1,0 +1,143 @@
+"""The Dash app: ``create_app(store_dir, ...)`` builds it; nothing happens at import time.
+
+Callbacks are thin: each calls one function below (:func:`start_upload`, :func:`poll_job`,
+:func:`run_options`) or :func:`dashboards.pages.render_page`, which the unit tests call without
+a browser. Ingestion runs on a background thread (:class:`dashboards.runs.RunLibrary`); the page
+polls it every half second and shows the stage and the share of bytes read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+
+from dashboards.pages import PAGES, render_page
+from dashboards.runs import RunLibrary
+from dashboards.uploads import Limits, UploadError, decode
+
+ASSETS = Path(__file__).parent / "assets"
+STAGE_TEXT = {"queued": "Queued", "unpacking": "Unpacking the upload", "ingesting": "Ingesting",
+              "analysing": "Analysing", "done": "Done", "failed": "Failed"}
+
+
+def start_upload(library: RunLibrary, contents: list[str] | str | None, names: list[str] | str | None,
+                 ) -> tuple[str | None, str]:
+    """Decode the browser's files and start a run; ``(run id or None, message)``."""
+    if not contents:
+        return None, ""
+    contents = [contents] if isinstance(contents, str) else list(contents)
+    names = [names] if isinstance(names, str) else list(names or [])
+    names += [f"upload-{i}" for i in range(len(names), len(contents))]
+    try:
+        files = [(name, decode(name, c, library.limits)) for name, c in zip(names, contents, strict=True)]
+    except UploadError as exc:
+        return None, f"Upload refused: {exc}"
+    run_id = library.submit_upload(files)
+    return run_id, f"Received {len(files)} file(s); ingesting..."
+
+
+def poll_job(library: RunLibrary, run_id: str | None) -> dict[str, Any]:
+    """What the status area shows for the job of ``run_id``: text, progress 0-1, finished, failed."""
+    job = library.job(run_id) if run_id else None
+    if job is None:
+        return {"text": "", "progress": 0.0, "finished": True, "failed": False}
+    stage = job["stage"]
+    text = STAGE_TEXT.get(stage, stage)
+    if stage == "ingesting" and job["progress"]:
+        text += f" ({job['progress']:.0%})"
+    if stage == "failed":
+        text = f"Failed: {job['error']}"
+    elif stage == "done":
+        text = "Done: the run is ready."
+    return {"text": text, "progress": 1.0 if stage == "done" else job["progress"],
+            "finished": stage in ("done", "failed"), "failed": stage == "failed"}
+
+
+def run_options(library: RunLibrary) -> list[dict[str, str]]:
+    out = []
+    for meta in library.runs():
+        status = meta["status"]
+        suffix = "" if status == "done" else f" ({status})"
+        out.append({"label": f"{meta['name']}{suffix}", "value": meta["id"]})
+    return out
+
+
+def run_error(library: RunLibrary, run_id: str | None) -> str | None:
+    meta = next((m for m in library.runs() if m["id"] == run_id), None)
+    return meta.get("error") if meta and meta["status"] == "failed" else None
+
+
+def layout(library: RunLibrary) -> html.Div:
+    options = run_options(library)
+    limit = library.limits.max_upload
+    return html.Div([
+        html.Header([html.H1("hvd-analyze"), html.Span("Horovod timelines, NCCL and job logs: what is slow and what to change",
+                                                       className="muted")]),
+        html.Div([
+            html.Aside([
+                dcc.Upload(id="upload", multiple=True, className="upload", children=html.Div([
+                    "Drop a timeline.json, .json.gz, NCCL/job logs or a .zip / .tar.gz of a run folder here, or ",
+                    html.A("choose files"), html.Br(),
+                    html.Span(f"up to {limit / 2**30:.1f} GiB per file" if limit >= 2**30 else
+                              f"up to {limit / 2**20:.1f} MiB per file", className="muted")])),
+                html.Progress(id="progress", value="0", max="1", className="progress"),
+                html.Div(id="upload-status", role="status"),
+                html.H3("Runs"),
+                dcc.RadioItems(id="run-list", options=options, value=options[0]["value"] if options else None,
+                               className="runs", labelStyle={"display": "block"}),
+            ], className="side"),
+            html.Main([
+                dcc.Tabs(id="page", value="overview", children=[dcc.Tab(label=t, value=v) for v, t in PAGES]),
+                html.Div(id="run-error", className="error", role="alert"),
+                dcc.Loading(html.Div(id="page-content"), type="dot"),
+            ]),
+        ], className="layout"),
+        dcc.Interval(id="poll", interval=500, disabled=True),
+        dcc.Store(id="job"),
+    ])
+
+
+def create_app(store_dir: str | Path, stores: list[str] | None = None, paths: list[str] | None = None,
+               limits: Limits | None = None) -> Dash:
+    """The app over the runs in ``store_dir``; ``stores`` are existing run stores to show and
+    ``paths`` files or folders to ingest as a new run (both in the background)."""
+    library = RunLibrary(store_dir, limits)
+    for s in stores or []:
+        library.register_store(s)
+    if paths:
+        library.submit_paths(paths)
+    app = Dash(__name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title=None,
+               suppress_callback_exceptions=True)
+    app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
+    app.layout = lambda: layout(library)
+    app.library = library  # type: ignore[attr-defined]  # for tests and the CLI
+
+    @app.callback(Output("job", "data"), Output("upload-status", "children", allow_duplicate=True),
+                  Output("poll", "disabled", allow_duplicate=True), Output("upload-status", "className"),
+                  Input("upload", "contents"), State("upload", "filename"), prevent_initial_call=True)
+    def _upload(contents: Any, names: Any) -> tuple[Any, ...]:
+        run_id, message = start_upload(library, contents, names)
+        return run_id, message, run_id is None, "ok" if run_id else "error"
+
+    @app.callback(Output("upload-status", "children"), Output("progress", "value"), Output("poll", "disabled"),
+                  Output("run-list", "options"), Output("run-list", "value"), Output("upload-status", "className",
+                                                                                    allow_duplicate=True),
+                  Input("poll", "n_intervals"), State("job", "data"), prevent_initial_call=True)
+    def _poll(_: int, run_id: str | None) -> tuple[Any, ...]:
+        st = poll_job(library, run_id)
+        if not st["finished"]:
+            return st["text"], str(st["progress"]), False, no_update, no_update, "ok"
+        return (st["text"], str(st["progress"]), True, run_options(library), run_id or no_update,
+                "error" if st["failed"] else "ok")
+
+    @app.callback(Output("page-content", "children"), Output("run-error", "children"),
+                  Input("run-list", "value"), Input("page", "value"))
+    def _page(run_id: str | None, page: str) -> tuple[Any, ...]:
+        err = run_error(library, run_id)
+        if err:
+            return html.Div(), f"This run failed: {err}"
+        return render_page(page, library.document(run_id) if run_id else None), None
+
+    return app

@@ -1,0 +1,217 @@
+"""The content of each page of a run, from its analysis document (pure: no I/O, no callbacks).
+
+Every number comes from the analyzer (the report document and :mod:`analyzer.views`); every
+figure is built by :mod:`analyzer.figures`, the functions the HTML report uses. User strings
+(file and tensor names, hosts, log lines) only ever go into component children or table
+cells, which Dash renders as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dash import dash_table, dcc, html
+
+from analyzer import figures
+from analyzer.render import nccl_rows
+from analyzer.render.sections import fusion_line, steps_line
+
+PAGES = (("overview", "Overview"), ("steps", "Steps"), ("ranks", "Ranks"), ("phases", "Phases & fusion"),
+         ("nccl", "NCCL"))
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+_TABLE_STYLE = {"style_table": {"overflowX": "auto"}, "style_cell": {"fontSize": "13px", "textAlign": "left",
+                                                                    "whiteSpace": "normal", "height": "auto"},
+                "style_header": {"fontWeight": "bold"}}
+
+
+def _graph(fig: Any, gid: str) -> dcc.Graph:
+    return dcc.Graph(id=gid, figure=fig, config={"displaylogo": False}, className="fig")
+
+
+def _table(tid: str, header: tuple[str, ...], rows: list[tuple[str, ...]], **extra: Any) -> dash_table.DataTable:
+    cols = [{"name": h, "id": f"c{i}"} for i, h in enumerate(header)]
+    data = [{f"c{i}": v for i, v in enumerate(r)} for r in rows]
+    return dash_table.DataTable(id=tid, columns=cols, data=data, **_TABLE_STYLE, **extra)
+
+
+def _label(doc: Mapping[str, Any], path: str) -> str:
+    """The name the user knows a file by (an upload's own name, not the app's copy)."""
+    return str(doc.get("labels", {}).get(path, path))
+
+
+def _main(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    section = doc["report"].get("timeline")
+    if section is None:
+        return None, None
+    return section, doc.get("views", {}).get(section["input_id"])
+
+
+def _none(text: str) -> html.Div:
+    return html.Div(html.P(text), className="empty")
+
+
+# overview -----------------------------------------------------------------------------
+def ordered_findings(findings: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Critical first; within a severity, the most time lost per step first (not estimable last)."""
+    def key(f: Mapping[str, Any]) -> tuple[int, float, str]:
+        impact = f["impact"]["seconds_per_step"] if f.get("impact") else -1.0
+        return SEVERITY_ORDER.get(f["severity"], 9), -impact, f["code"]
+    return sorted(findings, key=key)
+
+
+def finding_card(f: Mapping[str, Any], doc: Mapping[str, Any], i: int) -> html.Div:
+    imp = f.get("impact")
+    impact = (f"{imp['seconds_per_step'] * 1e3:.1f} ms/step ({imp['fraction_of_step']:.0%} of the step), "
+              f"{imp['confidence']} confidence; assumes {imp['assumptions']}" if imp else "not estimable")
+    evidence = []
+    for e in f["evidence"]:
+        where = "; ".join(f"{_label(doc, s['file'])}" + (f" byte {s['byte_offset']}" if s["byte_offset"] is not None
+                          else "") + (f" line {s['line']}" if s["line"] is not None else "") for s in e["sources"])
+        evidence.append(html.Li([e["summary"], html.Span(f" [{where}]", className="muted") if where else None]))
+    env = "\n".join(f"export {k}={v}" for s in f["suggestions"] for k, v in s["env"].items())
+    body: list[Any] = [
+        html.Div([html.Span(f["severity"], className="sev"), html.Code(f["code"]), " ", html.Strong(f["title"])]),
+        html.P(f["summary"]),
+        html.P([html.Strong("Impact: "), impact]),
+    ]
+    if f["ranks"]:
+        body.append(html.P([html.Strong("Ranks: "), ", ".join(map(str, f["ranks"]))]))
+    if f["hosts"]:
+        body.append(html.P([html.Strong("Hosts: "), ", ".join(f["hosts"])]))
+    if evidence:
+        body.append(html.Ul(evidence))
+    body += [html.P([html.Strong("Try: "), s["action"]]) for s in f["suggestions"]]
+    if env:
+        body.append(html.Div([html.Pre(env, id=f"env-{i}"), dcc.Clipboard(target_id=f"env-{i}", title="copy")],
+                             className="env"))
+    return html.Div(body, className=f"finding {f['severity']}", **{"data-code": f["code"]})
+
+
+def overview(doc: Mapping[str, Any]) -> html.Div:
+    rep = doc["report"]
+    inputs = [html.Li(f"{_label(doc, e['path'])}: {e['kind']}, {e['size']:,} bytes, "
+                      f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
+                      f"{e['issues'].get('info', 0)} info") for e in rep["inputs"]]
+    findings = ordered_findings(rep["findings"])
+    cards = [finding_card(f, doc, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
+    parts: list[Any] = [html.H3("Inputs"), html.Ul(inputs),
+                        html.H3(f"Findings ({len(findings)})"),
+                        html.P("Critical first, then by time lost per step.", className="muted"), *cards]
+    if rep["parse_issues"]:
+        rows = [(i["severity"], i["code"], str(i["count"]), _label(doc, i["file"]),
+                 "" if i["byte_offset"] is None else str(i["byte_offset"]), i["message"]) for i in rep["parse_issues"]]
+        parts += [html.H3("Parse issues (records dropped or tolerated)"),
+                  _table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows)]
+    return html.Div(parts, id="page-overview")
+
+
+# steps ---------------------------------------------------------------------------------
+def steps(doc: Mapping[str, Any]) -> html.Div:
+    section, view = _main(doc)
+    if section is None:
+        return _none("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
+    st = section["steps"]
+    parts: list[Any] = [html.P(steps_line(section), id="steps-line")]
+    if st["steady"]:
+        parts.append(_graph(figures.step_histogram(section), "step-histogram"))
+    if view and view["step_series"]["step"]:
+        parts.append(_graph(figures.step_series(view["step_series"], st["median_s"], st["p90_s"]), "step-series"))
+    if not st["steady"]:
+        parts.append(_none("No complete steady step: the timeline is too short or cut during the first steps."))
+    return html.Div(parts, id="page-steps")
+
+
+# ranks ---------------------------------------------------------------------------------
+NO_TICKS = ("This timeline has no per-rank ready ticks after the first step: Horovod's response cache "
+            "(on by default) skips the negotiation that records them. To see which rank is late on every "
+            "step, rerun with the cache off:")
+
+
+def ranks(doc: Mapping[str, Any]) -> html.Div:
+    section, view = _main(doc)
+    if section is None:
+        return _none("This run has no Horovod timeline: per-rank lateness comes from its negotiation ticks.")
+    scope = section["ranks"]["scope"]
+    parts: list[Any] = []
+    if scope != "steady":
+        parts += [html.Div([html.P(NO_TICKS), html.Pre("export HOROVOD_CACHE_CAPACITY=0"),
+                            html.P("Per-rank lateness below covers only the first negotiations (warm-up)."
+                                   if scope == "first_negotiations" else "This file has no rank ticks at all.")],
+                           className="explain", id="no-ticks")]
+    if view and view["rank_box"]["ranks"]:
+        parts.append(_graph(figures.lateness_box(view["rank_box"]), "rank-box"))
+    if view and view["heatmap"]["z"]:
+        parts.append(_graph(figures.rank_heatmap(view["heatmap"]), "rank-heatmap"))
+    if section["ranks"]["ranks"]:
+        rows = [(str(r["rank"]), str(r["last"]), str(r["negotiations"]), f"{r['median_lateness_ms']:.2f}",
+                 f"{r['p90_lateness_ms']:.2f}", f"{r['vs_median_ms']:.2f}") for r in section["ranks"]["ranks"]]
+        parts.append(_table("rank-table", ("rank", "last ready", "negotiations", "median ms", "p90 ms",
+                                           "vs median rank ms"), rows, sort_action="native", page_size=32))
+    return html.Div(parts, id="page-ranks")
+
+
+# phases & fusion -------------------------------------------------------------------------
+def phases(doc: Mapping[str, Any]) -> html.Div:
+    section, view = _main(doc)
+    if section is None:
+        return _none("This run has no Horovod timeline.")
+    parts: list[Any] = [html.P(f"Fusion: {fusion_line(section)}")]
+    if section["phases"]:
+        parts.append(_graph(figures.phase_breakdown(section), "phase-breakdown"))
+    if view:
+        if view["batch_sizes"]["counts"]:
+            parts.append(_graph(figures.batch_size_histogram(view["batch_sizes"]), "batch-sizes"))
+        if view["cadence"]["counts"]:
+            parts.append(_graph(figures.cadence_histogram(view["cadence"]), "cadence"))
+        t = view["tensors"]
+        cols = [{"name": n, "id": c, "type": ty} for n, c, ty in (
+            ("tensor", "tensor", "text"), ("op", "op", "text"), ("dtype", "dtype", "text"),
+            ("bytes", "bytes", "numeric"), ("ops", "ops", "numeric"), ("median op ms", "median_op_ms", "numeric"),
+            ("median negotiate ms", "median_negotiate_ms", "numeric"))]
+        parts += [html.H3(f"Tensors ({len(t['rows'])})"), html.P(t["note"], className="muted") if t["note"] else None,
+                  dash_table.DataTable(id="tensor-table", columns=cols, data=t["rows"], sort_action="native",
+                                       filter_action="native", page_size=25, **_TABLE_STYLE)]
+    return html.Div(parts, id="page-phases")
+
+
+# NCCL ----------------------------------------------------------------------------------
+def nccl(doc: Mapping[str, Any]) -> html.Div:
+    n = doc["report"].get("nccl")
+    if not n or not (n["processes"] or n["errors"] or n["watchdog_timeouts"] or n["horovod_stalls"]):
+        return _none("This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
+                     "upload to see transports per host, versions and communicators.")
+    parts: list[Any] = [html.P(nccl_rows.summary_line(n))]
+    if n["processes"]:
+        parts += [_graph(figures.transport_matrix(n), "transport-matrix"),
+                  _table("nccl-hosts", nccl_rows.HOST_HEADER, nccl_rows.host_rows(n), sort_action="native")]
+    if n["versions"]:
+        by_host: dict[str, set[str]] = {}
+        for v in n["versions"]:
+            by_host.setdefault(v["host"] or "?", set()).add(v["version"])
+        parts += [html.H3("NCCL versions per host"),
+                  _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()])]
+    if n["communicators"]:
+        rows = [(c["comm_id"] or c["id"], str(c["nranks"]), str(len(c["ranks_complete"])),
+                 ", ".join(f"{r['rank']} ({r['host'] or '?'}, {_label(doc, r['file'])}:{r['line']})"
+                           for r in c["ranks_incomplete"]) or "-") for c in n["communicators"][:nccl_rows.MAX_ROWS]]
+        parts += [html.H3("Communicators"), _table("nccl-comms", ("communicator", "ranks", "Init COMPLETE",
+                                                                  "missing (started, never completed)"), rows)]
+    if n["errors"]:
+        rows = [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
+                 f"{_label(doc, e['file'])}:{e['line']}", e["message"], e.get("remediation") or "")
+                for e in n["errors"][:nccl_rows.MAX_ROWS]]
+        parts += [html.H3("Errors"), _table("nccl-errors", ("class", "process", "line", "message", "remediation"), rows)]
+    if n["watchdog_timeouts"]:
+        parts += [html.H3("Watchdog timeouts"),
+                  _table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n))]
+    return html.Div(parts, id="page-nccl")
+
+
+RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases, "nccl": nccl}
+
+
+def render_page(page: str, doc: Mapping[str, Any] | None) -> html.Div:
+    if doc is None:
+        return _none("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
+    return RENDER.get(page, overview)(doc)

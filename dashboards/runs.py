@@ -1,0 +1,235 @@
+"""The runs the app shows, persisted in its store folder, and the background jobs that make them.
+
+Layout of the store folder::
+
+    DIR/runs/<run-id>/run.json        name, created, status, labels of its files, error
+    DIR/runs/<run-id>/store/          the run's Parquet store (analyzer.store.RunStore)
+    DIR/runs/<run-id>/analysis.json   report document + per-timeline views, written once
+    DIR/runs/<run-id>/uploads/        uploaded files while they are ingested (removed after)
+
+A run registered from an existing store (``hvd-analyze serve STORE``) keeps ``store`` in its
+``run.json`` pointing there; the app never writes into that store. Jobs run on a thread
+each; :meth:`RunLibrary.job` reports their stage and progress. Analysis documents are cached
+in memory after the first read, so a callback never re-analyses a run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from analyzer.detectors import Context
+from analyzer.discover import discover
+from analyzer.errors import HvdAnalyzeError
+from analyzer.render import jsonreport
+from analyzer.run import analyze_in
+from analyzer.store import MANIFEST, RunStore
+from analyzer.views import timeline_views
+from dashboards.uploads import Limits, SavedFile, save_upload
+
+RUNS = "runs"
+
+
+@dataclass
+class Job:
+    run_id: str
+    stage: str = "queued"  # queued | unpacking | ingesting | analysing | done | failed
+    done_bytes: int = 0
+    total_bytes: int = 0
+    error: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        with self.lock:
+            share = self.done_bytes / self.total_bytes if self.total_bytes else 0.0
+            return {"run_id": self.run_id, "stage": self.stage, "progress": round(min(share, 1.0), 4),
+                    "error": self.error}
+
+
+def analysis_document(store: RunStore) -> dict[str, Any]:
+    """The report document and the views of every timeline: what the app shows of a run."""
+    ctx = Context(store)
+    doc = jsonreport.to_document(analyze_in(ctx))
+    views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
+    return {"report": doc, "views": views}
+
+
+def relabel(value: Any, labels: dict[str, str]) -> Any:
+    """``value`` with the app's copies of uploaded files named as the user named them."""
+    if not labels:
+        return value
+    if isinstance(value, str):
+        for path, label in labels.items():
+            value = value.replace(path, label)
+        return value
+    if isinstance(value, dict):
+        return {k: relabel(v, labels) for k, v in value.items()}
+    if isinstance(value, list):
+        return [relabel(v, labels) for v in value]
+    return value
+
+
+class RunLibrary:
+    def __init__(self, root: str | Path, limits: Limits | None = None) -> None:
+        self.root = Path(root)
+        self.limits = limits or Limits()
+        self._jobs: dict[str, Job] = {}
+        self._docs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    # runs ---------------------------------------------------------------------------------
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run, newest first."""
+        folder = self.root / RUNS
+        out = []
+        for d in folder.iterdir() if folder.is_dir() else []:
+            meta = self._meta(d.name)
+            if meta is not None:
+                out.append(meta)
+        return sorted(out, key=lambda m: m["created"], reverse=True)
+
+    def _dir(self, run_id: str) -> Path:
+        if not run_id or not all(c.isalnum() or c == "-" for c in run_id):
+            raise KeyError(run_id)
+        return self.root / RUNS / run_id
+
+    def _meta(self, run_id: str) -> dict[str, Any] | None:
+        try:
+            return json.loads((self._dir(run_id) / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        d = self._dir(meta["id"])
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / "run.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        tmp.replace(d / "run.json")
+
+    def _new_run(self, name: str, **extra: Any) -> dict[str, Any]:
+        meta = {"id": time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6], "name": name,
+                "created": time.time(), "status": "queued", "files": [], "error": None, **extra}
+        self._write_meta(meta)
+        return meta
+
+    def store_path(self, run_id: str) -> Path:
+        meta = self._meta(run_id) or {}
+        return Path(meta["store"]) if meta.get("store") else self._dir(run_id) / "store"
+
+    def document(self, run_id: str) -> dict[str, Any] | None:
+        """The run's analysis document (None until its job is done)."""
+        with self._lock:
+            if run_id in self._docs:
+                return self._docs[run_id]
+        try:
+            doc = orjson.loads((self._dir(run_id) / "analysis.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError, KeyError):
+            return None
+        with self._lock:
+            self._docs[run_id] = doc
+        return doc
+
+    def job(self, run_id: str) -> dict[str, Any] | None:
+        job = self._jobs.get(run_id)
+        return job.as_dict() if job else None
+
+    # jobs ---------------------------------------------------------------------------------
+    def submit_upload(self, files: list[tuple[str, bytes]], wait: bool = False) -> str:
+        """A new run from uploaded ``(name, bytes)`` files; returns its id at once."""
+        names = ", ".join(n for n, _ in files)
+        meta = self._new_run(names if len(names) <= 80 else names[:77] + "...")
+        folder = self._dir(meta["id"]) / "uploads"
+
+        def unpack(job: Job) -> list[SavedFile]:
+            saved: list[SavedFile] = []
+            for name, data in files:
+                saved += save_upload(name, data, folder, self.limits, start=len(saved))
+            return saved
+
+        return self._start(meta, unpack, cleanup=folder, wait=wait)
+
+    def submit_paths(self, paths: list[str], wait: bool = False) -> str:
+        """A new run from files or folders on this machine (``hvd-analyze serve PATH``)."""
+        meta = self._new_run(", ".join(Path(p).name for p in paths))
+        return self._start(meta, lambda job: [SavedFile(Path(p), p) for p in paths], cleanup=None, wait=wait)
+
+    def register_store(self, store_dir: str, wait: bool = False) -> str:
+        """A run showing an existing store (read only)."""
+        resolved = str(Path(store_dir).resolve())
+        for meta in self.runs():
+            if meta.get("store") == resolved:
+                return str(meta["id"])
+        meta = self._new_run(Path(store_dir).name, store=resolved)
+        return self._start(meta, None, cleanup=None, wait=wait)
+
+    def _start(self, meta: dict[str, Any], collect: Callable[[Job], list[SavedFile]] | None,
+               cleanup: Path | None, wait: bool) -> str:
+        job = Job(meta["id"])
+        self._jobs[meta["id"]] = job
+        thread = threading.Thread(target=self._run_job, args=(meta, job, collect, cleanup), daemon=True,
+                                  name=f"ingest-{meta['id']}")
+        thread.start()
+        if wait:
+            thread.join()
+        return str(meta["id"])
+
+    def _stage(self, meta: dict[str, Any], job: Job, stage: str) -> None:
+        with job.lock:
+            job.stage = stage
+        meta["status"] = stage
+        self._write_meta(meta)
+
+    def _run_job(self, meta: dict[str, Any], job: Job, collect: Callable[[Job], list[SavedFile]] | None,
+                 cleanup: Path | None) -> None:
+        labels: dict[str, str] = {}
+        try:
+            if collect is not None:
+                self._stage(meta, job, "unpacking")
+                saved = collect(job)
+                labels = {str(s.path): s.label for s in saved}
+                meta["files"] = [s.label for s in saved]
+                self._stage(meta, job, "ingesting")
+                store = RunStore.create_or_open(self._dir(meta["id"]) / "store")
+                inputs, skipped = discover([s.path for s in saved])
+                if not inputs:
+                    reasons = "; ".join(f"{labels.get(str(s.path), s.path)}: {s.reason}" for s in skipped)
+                    raise HvdAnalyzeError(f"no input hvd-analyze reads in this upload ({reasons})")
+                with job.lock:
+                    job.total_bytes = sum(i.size for i in inputs)
+
+                def progress(n: int) -> None:
+                    with job.lock:
+                        job.done_bytes += n
+
+                store.ingest(inputs, skipped, progress=progress)
+            else:
+                if not (Path(meta["store"]) / MANIFEST).is_file():
+                    raise HvdAnalyzeError(f"{meta['store']}: not a run store (no {MANIFEST})")
+                store = RunStore.open(meta["store"])
+            self._stage(meta, job, "analysing")
+            doc = relabel(analysis_document(store), labels)
+            doc["labels"] = labels
+            out = self._dir(meta["id"]) / "analysis.json"
+            out.with_suffix(".tmp").write_bytes(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
+            out.with_suffix(".tmp").replace(out)
+            self._stage(meta, job, "done")
+        except Exception as exc:  # noqa: BLE001 - one bad upload must never break the app
+            message = str(exc) if isinstance(exc, HvdAnalyzeError) else f"{type(exc).__name__}: {exc}"
+            for path, label in labels.items():
+                message = message.replace(path, label)
+            with job.lock:
+                job.error = message
+            meta["error"] = message
+            self._stage(meta, job, "failed")
+        finally:
+            if cleanup is not None:
+                shutil.rmtree(cleanup, ignore_errors=True)

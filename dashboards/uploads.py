@@ -1,0 +1,166 @@
+"""Uploaded files made safe to ingest: size limits, archive checks, generated file names.
+
+A browser upload arrives as a name and a ``data:...;base64,`` string. :func:`save_upload`
+writes it under a folder with a generated name (the user's name is kept only as a label);
+archives (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``) are unpacked member by member after checking
+every member: no absolute path, no ``..``, no link or device, no more than
+:attr:`Limits.max_members` members, at most :attr:`Limits.max_total` bytes unpacked and at most
+:attr:`Limits.max_ratio` times the archive's size (decompression bombs). Every refusal is an
+:class:`UploadError` whose message names the upload and says what to do.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from analyzer.errors import HvdAnalyzeError
+
+GIB = 1 << 30
+CHUNK = 1 << 20
+
+
+class UploadError(HvdAnalyzeError):
+    """An upload refused before ingestion (too big, unsafe archive, not decodable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_upload: int = 2 * GIB  # bytes of one uploaded file
+    max_total: int = 8 * GIB  # bytes unpacked from one archive
+    max_ratio: float = 200.0  # unpacked / packed, per archive
+    max_members: int = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SavedFile:
+    path: Path  # generated: never derived from the user's name
+    label: str  # the user's name (archive member names joined with '!'), shown as text only
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def decode(name: str, contents: str, limits: Limits) -> bytes:
+    """The bytes of a ``data:`` URL from ``dcc.Upload``, refused when over the size limit."""
+    head, sep, payload = contents.partition(",")
+    if not sep or ";base64" not in head:
+        raise UploadError(f"{name}: the browser sent no file data (expected a base64 data URL); upload it again")
+    if len(payload) * 3 // 4 > limits.max_upload + 3:
+        raise UploadError(f"{name}: {_human(len(payload) * 3 / 4)} is over the upload limit of "
+                          f"{_human(limits.max_upload)}; ingest it with `hvd-analyze ingest FILE -o STORE` "
+                          "and open the store, or start the app with a larger --max-upload")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UploadError(f"{name}: the upload is not valid base64 ({exc}); upload it again") from exc
+
+
+def is_archive(name: str, data: bytes) -> str | None:
+    """``zip`` or ``tar`` when the bytes are an archive (by content, not by name)."""
+    if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
+        return "zip"
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+            return "tar" if tf.next() is not None else None
+    except (tarfile.TarError, EOFError, OSError):
+        return None
+
+
+def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int = 0) -> list[SavedFile]:
+    """Write an upload (unpacking an archive) into ``folder`` as ``input-NNN`` files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    kind = is_archive(name, data)
+    if kind is None:
+        path = folder / f"input-{start:03d}"
+        path.write_bytes(data)
+        return [SavedFile(path, name)]
+    members = _zip_members(name, data, limits) if kind == "zip" else _tar_members(name, data, limits)
+    out: list[SavedFile] = []
+    total = 0
+    for i, (member, stream) in enumerate(members):
+        path = folder / f"input-{start + i:03d}"
+        with stream, open(path, "wb") as dst:
+            while block := stream.read(CHUNK):
+                total += len(block)
+                _check_total(name, total, len(data), limits)
+                dst.write(block)
+        out.append(SavedFile(path, f"{name}!{member}"))
+    if not out:
+        raise UploadError(f"{name}: the archive holds no files; upload the run's timeline.json or logs")
+    return out
+
+
+def _check_total(name: str, total: int, packed: int, limits: Limits) -> None:
+    if total > limits.max_total:
+        raise UploadError(f"{name}: the archive unpacks to more than {_human(limits.max_total)}; "
+                          "ingest it with `hvd-analyze ingest` instead")
+    if total > max(packed, 1) * limits.max_ratio:
+        raise UploadError(f"{name}: the archive unpacks to more than {limits.max_ratio:.0f} times its size "
+                          "(a decompression bomb?); refused")
+
+
+def _safe_member(name: str, member: str) -> str:
+    p = PurePosixPath(member.replace("\\", "/"))
+    if p.is_absolute() or member.startswith(("/", "\\")) or (len(member) > 1 and member[1] == ":"):
+        raise UploadError(f"{name}: archive member {member!r} has an absolute path; refused (path traversal)")
+    if ".." in p.parts:
+        raise UploadError(f"{name}: archive member {member!r} climbs out of the archive with '..'; "
+                          "refused (path traversal)")
+    return str(p)
+
+
+def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, BinaryIO]]:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UploadError(f"{name}: not a readable zip archive ({exc}); upload it again or unpack it") from exc
+    files = [i for i in infos if not i.is_dir()]
+    if len(files) > limits.max_members:
+        raise UploadError(f"{name}: the archive holds {len(files)} files, over the limit of {limits.max_members}")
+    declared = 0
+    for info in files:
+        _safe_member(name, info.filename)
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:
+            raise UploadError(f"{name}: archive member {info.filename!r} is a symbolic link; refused")
+        declared += info.file_size
+        _check_total(name, declared, len(data), limits)
+    for info in files:
+        yield _safe_member(name, info.filename), zf.open(info)  # type: ignore[misc]
+
+
+def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, BinaryIO]]:
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - read while the generator runs
+        infos = tf.getmembers()
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise UploadError(f"{name}: not a readable tar archive ({exc}); upload it again or unpack it") from exc
+    if len(infos) > limits.max_members:
+        raise UploadError(f"{name}: the archive holds {len(infos)} members, over the limit of {limits.max_members}")
+    declared = 0
+    for info in infos:
+        _safe_member(name, info.name)
+        if info.issym() or info.islnk():
+            raise UploadError(f"{name}: archive member {info.name!r} is a link; refused")
+        if not (info.isfile() or info.isdir()):
+            raise UploadError(f"{name}: archive member {info.name!r} is a device or special file; refused")
+        declared += info.size
+        _check_total(name, declared, len(data), limits)
+    for info in infos:
+        if info.isfile():
+            stream = tf.extractfile(info)
+            assert stream is not None
+            yield _safe_member(name, info.name), stream  # type: ignore[misc]

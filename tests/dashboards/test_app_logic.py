@@ -1,0 +1,204 @@
+"""Callback logic without a browser: upload, progress, run list, and the content of every page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dash import dash_table, dcc, html
+
+from analyzer.store import RunStore
+from dashboards.app import create_app, poll_job, run_error, run_options, start_upload
+from dashboards.pages import PAGES, ordered_findings, render_page
+from dashboards.runs import RunLibrary
+from dashboards.uploads import Limits
+from tests.dashboards.helpers import (
+    CACHED_STRAGGLER,
+    REAL_STRAGGLER,
+    SOCKET_LOG,
+    XSS,
+    data_url,
+    hostile_timeline,
+    zip_bytes,
+)
+
+
+def _walk(node: Any) -> list[Any]:
+    """Every component under ``node``."""
+    out = [node]
+    children = getattr(node, "children", None)
+    for child in children if isinstance(children, list) else [children]:
+        if child is not None and not isinstance(child, (str, int, float)):
+            out += _walk(child)
+    return out
+
+
+def _by_id(page: Any, cid: str) -> Any:
+    return next(c for c in _walk(page) if getattr(c, "id", None) == cid)
+
+
+def _text(node: Any) -> str:
+    parts = []
+    for c in _walk(node):
+        ch = getattr(c, "children", None)
+        for x in ch if isinstance(ch, list) else [ch]:
+            if isinstance(x, str):
+                parts.append(x)
+    return " ".join(parts)
+
+
+def _upload(lib: RunLibrary, files: dict[str, bytes]) -> str:
+    run_id, message = start_upload(lib, [data_url(b) for b in files.values()], list(files))
+    assert run_id is not None, message
+    lib._jobs[run_id]  # the job exists at once
+    for _ in range(600):
+        if poll_job(lib, run_id)["finished"]:
+            return run_id
+        import time
+        time.sleep(0.05)
+    raise AssertionError("ingestion did not finish in 30 s")
+
+
+@pytest.fixture()
+def lib(tmp_path: Path) -> RunLibrary:
+    return RunLibrary(tmp_path / "runs-dir")
+
+
+def test_upload_ingests_analyses_and_lists_the_run(lib: RunLibrary) -> None:
+    run_id = _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()})
+    st = poll_job(lib, run_id)
+    assert st == {"text": "Done: the run is ready.", "progress": 1.0, "finished": True, "failed": False}
+    assert run_options(lib) == [{"label": "timeline.json", "value": run_id}]
+    doc = lib.document(run_id)
+    assert doc is not None and {f["code"] for f in doc["report"]["findings"]} >= {"timeline.straggler"}
+    assert doc["labels"] and list(doc["labels"].values()) == ["timeline.json"]
+    assert not (lib.root / "runs" / run_id / "uploads").exists()  # the uploaded copy is removed after ingest
+
+
+def test_runs_persist_across_restarts(lib: RunLibrary, tmp_path: Path) -> None:
+    run_id = _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()})
+    again = RunLibrary(lib.root)
+    assert [o["value"] for o in run_options(again)] == [run_id]
+    assert again.document(run_id) == lib.document(run_id)
+
+
+def test_overview_lists_findings_with_evidence_and_env(lib: RunLibrary) -> None:
+    run_id = _upload(lib, {"timeline.json": CACHED_STRAGGLER.read_bytes(), "job.log": SOCKET_LOG.read_bytes()})
+    doc = lib.document(run_id)
+    page = render_page("overview", doc)
+    codes = [c.__dict__.get("data-code") for c in _walk(page) if getattr(c, "className", "").startswith("finding")]
+    assert codes == [f["code"] for f in ordered_findings(doc["report"]["findings"])]
+    assert "nccl.socket_fallback" in codes
+    text = _text(page)
+    assert "export NCCL_SOCKET_IFNAME=" in text or "export NCCL_IB_HCA=" in text
+    assert "job.log" in text and "input-0" not in text  # users see their file names, not the app's copies
+
+
+def test_findings_are_ordered_by_severity_then_time_lost() -> None:
+    f = [{"code": "a", "severity": "warning", "impact": {"seconds_per_step": 0.5}},
+         {"code": "b", "severity": "critical", "impact": None},
+         {"code": "c", "severity": "warning", "impact": {"seconds_per_step": 0.9}},
+         {"code": "d", "severity": "warning", "impact": None}]
+    assert [x["code"] for x in ordered_findings(f)] == ["b", "c", "a", "d"]
+
+
+def test_steps_page_histogram_counts_every_steady_step(lib: RunLibrary) -> None:
+    doc = lib.document(_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    page = render_page("steps", doc)
+    hist = _by_id(page, "step-histogram").figure
+    steady = doc["report"]["timeline"]["steps"]["steady"]
+    assert sum(hist.data[0].y) == steady == 29  # 30 steps in steps.csv; the first has no duration
+    series = _by_id(page, "step-series").figure
+    assert len(series.data[0].x) == 29
+
+
+def test_ranks_page_explains_missing_ticks_with_the_cache_on(lib: RunLibrary) -> None:
+    cached = lib.document(_upload(lib, {"timeline.json": CACHED_STRAGGLER.read_bytes()}))
+    page = render_page("ranks", cached)
+    assert "HOROVOD_CACHE_CAPACITY=0" in _text(_by_id(page, "no-ticks"))
+    nocache = lib.document(_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    page = render_page("ranks", nocache)
+    assert not [c for c in _walk(page) if getattr(c, "id", None) == "no-ticks"]
+    box = _by_id(page, "rank-box").figure.data[0]
+    assert list(box.x) == ["0", "1"] and box.median[1] > 50 > box.median[0]  # rank 1 sleeps 100 ms
+    assert _by_id(page, "rank-heatmap").figure.data[0].z
+
+
+def test_phases_page_has_a_sortable_tensor_table_and_fusion_figures(lib: RunLibrary) -> None:
+    doc = lib.document(_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    page = render_page("phases", doc)
+    table = _by_id(page, "tensor-table")
+    assert isinstance(table, dash_table.DataTable) and table.sort_action == "native"
+    assert {r["tensor"] for r in table.data} >= {"allreduce.0.weight"}
+    for gid in ("phase-breakdown", "batch-sizes", "cadence"):
+        assert isinstance(_by_id(page, gid), dcc.Graph)
+
+
+def test_nccl_page_shows_socket_fallback_per_host(lib: RunLibrary) -> None:
+    doc = lib.document(_upload(lib, {"job.log": SOCKET_LOG.read_bytes()}))
+    page = render_page("nccl", doc)
+    rows = _by_id(page, "nccl-hosts").data
+    assert rows and all(r["c4"] == "Socket" for r in rows)
+    matrix = _by_id(page, "transport-matrix").figure.data[0]
+    assert "network Socket" in matrix.x
+
+
+def test_hostile_tensor_name_stays_a_string(lib: RunLibrary) -> None:
+    doc = lib.document(_upload(lib, {"timeline.json": hostile_timeline()}))
+    page = render_page("phases", doc)
+    assert XSS in [r["tensor"] for r in _by_id(page, "tensor-table").data]
+    assert all(not isinstance(c, html.Img) for c in _walk(page))
+
+
+def test_a_corrupt_upload_fails_alone_with_a_message(lib: RunLibrary) -> None:
+    good = _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()})
+    bad = _upload(lib, {"broken.json": b"\x00\x01garbage that is no timeline"})
+    st = poll_job(lib, bad)
+    assert st["failed"] and "broken.json" in st["text"] and "not an input hvd-analyze reads" in st["text"]
+    assert "input-000" not in st["text"]
+    assert run_error(lib, bad) is not None and run_error(lib, good) is None
+    assert {o["value"] for o in run_options(lib)} == {good, bad}
+    assert lib.document(good) is not None
+
+
+def test_a_traversal_archive_is_refused(lib: RunLibrary) -> None:
+    bad = _upload(lib, {"run.zip": zip_bytes({"../../evil.json": b"[]"})})
+    st = poll_job(lib, bad)
+    assert st["failed"] and "path traversal" in st["text"]
+    assert not list(lib.root.rglob("evil.json"))
+
+
+def test_an_upload_over_the_limit_is_refused_at_once(tmp_path: Path) -> None:
+    small = RunLibrary(tmp_path, Limits(max_upload=1000))
+    run_id, message = start_upload(small, [data_url(b"[" * 5000)], ["t.json"])
+    assert run_id is None and "over the upload limit" in message and run_options(small) == []
+
+
+def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
+    from analyzer.discover import discover
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([REAL_STRAGGLER]))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "store").rglob("*"))
+    lib = RunLibrary(tmp_path / "app")
+    run_id = lib.register_store(str(tmp_path / "store"), wait=True)
+    assert lib.register_store(str(tmp_path / "store")) == run_id  # once
+    assert lib.document(run_id)["report"]["timeline"]["steps"]["steady"] == 29
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "store").rglob("*")) == before
+
+
+def test_every_page_renders_for_every_kind_of_run(lib: RunLibrary) -> None:
+    runs = [_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}), _upload(lib, {"job.log": SOCKET_LOG.read_bytes()})]
+    for run_id in runs:
+        for page, _ in PAGES:
+            json.dumps(render_page(page, lib.document(run_id)).to_plotly_json(), default=lambda o: o.to_plotly_json())
+    assert "Choose a run" in _text(render_page("overview", None))
+
+
+def test_create_app_does_no_work_until_asked(tmp_path: Path) -> None:
+    app = create_app(tmp_path / "app")
+    assert not (tmp_path / "app").exists()  # the folder is made by the first upload
+    assert callable(app.layout)
+    layout = app.layout()
+    assert _by_id(layout, "run-list").options == []

@@ -1,0 +1,156 @@
+"""The app in a real browser (Debian's /usr/bin/chromium driven by Playwright).
+
+``scripts/install-test-deps.sh`` (run by the README's test command) installs chromium; without
+it these tests skip with that hint. Screenshots of every page go to ``tests/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dashboards.app import create_app
+from tests.dashboards.helpers import (
+    REAL_STRAGGLER,
+    SOCKET_LOG,
+    XSS,
+    hostile_timeline,
+    zip_bytes,
+)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT = 90_000  # ms: ingestion on a loaded 2-core CI box
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from werkzeug.serving import make_server
+
+    app = create_app(tmp_path_factory.mktemp("app-runs"))
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_port}/"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no chromium: run scripts/install-test-deps.sh (the README's test command does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Any, server: str) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.dialogs = []  # type: ignore[attr-defined]
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    pg.set_default_timeout(TIMEOUT)
+    pg.goto(server)
+    pg.wait_for_selector("#upload")
+    yield pg
+    ctx.close()
+
+
+def _upload(page: Any, name: str, data: bytes, mime: str = "application/json") -> None:
+    page.set_input_files("#upload input[type=file]", files=[{"name": name, "mimeType": mime, "buffer": data}])
+
+
+def _wait_status(page: Any, text: str) -> str:
+    page.wait_for_function("t => document.querySelector('#upload-status').innerText.includes(t)", arg=text,
+                           timeout=TIMEOUT)
+    return str(page.inner_text("#upload-status"))
+
+
+def _tab(page: Any, label: str) -> None:
+    page.get_by_text(label, exact=True).click()
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
+
+
+def test_real_timeline_upload_shows_straggler_and_every_step(page: Any) -> None:
+    _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
+    _wait_status(page, "Done")
+    page.wait_for_selector('.finding[data-code="timeline.straggler"]')
+    assert "Rank 1 is late" in page.inner_text('.finding[data-code="timeline.straggler"]')
+    _shot(page, "overview")
+
+    _tab(page, "Steps")
+    page.wait_for_selector("#step-histogram .main-svg")
+    counts = page.evaluate("document.querySelector('#step-histogram .js-plotly-plot').data[0].y")
+    assert sum(counts) == 29  # steps.csv has 30 steps per rank; the first has no duration
+    assert page.locator("#step-histogram .bars .point").count() == len(counts)
+    assert "29 steady steps of 30" in page.inner_text("#step-histogram")
+    page.wait_for_selector("#step-series .main-svg")
+    _shot(page, "steps")
+
+    _tab(page, "Ranks")
+    page.wait_for_selector("#rank-box .main-svg")
+    page.wait_for_selector("#rank-heatmap .main-svg")
+    _shot(page, "ranks")
+
+    _tab(page, "Phases & fusion")
+    page.wait_for_selector("#tensor-table")
+    page.wait_for_selector("#phase-breakdown .main-svg")
+    _shot(page, "phases")
+
+
+def test_nccl_page_shows_the_socket_fallback_row(page: Any) -> None:
+    _upload(page, "job.log", SOCKET_LOG.read_bytes(), "text/plain")
+    _wait_status(page, "Done")
+    page.wait_for_selector('.finding[data-code="nccl.socket_fallback"]')
+    _tab(page, "NCCL")
+    page.wait_for_selector("#nccl-hosts")
+    rows = page.locator("#nccl-hosts tr").all_inner_texts()
+    assert any("gpu-node-000" in r and "Socket" in r and "NET/Socket" in r for r in rows), rows
+    page.wait_for_selector("#transport-matrix .main-svg")
+    _shot(page, "nccl")
+
+
+def test_corrupt_upload_shows_an_error_and_the_app_keeps_working(page: Any) -> None:
+    _upload(page, "broken.json", b"\x00\x01 this is no timeline")
+    text = _wait_status(page, "Failed")
+    assert "broken.json" in text and "not an input hvd-analyze reads" in text
+    assert "error" in (page.get_attribute("#upload-status", "class") or "")
+    _shot(page, "corrupt-upload")
+    _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
+    _wait_status(page, "Done")
+    page.wait_for_selector('.finding[data-code="timeline.straggler"]')
+
+
+def test_zip_with_parent_entries_is_refused(page: Any) -> None:
+    _upload(page, "run.zip", zip_bytes({"run/timeline.json": b"[]", "../../etc/evil.json": b"[]"}), "application/zip")
+    text = _wait_status(page, "Failed")
+    assert "run.zip" in text and "path traversal" in text
+    _shot(page, "zip-traversal")
+
+
+def test_hostile_tensor_name_is_shown_literally(page: Any) -> None:
+    _upload(page, "timeline.json", hostile_timeline())
+    _wait_status(page, "Done")
+    _tab(page, "Phases & fusion")
+    page.wait_for_selector("#tensor-table")
+    page.wait_for_function("t => document.querySelector('#tensor-table').innerText.includes(t)", arg=XSS)
+    assert page.locator("img[src=x]").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    _shot(page, "hostile-name")
