@@ -6,9 +6,10 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,7 @@ from analyzer import __version__
 from analyzer.discover import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
+from analyzer.parallel import Executor, executor_from_options, ingest_runner
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.run import analyze
 from analyzer.store import MANIFEST, IngestReport, RunStore, temporary_store
@@ -47,16 +49,28 @@ def cli() -> None:
     """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
-def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool) -> IngestReport:
+def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Executor | None = None) -> IngestReport:
     inputs, skipped = discover(list(paths))
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
+    runner = ingest_runner(executor) if executor is not None and len(inputs) > 1 and (
+        executor.uses_dask or executor.jobs > 1 and executor.worth_it(len(inputs), total)) else None
     if show:
         from tqdm import tqdm
 
         with tqdm(total=total, unit="B", unit_scale=True, desc="ingest", file=sys.stderr) as bar:
-            return store.ingest(inputs, skipped, progress=bar.update)
-    return store.ingest(inputs, skipped)
+            return store.ingest(inputs, skipped, progress=bar.update, runner=runner)
+    return store.ingest(inputs, skipped, runner=runner)
+
+
+def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--jobs``, ``--scheduler`` and ``--dask-workers``."""
+    fn = click.option("--dask-workers", type=int, default=None,
+                      help="Start a local Dask cluster of this many worker processes.")(fn)
+    fn = click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                      help="Run on this Dask cluster (its workers must see the same filesystem paths).")(fn)
+    return click.option("-j", "--jobs", type=int, default=None,
+                        help="Local worker processes (default: all cores; 1: this process only).")(fn)
 
 
 @cli.command()
@@ -64,11 +78,17 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool) -> IngestRepor
 @click.option("-o", "--output", "store_dir", required=True, type=click.Path(file_okay=False),
               help="Store folder (created if missing; inputs already in it are skipped).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool) -> None:
-    """Ingest timelines (files or folders, recognised by content) into a Parquet run store."""
+@_scale_options
+def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, jobs: int | None, scheduler: str | None,
+           dask_workers: int | None) -> None:
+    """Ingest timelines and logs (files or folders, recognised by content) into a Parquet run store.
+
+    Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
+    consistent, and running it again continues with the files not yet in the store."""
     with _errors():
+        executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.create_or_open(store_dir)
-        rep = _ingest(paths, store, quiet)
+        rep = _ingest(paths, store, quiet, executor)
     if quiet:
         return
     for entry in rep.added:
@@ -110,6 +130,27 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
         else:
             click.echo(text, nl=False)
     if fail_on and worst is not None and worst >= Severity.parse(fail_on):
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("runs_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for runs/<run>.json and the fleet summary (fleet.json, fleet.md).")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
+              help="Exit 1 when any run has a finding at or above this severity.")
+@_scale_options
+def batch(runs_dir: str, out_dir: str, fail_on: str | None, jobs: int | None, scheduler: str | None,
+          dask_workers: int | None) -> None:
+    """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary."""
+    from analyzer.batch import run_batch
+
+    with _errors():
+        fleet = run_batch(runs_dir, out_dir, executor_from_options(jobs, scheduler, dask_workers))
+    click.echo(f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
+               f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
+               f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}")
+    if fail_on and any(Severity.parse(r["worst"]) >= Severity.parse(fail_on) for r in fleet["with_findings"]):
         sys.exit(1)
 
 

@@ -109,3 +109,25 @@ def test_cut_gzip_input_is_reported_not_a_crash(tmp_path: Path, good: Path) -> N
     assert [f["code"] for f in doc["findings"]] == ["timeline.truncated"]
     assert doc["timeline"]["segmentation"]["method"] == "none"  # nothing survived the cut
     assert "timeline.gzip_cut" in {i["code"] for i in doc["parse_issues"]}
+
+
+def test_batch_and_scale_options(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+    from sample_traces.generator.timeline import TimelineSpec, write_timeline
+
+    runs = tmp_path / "runs"
+    for i, strag in enumerate((False, True)):
+        (runs / f"job-{i}").mkdir(parents=True)
+        write_timeline(runs / f"job-{i}" / "timeline.json", TimelineSpec(
+            ranks=4, tensors=6, steps=10, cache=False, straggler_ranks=(2,) if strag else (),
+            straggler_delay_us=20_000 if strag else 0))
+    res = CliRunner().invoke(cli, ["batch", str(runs), "-o", str(tmp_path / "out"), "-j", "1", "--fail-on", "critical"])
+    assert res.exit_code == 1 and "2 runs: 2 analysed, 0 failed; 1 with findings" in res.output
+    assert "`job-1`: rank(s) 2" in (tmp_path / "out" / "fleet.md").read_text()
+    res = CliRunner().invoke(cli, ["ingest", str(runs), "-o", str(tmp_path / "s"), "--scheduler", "tcp://x:1",
+                                   "--dask-workers", "2"])
+    assert res.exit_code == 2 and "exclude each other" in res.output
+    res = CliRunner().invoke(cli, ["batch", str(tmp_path / "nothing"), "-o", str(tmp_path / "o2")])
+    assert res.exit_code == 2 and "not a folder" in res.output

@@ -164,7 +164,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
     import pyarrow as pa
 
-    from analyzer.store import _QUEUE_DEPTH, _in_background
+    from analyzer.partition import _QUEUE_DEPTH, _in_background
 
     batch = ("spans", pa.table({"x": [1]}))
     produced: list[int] = []
@@ -190,7 +190,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
 
 def test_background_parsing_reraises_in_the_consumer() -> None:
-    from analyzer.store import _in_background
+    from analyzer.partition import _in_background
 
     def failing():
         yield ("spans", None)

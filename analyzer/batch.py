@@ -1,0 +1,167 @@
+"""``hvd-analyze batch``: one report per run and a fleet summary, runs spread over processes or Dask.
+
+A run is a folder directly under RUNS_DIR (its timeline and logs, or a run store) or a single
+input file there. Each run is one task (:func:`analyze_run`): ingest into a temporary store,
+analyse, write ``REPORTS_DIR/runs/<name>.json`` and return a small summary. The fleet summary
+(``fleet.json``, ``fleet.md``) says which runs fell back to sockets, which had stragglers, which
+failed to analyse, every run with a finding at warning or above, and the worst step-time
+regressions within a run (the last quarter of its steady steps against the first quarter).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analyzer.detectors import Context
+from analyzer.discover import discover
+from analyzer.errors import HvdAnalyzeError, UsageError
+from analyzer.findings import Severity
+from analyzer.parallel import Executor
+from analyzer.render import jsonreport
+from analyzer.run import analyze_in
+from analyzer.steps import steady_durations
+from analyzer.store import MANIFEST, RunStore, temporary_store
+
+REGRESSION_MIN = 1.10  # slowdown ratios below this are noise, not regressions
+TOP = 10
+
+
+def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
+    """``(name, path)`` of every run under ``runs_dir``, sorted by name."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder; batch expects a folder with one sub-folder (or file) per run")
+    runs = [(p.name, str(p)) for p in sorted(root.iterdir()) if not p.name.startswith(".")]
+    if not runs:
+        raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run)")
+    return runs
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
+
+
+def analyze_run(name: str, path: str, out_dir: str) -> dict[str, Any]:
+    """Task: analyse one run, write its JSON report, return its summary (never raises for bad input)."""
+    try:
+        if (Path(path) / MANIFEST).is_file():
+            summary = _summarize(name, RunStore.open(path), out_dir)
+        else:
+            inputs, skipped = discover([path])
+            if not inputs:
+                why = "; ".join(f"{s.path.name}: {s.reason}" for s in skipped[:5]) or "the folder is empty"
+                raise UsageError(f"{path}: not an input hvd-analyze reads in this run ({why})")
+            with temporary_store() as store:
+                store.ingest(inputs, skipped)
+                summary = _summarize(name, store, out_dir)
+    except HvdAnalyzeError as exc:
+        return {"run": name, "status": "failed", "error": str(exc)}
+    return summary
+
+
+def analyze_runs(group: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    return [analyze_run(*args) for args in group]
+
+
+def _summarize(name: str, store: RunStore, out_dir: str) -> dict[str, Any]:
+    ctx = Context(store)
+    report = analyze_in(ctx)
+    doc = jsonreport.to_document(report)
+    report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
+    report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    steps = doc["timeline"]["steps"] if doc.get("timeline") else None
+    slowdown = None
+    if ctx.timelines():
+        d = steady_durations(max(ctx.timelines(), key=lambda m: len(m.steps)).steps)
+        q = len(d) // 4
+        if q >= 2:
+            slowdown = float(np.median(d[-q:]) / np.median(d[:q]))
+    findings = [{"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks),
+                 "hosts": list(f.hosts)} for f in report.findings]
+    return {
+        "run": name, "status": "ok", "report": str(report_path),
+        "worst": report.worst().label if report.worst() is not None else None,
+        "findings": findings,
+        "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
+        "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
+        "slowdown": slowdown,
+    }
+
+
+def fleet_summary(summaries: list[Mapping[str, Any]]) -> dict[str, Any]:
+    ok = [s for s in summaries if s["status"] == "ok"]
+
+    def with_code(code: str) -> list[dict[str, Any]]:
+        out = []
+        for s in ok:
+            hits = [f for f in s["findings"] if f["code"] == code]
+            if hits:
+                out.append({"run": s["run"], "ranks": sorted({r for f in hits for r in f["ranks"]}),
+                            "hosts": sorted({h for f in hits for h in f["hosts"]}), "title": hits[0]["title"]})
+        return out
+
+    warn = Severity.parse("warning")
+    faulty = [{"run": s["run"], "worst": s["worst"],
+               "codes": sorted({f["code"] for f in s["findings"] if Severity.parse(f["severity"]) >= warn})}
+              for s in ok if s["worst"] is not None and Severity.parse(s["worst"]) >= warn]
+    regress = sorted((s for s in ok if s["slowdown"] is not None and s["slowdown"] >= REGRESSION_MIN),
+                     key=lambda s: -s["slowdown"])[:TOP]
+    return {
+        "runs": len(summaries), "analysed": len(ok),
+        "failed": [{"run": s["run"], "error": s["error"]} for s in summaries if s["status"] == "failed"],
+        "with_findings": faulty,
+        "socket_fallback": with_code("nccl.socket_fallback"),
+        "stragglers": with_code("timeline.straggler"),
+        "worst_regressions": [{"run": s["run"], "slowdown": round(s["slowdown"], 3),
+                               "median_step_ms": s["median_step_ms"]} for s in regress],
+        "slowest_steps": [{"run": s["run"], "median_step_ms": s["median_step_ms"]} for s in sorted(
+            (s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[:TOP]],
+    }
+
+
+def fleet_markdown(fleet: Mapping[str, Any]) -> str:
+    lines = [f"# Fleet summary: {fleet['runs']} runs", "",
+             (f"{fleet['analysed']} analysed, {len(fleet['failed'])} failed, "
+              f"{len(fleet['with_findings'])} with a finding at warning or above."), ""]
+
+    def section(title: str, rows: list[str]) -> None:
+        lines.extend([f"## {title} ({len(rows)})", "", *(rows or ["none"]), ""])
+
+    section("Socket fallback", [f"- `{r['run']}`: {r['title']}" for r in fleet["socket_fallback"]])
+    section("Stragglers", [f"- `{r['run']}`: rank(s) {', '.join(map(str, r['ranks']))}" for r in fleet["stragglers"]])
+    section("Worst step-time regressions (last quarter of the run vs first)",
+            [f"- `{r['run']}`: {r['slowdown']:.2f}x (median step {r['median_step_ms']:.1f} ms)"
+             for r in fleet["worst_regressions"]])
+    section("Runs with findings", [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}"
+                                   for r in fleet["with_findings"]])
+    section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])
+    return "\n".join(lines)
+
+
+def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor) -> dict[str, Any]:
+    """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written)."""
+    runs = find_runs(runs_dir)
+    out = Path(out_dir)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    names = [safe_name(n) for n, _ in runs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{runs_dir}: run names collide once made safe for file names; rename the folders")
+    tasks = [(n, p, str(out)) for n, p in runs]
+    summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
+    fleet = fleet_summary(summaries)
+    (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": summaries}, indent=1) + "\n", encoding="utf-8")
+    (out / "fleet.md").write_text(fleet_markdown(fleet), encoding="utf-8")
+    return fleet
+
+
+def _size(path: str) -> int:
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size + 1
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) + 1

@@ -1,0 +1,145 @@
+"""Where work runs: here, on a local process pool, or on a Dask cluster (``dask.distributed``).
+
+Two kinds of work are distributed, both per file or per run (never a shared in-memory state):
+
+* ingest: :func:`analyzer.partition.write_input` per input; workers write partitions into
+  the store folder (which must be on a filesystem they all see) and send back manifest
+  entries, which the one writer of the manifest adds (:meth:`analyzer.store.RunStore.ingest`);
+* batch: one task per run (:mod:`analyzer.batch`).
+
+Inputs are handed out largest first, in groups of several small files per task so that the
+per-task overhead (pickling, scheduling) stays small against the parsing. A timeline is
+one task: its B/E pairing is sequential by nature; it streams in bounded memory
+(:mod:`parsers.timeline`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from analyzer.discover import InputFile
+from analyzer.errors import UsageError
+from analyzer.partition import write_input
+
+T = TypeVar("T")
+R = TypeVar("R")
+TASKS_PER_WORKER = 8  # groups handed to each worker (load balance vs per-task overhead)
+PARALLEL_MIN_FILES = 64
+PARALLEL_MIN_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    """How to run tasks: ``jobs`` local processes (1: in this process), or a Dask scheduler
+    at ``scheduler`` (``tcp://HOST:PORT``), or a local Dask cluster of ``dask_workers`` processes."""
+
+    jobs: int = 1
+    scheduler: str | None = None
+    dask_workers: int | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.dask_workers or self.jobs
+
+    @property
+    def uses_dask(self) -> bool:
+        return self.scheduler is not None or self.dask_workers is not None
+
+    @staticmethod
+    def worth_it(files: int, total_bytes: int) -> bool:
+        """Whether local processes pay off: starting them costs ~1-2 s (imports, compiled kernels)."""
+        return files >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES
+
+    def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int]) -> Iterator[R]:
+        """``fn`` over groups of ``items`` (heaviest first); results as groups complete."""
+        if not items:
+            return iter(())
+        groups = _groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER)
+        if self.uses_dask:
+            return _dask_map(fn, groups, self.scheduler, self.dask_workers)
+        if self.jobs <= 1 or len(groups) == 1:
+            return (r for g in groups for r in fn(g))
+        return _pool_map(fn, groups, self.jobs)
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def executor_from_options(jobs: int | None, scheduler: str | None, dask_workers: int | None) -> Executor:
+    if scheduler and dask_workers:
+        raise UsageError("--scheduler and --dask-workers exclude each other: one names a running cluster, "
+                         "the other starts a local one")
+    if dask_workers is not None and dask_workers < 1 or jobs is not None and jobs < 1:
+        raise UsageError("--jobs and --dask-workers need a number >= 1")
+    return Executor(jobs=jobs or default_jobs(), scheduler=scheduler, dask_workers=dask_workers)
+
+
+def _groups(items: Sequence[T], weight: Callable[[T], int], n_groups: int) -> list[list[T]]:
+    """Heaviest items first, each group about ``total / n_groups`` in weight (a big item alone)."""
+    ordered = sorted(items, key=weight, reverse=True)
+    total = sum(weight(i) for i in ordered)
+    target = max(1, total // n_groups)
+    out: list[list[T]] = []
+    cur: list[T] = []
+    size = 0
+    for item in ordered:
+        cur.append(item)
+        size += weight(item)
+        if size >= target:
+            out.append(cur)
+            cur, size = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int) -> Iterator[R]:
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                      else "spawn")
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=ctx)
+    try:
+        pending: set[Future[list[R]]] = {ex.submit(fn, g) for g in groups}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                yield from f.result()
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
+              workers: int | None) -> Iterator[R]:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(scheduler or cluster)
+    try:
+        futures = client.map(fn, groups, pure=False)
+        for f in as_completed(futures):
+            yield from f.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def write_inputs(root_and_items: list[tuple[str, InputFile]]) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Task: :func:`write_input` for each ``(store root, input)``."""
+    return [(item, write_input(Path(root), item)) for root, item in root_and_items]
+
+
+def ingest_runner(executor: Executor) -> Callable[[Path, list[InputFile]], Iterator[tuple[InputFile, dict[str, Any]]]]:
+    """A :data:`analyzer.store.Runner` that parses the inputs with ``executor``."""
+    def run(root: Path, items: list[InputFile]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        pairs = [(str(root), i) for i in items]
+        return executor.map(write_inputs, pairs, weight=lambda p: p[1].size + 64 * 1024)
+    return run

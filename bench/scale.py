@@ -1,0 +1,144 @@
+"""Scale benchmark (issue #7), one run, same inputs: ingest vs the JSON baselines, a 5 GB timeline's
+memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask LocalCluster.
+
+    python bench/scale.py [--mb 1024] [--big-mb 5120] [--skip-json]
+
+1. The 1 GB timeline of bench/ingest.py, each method in a fresh process (time, MB/s, peak RSS):
+   ours (``hvd-analyze ingest``), ``json.load`` + pandas, orjson + pandas, DuckDB ``read_json`` to
+   Arrow, and the ``ijson`` streaming floor (iterate every event, build nothing).
+2. The same generator at ``--big-mb`` (default 5 GB): our ingest's peak RSS (target <= 1 GB) and its
+   rate against the 1 GB rate (target: not lower by more than 10%).
+3. ``NCCL_DEBUG=INFO`` logs of 4096 ranks, one file per rank (512 hosts x 8 GPUs, 1000 COLL lines per
+   rank, 200 KB each): ``ingest -j 1``, ``-j 2`` and ``--dask-workers 2``, each in a fresh process, and whether the
+   three stores hold identical tables. Target: Dask >= 1.7x the single-process rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import CACHE, big_timeline, entry, measure_in_child
+from bench.ingest import duckdb_arrow, json_pandas, ours
+
+
+def orjson_pandas(path: Path) -> None:
+    import orjson
+    import pandas as pd
+
+    pd.DataFrame(orjson.loads(path.read_bytes()))
+
+
+def ijson_floor(path: Path) -> None:
+    import ijson
+
+    with open(path, "rb") as f:
+        for _ in ijson.items(f, "item"):
+            pass
+
+
+METHODS = {"ours": ours, "json+pandas": json_pandas, "orjson+pandas": orjson_pandas, "duckdb": duckdb_arrow,
+           "ijson": ijson_floor}
+
+
+def nccl_logs() -> Path:
+    from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
+
+    folder = CACHE / "nccl_4096r_1000coll_files"
+    if not (folder / "gpu-node-511.24095.log").exists():
+        write_nccl_log(folder, NcclLogSpec(hosts=512, gpus_per_host=8, collectives=1000), per_rank=True)
+    return folder
+
+
+def ingest_cli(folder: Path, store: Path, *opts: str) -> dict[str, float]:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "analyzer", "ingest", str(folder), "-o", str(store), "-q", *opts],
+                   check=True)
+    wall = time.perf_counter() - t
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return {"seconds": wall, "mb_per_s": size / wall / 1e6, "max_child_rss_mb": rss / 1e6}
+
+
+def tables_digest(store: Path) -> dict[str, list[str]]:
+    """Per table, the sorted row digests of every partition (order of completion aside)."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    out: dict[str, list[str]] = {}
+    for part in sorted((store / "tables").glob("*/input_id=*/part-0.parquet")):
+        t = pq.read_table(part)
+        h = hashlib.sha256(t.to_pandas().to_csv(index=False).encode()).hexdigest()[:16]
+        out.setdefault(part.parent.parent.name, []).append(f"{part.parent.name}:{h}")
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=1024)
+    ap.add_argument("--big-mb", type=int, default=5120)
+    ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
+    ap.add_argument("--only-nccl", action="store_true", help="only part 3 (the 4096 per-rank logs)")
+    ap.add_argument("--repeat", type=int, default=2, help="part 3: best of this many runs per mode")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
+    if not args.only_nccl:
+        timelines(args)
+    nccl_scaling(args.repeat)
+
+
+def timelines(args: argparse.Namespace) -> None:
+
+    path = big_timeline(args.mb)
+    print(f"\n1. {path.name} ({path.stat().st_size / 1e6:.0f} MB), each method in a fresh process")
+    res = {}
+    for m in METHODS:
+        if m == "json+pandas" and args.skip_json:
+            continue
+        res[m] = r = measure_in_child(__file__, m, path)
+        print(f"  {m:14s} {r['seconds']:7.2f} s {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB", flush=True)
+    for m, r in res.items():
+        if m != "ours":
+            print(f"  ours vs {m}: {res['ours']['mb_per_s'] / r['mb_per_s']:.2f}x the rate, "
+                  f"{res['ours']['peak_rss_mb'] / r['peak_rss_mb']:.2f}x the memory")
+
+    big = big_timeline(args.big_mb)
+    r = measure_in_child(__file__, "ours", big)
+    print(f"\n2. {big.name} ({big.stat().st_size / 1e6:.0f} MB): ours {r['seconds']:.1f} s, {r['mb_per_s']:.0f} MB/s, "
+          f"peak RSS {r['peak_rss_mb']:.0f} MB (target <= 1000 MB: {'met' if r['peak_rss_mb'] <= 1000 else 'NOT met'}); "
+          f"rate {r['mb_per_s'] / res['ours']['mb_per_s']:.2f}x the {args.mb} MB rate (target >= 0.90)")
+
+
+
+def nccl_scaling(repeat: int) -> None:
+    folder = nccl_logs()
+    n = len(list(folder.iterdir()))
+    print(f"\n3. {n} NCCL logs, {sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.0f} MB, `hvd-analyze ingest`:")
+    with tempfile.TemporaryDirectory() as d:
+        runs = {}
+        for label, opts in (("-j 1", ("-j", "1")), ("-j 2", ("-j", "2")), ("--dask-workers 2", ("--dask-workers", "2"))):
+            tries = []
+            for k in range(repeat):
+                store = Path(d) / f"{label.replace(' ', '')}-{k}"
+                tries.append(ingest_cli(folder, store, *opts))
+            runs[label] = min(tries, key=lambda r: r["seconds"])
+            print(f"  {label:18s} {runs[label]['seconds']:6.1f} s {runs[label]['mb_per_s']:6.1f} MB/s", flush=True)
+        same = len({json.dumps(tables_digest(Path(d) / f"{label.replace(' ', '')}-0")) for label in runs}) == 1
+        base = runs["-j 1"]["mb_per_s"]
+        print(f"  speed-up: -j 2 {runs['-j 2']['mb_per_s'] / base:.2f}x, Dask 2 workers "
+              f"{runs['--dask-workers 2']['mb_per_s'] / base:.2f}x (target >= 1.7x; best of {repeat} each); "
+              f"identical tables: {same}")
+
+
+if __name__ == "__main__":
+    entry(METHODS, main)

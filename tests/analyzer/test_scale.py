@@ -1,0 +1,130 @@
+"""Scale-out: process pools and a real Dask LocalCluster give the single-process results; an
+interrupted ingest resumes; batch over a fleet lists exactly the runs with injected faults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import analyzer.partition
+from analyzer.batch import run_batch
+from analyzer.discover import discover
+from analyzer.parallel import Executor, ingest_runner
+from analyzer.store import RunStore
+from parsers.schema import TABLES
+from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
+from sample_traces.generator.timeline import TimelineSpec, write_timeline
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("inputs")
+    write_nccl_log(d / "logs", NcclLogSpec(hosts=8, gpus_per_host=4, network="Socket", collectives=20), per_rank=True)
+    write_timeline(d / "timeline.json", TimelineSpec(ranks=8, tensors=8, steps=10, cache=False, seed=3))
+    return d
+
+
+def _tables(store: RunStore) -> dict[str, pd.DataFrame]:
+    """Every table, rows in a canonical order (inputs complete in any order on workers)."""
+    out = {}
+    for name in TABLES:
+        df = store.table(name).to_pandas()
+        df["input_id"] = df["input_id"].astype(str)  # partitions are concatenated in manifest order
+        df["_row"] = df.groupby("input_id").cumcount()
+        out[name] = df.sort_values(["input_id", "_row"]).reset_index(drop=True)
+    return out
+
+
+def _ingest(root: Path, src: Path, executor: Executor | None) -> RunStore:
+    store = RunStore.create_or_open(root)
+    store.ingest(*discover([src]), runner=ingest_runner(executor) if executor else None)
+    return RunStore.open(root)
+
+
+def _same(a: RunStore, b: RunStore) -> None:
+    assert sorted(e["id"] for e in a.inputs) == sorted(e["id"] for e in b.inputs)
+    ta, tb = _tables(a), _tables(b)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(ta[name], tb[name], check_categorical=False, obj=name)
+
+
+def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, inputs: Path) -> None:
+    single = _ingest(tmp_path / "single", inputs, None)
+    assert len(single.inputs) == 33 and single.table("nccl_processes").num_rows == 32
+    _same(single, _ingest(tmp_path / "pool", inputs, Executor(jobs=2)))
+    _same(single, _ingest(tmp_path / "dask", inputs, Executor(dask_workers=2)))
+
+
+def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch) -> None:
+    real = analyzer.partition.write_input
+    calls = []
+
+    def crashing(root: Path, item, progress=None):  # type: ignore[no-untyped-def]
+        calls.append(item)
+        if len(calls) == 6:  # dies half-way through the 6th input, after writing part of it
+            (root / "tables" / "spans" / f"{analyzer.partition.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
+            raise KeyboardInterrupt
+        return real(root, item, progress)
+
+    monkeypatch.setattr("analyzer.store.write_input", crashing)
+    store = RunStore.create_or_open(tmp_path / "store")
+    with pytest.raises(KeyboardInterrupt):
+        store.ingest(*discover([inputs]))
+    done = RunStore.open(tmp_path / "store")
+    assert len(done.inputs) == 5  # what completed is in the manifest, readable as is
+    assert done.table("nccl_processes").num_rows == len([e for e in done.inputs if e["kind"] == "job_log"])
+    monkeypatch.setattr("analyzer.store.write_input", real)
+    rep = done.ingest(*discover([inputs]))
+    assert len(rep.unchanged) == 5 and len(rep.added) == 28
+    assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.partition.TMP_PREFIX}*"))
+    _same(RunStore.open(tmp_path / "store"), _ingest(tmp_path / "clean", inputs, None))
+
+
+def _fleet(root: Path, n: int) -> tuple[set[str], set[str]]:
+    """``n`` tiny runs; every 7th has a straggler, every 11th falls back to sockets."""
+    stragglers, sockets = set(), set()
+    for i in range(n):
+        name = f"job-{i:03d}"
+        d = root / name
+        d.mkdir(parents=True)
+        strag = i % 7 == 3
+        write_timeline(d / "timeline.json", TimelineSpec(ranks=4, tensors=6, steps=10, cache=False, seed=i,
+                                                         straggler_ranks=(1,) if strag else (),
+                                                         straggler_delay_us=20_000 if strag else 0))
+        if i % 11 == 5:
+            write_nccl_log(d / "job.log", NcclLogSpec(hosts=2, gpus_per_host=2, network="Socket", seed=i))
+            sockets.add(name)
+        if strag:
+            stragglers.add(name)
+    return stragglers, sockets
+
+
+def test_batch_over_200_runs_lists_exactly_the_injected_faults(tmp_path: Path) -> None:
+    stragglers, sockets = _fleet(tmp_path / "runs", 200)
+    (tmp_path / "runs" / "job-broken").mkdir()
+    (tmp_path / "runs" / "job-broken" / "timeline.json").write_bytes(b"\x00\x01 not a timeline")
+    fleet = run_batch(tmp_path / "runs", tmp_path / "out", Executor(jobs=2))
+    assert fleet["runs"] == 201 and fleet["analysed"] == 200
+    assert {r["run"] for r in fleet["stragglers"]} == stragglers and all(r["ranks"] == [1] for r in fleet["stragglers"])
+    assert {r["run"] for r in fleet["socket_fallback"]} == sockets
+    assert {r["run"] for r in fleet["with_findings"]} == stragglers | sockets
+    assert [r["run"] for r in fleet["failed"]] == ["job-broken"] and "not an input" in fleet["failed"][0]["error"]
+    assert fleet["worst_regressions"] == []
+    assert len(list((tmp_path / "out" / "runs").glob("*.json"))) == 200
+    md = (tmp_path / "out" / "fleet.md").read_text()
+    assert all(f"`{r}`" in md for r in stragglers | sockets)
+
+
+def test_batch_on_dask_equals_batch_here(tmp_path: Path) -> None:
+    _fleet(tmp_path / "runs", 16)
+    here = run_batch(tmp_path / "runs", tmp_path / "a", Executor(jobs=1))
+    dask = run_batch(tmp_path / "runs", tmp_path / "b", Executor(dask_workers=2))
+    assert here == dask
+    ra = json.loads((tmp_path / "a" / "runs" / "job-003.json").read_text())
+    rb = json.loads((tmp_path / "b" / "runs" / "job-003.json").read_text())
+    assert ra["findings"] == rb["findings"]
