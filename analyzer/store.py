@@ -9,9 +9,10 @@ Layout::
 bytes twice (under any name) is a no-op. The folders are a hive-partitioned Parquet
 dataset (``input_id`` is the partition key, not a stored column) that pyarrow, pandas,
 DuckDB, Dask and Spark read as is. Each input is written into a hidden temporary folder
-and renamed once complete; the manifest is replaced atomically last, so an interrupted
-ingest leaves the store as it was before that input. Readers only see inputs listed in
-the manifest.
+(:mod:`analyzer.partition`, here or on a worker) and renamed once complete; the manifest is
+replaced atomically as inputs complete, so an interrupted ingest leaves a store listing what
+completed, and the next ingest sweeps the leftovers and continues. Readers only see inputs
+listed in the manifest.
 """
 
 from __future__ import annotations
