@@ -3,7 +3,8 @@
 Every number comes from the analyzer (the report document and :mod:`analyzer.views`); every
 figure is built by :mod:`analyzer.figures`, the functions the HTML report uses. User strings
 (file and tensor names, hosts, log lines) only ever go into component children or table
-cells, which Dash renders as text, never as HTML.
+cells, which Dash renders as text, never as HTML. Uploaded files already carry the user's names
+in the document (:func:`dashboards.runs.relabel`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 from dash import dash_table, dcc, html
 
 from analyzer import figures
+from analyzer.findings import SourceRef
 from analyzer.render import nccl_rows
+from analyzer.render.base import export_lines, format_impact
 from analyzer.render.sections import fusion_line, steps_line
 
 PAGES = (("overview", "Overview"), ("steps", "Steps"), ("ranks", "Ranks"), ("phases", "Phases & fusion"),
@@ -33,11 +36,6 @@ def _table(tid: str, header: tuple[str, ...], rows: list[tuple[str, ...]], **ext
     cols = [{"name": h, "id": f"c{i}"} for i, h in enumerate(header)]
     data = [{f"c{i}": v for i, v in enumerate(r)} for r in rows]
     return dash_table.DataTable(id=tid, columns=cols, data=data, **_TABLE_STYLE, **extra)
-
-
-def _label(doc: Mapping[str, Any], path: str) -> str:
-    """The name the user knows a file by (an upload's own name, not the app's copy)."""
-    return str(doc.get("labels", {}).get(path, path))
 
 
 def _main(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -60,20 +58,16 @@ def ordered_findings(findings: list[Mapping[str, Any]]) -> list[Mapping[str, Any
     return sorted(findings, key=key)
 
 
-def finding_card(f: Mapping[str, Any], doc: Mapping[str, Any], i: int) -> html.Div:
-    imp = f.get("impact")
-    impact = (f"{imp['seconds_per_step'] * 1e3:.1f} ms/step ({imp['fraction_of_step']:.0%} of the step), "
-              f"{imp['confidence']} confidence; assumes {imp['assumptions']}" if imp else "not estimable")
+def finding_card(f: Mapping[str, Any], i: int) -> html.Div:
     evidence = []
     for e in f["evidence"]:
-        where = "; ".join(f"{_label(doc, s['file'])}" + (f" byte {s['byte_offset']}" if s["byte_offset"] is not None
-                          else "") + (f" line {s['line']}" if s["line"] is not None else "") for s in e["sources"])
+        where = "; ".join(str(SourceRef(**s)) for s in e["sources"])
         evidence.append(html.Li([e["summary"], html.Span(f" [{where}]", className="muted") if where else None]))
-    env = "\n".join(f"export {k}={v}" for s in f["suggestions"] for k, v in s["env"].items())
+    env = "\n".join(export_lines(s["env"] for s in f["suggestions"]))
     body: list[Any] = [
         html.Div([html.Span(f["severity"], className="sev"), html.Code(f["code"]), " ", html.Strong(f["title"])]),
         html.P(f["summary"]),
-        html.P([html.Strong("Impact: "), impact]),
+        html.P([html.Strong("Impact: "), format_impact(f.get("impact"))]),
     ]
     if f["ranks"]:
         body.append(html.P([html.Strong("Ranks: "), ", ".join(map(str, f["ranks"]))]))
@@ -90,16 +84,16 @@ def finding_card(f: Mapping[str, Any], doc: Mapping[str, Any], i: int) -> html.D
 
 def overview(doc: Mapping[str, Any]) -> html.Div:
     rep = doc["report"]
-    inputs = [html.Li(f"{_label(doc, e['path'])}: {e['kind']}, {e['size']:,} bytes, "
+    inputs = [html.Li(f"{e['path']}: {e['kind']}, {e['size']:,} bytes, "
                       f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
                       f"{e['issues'].get('info', 0)} info") for e in rep["inputs"]]
     findings = ordered_findings(rep["findings"])
-    cards = [finding_card(f, doc, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
+    cards = [finding_card(f, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
     parts: list[Any] = [html.H3("Inputs"), html.Ul(inputs),
                         html.H3(f"Findings ({len(findings)})"),
                         html.P("Critical first, then by time lost per step.", className="muted"), *cards]
     if rep["parse_issues"]:
-        rows = [(i["severity"], i["code"], str(i["count"]), _label(doc, i["file"]),
+        rows = [(i["severity"], i["code"], str(i["count"]), i["file"],
                  "" if i["byte_offset"] is None else str(i["byte_offset"]), i["message"]) for i in rep["parse_issues"]]
         parts += [html.H3("Parse issues (records dropped or tolerated)"),
                   _table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows)]
@@ -193,13 +187,13 @@ def nccl(doc: Mapping[str, Any]) -> html.Div:
                   _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()])]
     if n["communicators"]:
         rows = [(c["comm_id"] or c["id"], str(c["nranks"]), str(len(c["ranks_complete"])),
-                 ", ".join(f"{r['rank']} ({r['host'] or '?'}, {_label(doc, r['file'])}:{r['line']})"
+                 ", ".join(f"{r['rank']} ({r['host'] or '?'}, {r['file']}:{r['line']})"
                            for r in c["ranks_incomplete"]) or "-") for c in n["communicators"][:nccl_rows.MAX_ROWS]]
         parts += [html.H3("Communicators"), _table("nccl-comms", ("communicator", "ranks", "Init COMPLETE",
                                                                   "missing (started, never completed)"), rows)]
     if n["errors"]:
         rows = [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
-                 f"{_label(doc, e['file'])}:{e['line']}", e["message"], e.get("remediation") or "")
+                 f"{e['file']}:{e['line']}", e["message"], e.get("remediation") or "")
                 for e in n["errors"][:nccl_rows.MAX_ROWS]]
         parts += [html.H3("Errors"), _table("nccl-errors", ("class", "process", "line", "message", "remediation"), rows)]
     if n["watchdog_timeouts"]:

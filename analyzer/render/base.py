@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any, Protocol
 
 from analyzer.findings import AnalysisReport, Finding
 
@@ -15,16 +17,24 @@ class Renderer(Protocol):
 
 
 def impact_text(f: Finding) -> str:
-    if f.impact is None:
+    return format_impact(asdict(f.impact) if f.impact is not None else None)
+
+
+def format_impact(i: Mapping[str, Any] | None) -> str:
+    """An impact (as in the JSON report) in one line."""
+    if i is None:
         return "not estimable"
-    i = f.impact
-    return (f"{i.seconds_per_step * 1000:.1f} ms/step ({i.fraction_of_step:.0%} of the step), "
-            f"{i.confidence} confidence; assumes {i.assumptions}")
+    return (f"{i['seconds_per_step'] * 1000:.1f} ms/step ({i['fraction_of_step']:.0%} of the step), "
+            f"{i['confidence']} confidence; assumes {i['assumptions']}")
 
 
 def env_lines(f: Finding) -> list[str]:
     """Copy-pasteable ``export`` lines for every env setting the finding suggests."""
-    return [f"export {k}={v}" for s in f.suggestions for k, v in s.env.items()]
+    return export_lines(s.env for s in f.suggestions)
+
+
+def export_lines(envs: Iterable[Mapping[str, str]]) -> list[str]:
+    return [f"export {k}={v}" for env in envs for k, v in env.items()]
 
 
 def input_line(entry: dict) -> str:  # type: ignore[type-arg]
