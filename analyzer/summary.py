@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.lateness import MIN_TICKED_STEPS, rank_summary
+from analyzer.lateness import rank_summary
 from analyzer.phases import phase_summary
 from analyzer.steps import steady_durations
 from analyzer.timeline_model import TimelineModel
@@ -48,9 +48,7 @@ def steps_summary(model: TimelineModel) -> dict[str, Any]:
 
 def ranks_summary(model: TimelineModel) -> dict[str, Any]:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
-    lat = model.lateness
-    steady = model.steady_lateness
-    scope = "steady" if len(steady.steps()) >= MIN_TICKED_STEPS else "first_negotiations" if len(lat) else "none"
+    scope, lat = model.rank_scope
     rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
     return {"scope": scope, "ranks": [
         {"rank": r.rank, "negotiations": r.negotiations, "last": r.last, "median_lateness_ms": r.median_us / 1e3,

@@ -17,7 +17,13 @@ import pyarrow.compute as pc
 
 from analyzer.batches import FusionEstimate, estimate_threshold, find_batches
 from analyzer.cycles import CycleEstimate, estimate_cycle
-from analyzer.lateness import Lateness, RankLateness, rank_summary, tick_lateness
+from analyzer.lateness import (
+    MIN_TICKED_STEPS,
+    Lateness,
+    RankLateness,
+    rank_summary,
+    tick_lateness,
+)
 from analyzer.steps import NO_END, Segmentation, segment, steady_durations, step_table
 from analyzer.store import RunStore
 
@@ -70,6 +76,15 @@ class TimelineModel:
     def steady_ranks(self) -> list[RankLateness]:
         """:func:`analyzer.lateness.rank_summary` of :attr:`steady_lateness`, computed once."""
         return rank_summary(self.steady_lateness)
+
+    @cached_property
+    def rank_scope(self) -> tuple[str, Lateness]:
+        """The ticks per-rank statistics read, and what they are: ``steady`` (enough steady steps
+        carry ticks), else ``first_negotiations`` (warm-up ticks only, the response cache's
+        doing), else ``none``."""
+        if len(self.steady_lateness.steps()) >= MIN_TICKED_STEPS:
+            return "steady", self.steady_lateness
+        return ("first_negotiations" if len(self.lateness) else "none"), self.lateness
 
     @property
     def steady_ticked_steps(self) -> int:

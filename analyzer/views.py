@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.cycles import cadence_gaps
-from analyzer.lateness import MIN_TICKED_STEPS, Lateness
+from analyzer.lateness import Lateness
 from analyzer.timeline_model import TimelineModel
 
 MAX_SERIES_POINTS = 2_000
@@ -26,7 +26,7 @@ HIST_BINS = 40
 
 
 def timeline_views(model: TimelineModel) -> dict[str, Any]:
-    lat = _scope(model)
+    _, lat = model.rank_scope  # the ticks the report's rank section reads
     return {
         "input_id": model.input_id,
         "step_series": step_series(model),
@@ -36,12 +36,6 @@ def timeline_views(model: TimelineModel) -> dict[str, Any]:
         "batch_sizes": batch_sizes(model),
         "cadence": cadence(model),
     }
-
-
-def _scope(model: TimelineModel) -> Lateness:
-    """The ticks the report's rank section uses (steady steps, else the first negotiations)."""
-    steady = model.steady_lateness
-    return steady if len(steady.steps()) >= MIN_TICKED_STEPS else model.lateness
 
 
 def step_series(model: TimelineModel) -> dict[str, Any]:
