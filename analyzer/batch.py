@@ -77,8 +77,9 @@ def _summarize(name: str, store: RunStore, out_dir: str) -> dict[str, Any]:
     report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     steps = doc["timeline"]["steps"] if doc.get("timeline") else None
     slowdown = None
-    if ctx.timelines():
-        d = steady_durations(max(ctx.timelines(), key=lambda m: len(m.steps)).steps)
+    main = next((m for m in ctx.timelines() if steps and m.input_id == doc["timeline"]["input_id"]), None)
+    if main is not None:  # the timeline the report's steps describe
+        d = steady_durations(main.steps)
         q = len(d) // 4
         if q >= 2:
             slowdown = float(np.median(d[-q:]) / np.median(d[:q]))

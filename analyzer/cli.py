@@ -53,8 +53,7 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Exec
     inputs, skipped = discover(list(paths))
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
-    runner = ingest_runner(executor) if executor is not None and len(inputs) > 1 and (
-        executor.uses_dask or executor.jobs > 1 and executor.worth_it(len(inputs), total)) else None
+    runner = ingest_runner(executor) if executor is not None and executor.pays_off(len(inputs), total) else None
     if show:
         from tqdm import tqdm
 

@@ -8,6 +8,7 @@ A view's ``note`` (what was reduced to keep the figure small) is shown under the
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from html import escape
 from itertools import pairwise
@@ -136,11 +137,11 @@ def cadence_histogram(view: Mapping[str, Any]) -> go.Figure:
 
 def transport_matrix(nccl: Mapping[str, Any]) -> go.Figure:
     """Processes per host (rows) and transport (columns), from NCCL's connection lines."""
-    hosts = sorted({p["host"] or "?" for p in nccl["processes"]})
-    transports = sorted({t for p in nccl["processes"] for t in p["transports"]} | {
-        f"network {p['network']}" for p in nccl["processes"] if p["network"]})
-    z = [[sum(1 for p in nccl["processes"] if (p["host"] or "?") == h
-              and (t in p["transports"] or t == f"network {p['network']}")) for t in transports] for h in hosts]
+    uses = Counter((p["host"] or "?", t) for p in nccl["processes"]
+                   for t in {*p["transports"], *([f"network {p['network']}"] if p["network"] else [])})
+    hosts = sorted({h for h, _ in uses} | {p["host"] or "?" for p in nccl["processes"]})
+    transports = sorted({t for _, t in uses})
+    z = [[uses[h, t] for t in transports] for h in hosts]  # one pass over the processes, not one per cell
     fig = go.Figure(go.Heatmap(z=z, x=transports, y=[escape(h) for h in hosts], colorscale="Blues", showscale=False, text=z,
                                texttemplate="%{text}", hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>"))
     fig.update_layout(title="NCCL transports per host (processes)", xaxis_type="category", yaxis_type="category",

@@ -51,10 +51,13 @@ class Executor:
     def uses_dask(self) -> bool:
         return self.scheduler is not None or self.dask_workers is not None
 
-    @staticmethod
-    def worth_it(files: int, total_bytes: int) -> bool:
-        """Whether local processes pay off: starting them costs ~1-2 s (imports, compiled kernels)."""
-        return files >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES
+    def pays_off(self, files: int, total_bytes: int) -> bool:
+        """Whether to parse ``files`` elsewhere than here: always on Dask (asked for by name);
+        on local processes only for enough work, as starting them costs ~1-2 s (imports,
+        compiled kernels)."""
+        if files < 2:
+            return False
+        return self.uses_dask or self.jobs > 1 and (files >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
 
     def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int]) -> Iterator[R]:
         """``fn`` over groups of ``items`` (heaviest first); results as groups complete."""

@@ -65,7 +65,7 @@ def run_options(library: RunLibrary) -> list[dict[str, str]]:
 
 
 def run_error(library: RunLibrary, run_id: str | None) -> str | None:
-    meta = next((m for m in library.runs() if m["id"] == run_id), None)
+    meta = library.meta(run_id) if run_id else None
     return meta.get("error") if meta and meta["status"] == "failed" else None
 
 

@@ -92,7 +92,7 @@ class RunLibrary:
         folder = self.root / RUNS
         out = []
         for d in folder.iterdir() if folder.is_dir() else []:
-            meta = self._meta(d.name)
+            meta = self.meta(d.name)
             if meta is not None:
                 out.append(meta)
         return sorted(out, key=lambda m: m["created"], reverse=True)
@@ -102,7 +102,8 @@ class RunLibrary:
             raise KeyError(run_id)
         return self.root / RUNS / run_id
 
-    def _meta(self, run_id: str) -> dict[str, Any] | None:
+    def meta(self, run_id: str) -> dict[str, Any] | None:
+        """The run's run.json (None for an unknown id)."""
         try:
             return json.loads((self._dir(run_id) / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError):
@@ -122,7 +123,7 @@ class RunLibrary:
         return meta
 
     def store_path(self, run_id: str) -> Path:
-        meta = self._meta(run_id) or {}
+        meta = self.meta(run_id) or {}
         return Path(meta["store"]) if meta.get("store") else self._dir(run_id) / "store"
 
     def document(self, run_id: str) -> dict[str, Any] | None:
