@@ -2,13 +2,13 @@
 
 Two kinds of work are distributed, both per file or per run (never a shared in-memory state):
 
-* ingest: :func:`analyzer.partition.write_input` per input; workers write partitions into
+* ingest: :func:`analyzer.partition.write_bucket` per bucket of inputs; workers write buckets into
   the store folder (which must be on a filesystem they all see) and send back manifest
   entries, which the one writer of the manifest adds (:meth:`analyzer.store.RunStore.ingest`);
 * batch: one task per run (:mod:`analyzer.batch`).
 
-Inputs are handed out largest first, in groups of several small files per task so that the
-per-task overhead (pickling, scheduling) stays small against the parsing. A timeline is
+Work is handed out largest first, in groups of several buckets (or runs) per task so that
+the per-task overhead (pickling, scheduling) stays small against the parsing. A timeline is
 one task: its B/E pairing is sequential by nature; it streams in bounded memory
 (:mod:`parsers.timeline`).
 """
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from analyzer.discover import InputFile
 from analyzer.errors import UsageError
-from analyzer.partition import write_input
+from analyzer.partition import Bucket, write_bucket
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -59,11 +59,15 @@ class Executor:
             return False
         return self.uses_dask or self.jobs > 1 and (files >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
 
-    def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int]) -> Iterator[R]:
-        """``fn`` over groups of ``items`` (heaviest first); results as groups complete."""
+    def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int],
+            grouped: bool = True) -> Iterator[R]:
+        """``fn`` over groups of ``items`` (heaviest first); results as groups complete.
+
+        ``grouped=False``: one item per task, for items that are already coarse (buckets).
+        """
         if not items:
             return iter(())
-        groups = _groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER)
+        groups = _groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER if grouped else len(items))
         if self.uses_dask:
             return _dask_map(fn, groups, self.scheduler, self.dask_workers)
         if self.jobs <= 1 or len(groups) == 1:
@@ -119,11 +123,15 @@ def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int
 
 def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
               workers: int | None) -> Iterator[R]:
+    import dask
     from dask.distributed import Client, LocalCluster, as_completed
 
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        # The workers' statistical profiler samples every thread's stack every 10 ms: measured,
+        # it costs a fifth of the parsing rate and nobody looks at a profile of this cluster.
+        with dask.config.set({"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(scheduler or cluster)
     try:
         futures = client.map(fn, groups, pure=False)
@@ -135,14 +143,15 @@ def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler
             cluster.close()
 
 
-def write_inputs(root_and_items: list[tuple[str, InputFile]]) -> list[tuple[InputFile, dict[str, Any]]]:
-    """Task: :func:`write_input` for each ``(store root, input)``."""
-    return [(item, write_input(Path(root), item)) for root, item in root_and_items]
+def write_buckets(root_and_buckets: list[tuple[str, Bucket]]) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Task: :func:`write_bucket` for each ``(store root, bucket)``."""
+    return [pair for root, bucket in root_and_buckets for pair in write_bucket(Path(root), bucket)]
 
 
-def ingest_runner(executor: Executor) -> Callable[[Path, list[InputFile]], Iterator[tuple[InputFile, dict[str, Any]]]]:
-    """A :data:`analyzer.store.Runner` that parses the inputs with ``executor``."""
-    def run(root: Path, items: list[InputFile]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
-        pairs = [(str(root), i) for i in items]
-        return executor.map(write_inputs, pairs, weight=lambda p: p[1].size + 64 * 1024)
+def ingest_runner(executor: Executor) -> Callable[[Path, list[Bucket]], Iterator[tuple[InputFile, dict[str, Any]]]]:
+    """A :data:`analyzer.store.Runner` that parses the buckets with ``executor``."""
+    def run(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        pairs = [(str(root), b) for b in buckets]
+        # a bucket is 16 MB of small inputs or one big one: a task each balances the load best
+        return executor.map(write_buckets, pairs, weight=lambda p: p[1].size, grouped=False)
     return run

@@ -1,23 +1,30 @@
-"""Writing one input into a store folder: parse, hash and write its Parquet partitions.
+"""Writing inputs into a store folder: parse, hash and write their Parquet partitions.
 
-:func:`write_input` is the unit of work of every ingest path (one process, a process pool,
-a Dask worker): it only creates files under ``ROOT/tables`` and returns the manifest entry,
-which the single writer of the manifest (:class:`analyzer.store.RunStore`) then adds.
+Inputs are written in buckets (:func:`plan_buckets`): a big input alone, small ones (per-rank
+logs) several to a bucket, so that 10,000 ranks make a few hundred Parquet files per table,
+not 10,000. :func:`write_bucket` is the unit of work of every ingest path (one process, a
+process pool, a Dask worker): it only creates files under ``ROOT/tables`` and returns the
+manifest entries, which the single writer of the manifest (:class:`analyzer.store.RunStore`)
+then adds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import os
 import queue
+import re
 import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -31,6 +38,12 @@ from parsers.timeline import TimelineParser
 _QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
 _PARQUET = {"compression": "zstd", "compression_level": 1}
 TMP_PREFIX = ".tmp-"
+BUCKET_KEY = "bucket"
+PART = "part-0.parquet"
+#: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
+BUCKET_BYTES = 16 << 20
+#: a big input's id hashes its size and this many first bytes (it is needed before the first row is written)
+ID_PREFIX_BYTES = 16 << 20
 
 
 def now() -> str:
@@ -90,15 +103,108 @@ class _HashingReader:
 
 
 
-def write_input(root: Path, item: InputFile, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Parse one input into its partitions under ``root/tables`` and return its manifest entry
-    (the manifest itself is not touched: the caller adds the entry). Safe to run in another
-    process or on a Dask worker sharing the folder: the partitions are written into a
-    uniquely named hidden folder and renamed to ``input_id=<id>`` once complete."""
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """Inputs written together into one Parquet file per table: one big input that streams
+    (``stream``), or several small ones."""
+
+    inputs: tuple[InputFile, ...]
+    stream: bool = False
+
+    @property
+    def size(self) -> int:
+        return sum(i.size for i in self.inputs)
+
+
+def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None) -> list[Bucket]:
+    """The inputs grouped into buckets, the unit of work and of storage.
+
+    An input of ``bucket_bytes`` (:data:`BUCKET_BYTES`) or more is a bucket of its own and
+    streams; smaller ones are taken in natural path order (so per-rank logs of neighbouring
+    hosts and ranks end up together) and cut into buckets of up to ``bucket_bytes``. The plan
+    depends only on the inputs, not on how many processes or workers run it.
+    """
+    limit = bucket_bytes or BUCKET_BYTES
+    out = [Bucket((i,), stream=True) for i in items if i.size >= limit]
+    cur: list[InputFile] = []
+    size = 0
+    for item in sorted((i for i in items if i.size < limit), key=lambda i: _natural(str(i.path))):
+        if cur and size + item.size > limit:
+            out.append(Bucket(tuple(cur)))
+            cur, size = [], 0
+        cur.append(item)
+        size += item.size
+    return out + ([Bucket(tuple(cur))] if cur else [])
+
+
+def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None,
+                 input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Parse one bucket of inputs into ``root/tables/<table>/bucket=<name>/part-0.parquet`` and
+    return ``(input, manifest entry)`` for each (the manifest itself is not touched: the caller
+    adds the entries). Safe to run in another process or on a Dask worker sharing the folder:
+    the files are written into a uniquely named hidden folder and renamed once complete, and
+    an existing bucket is never overwritten.
+
+    A big input streams into its own bucket; its id (known before the first row is written)
+    hashes its size and first :data:`ID_PREFIX_BYTES`, unless ``input_id`` is given. The small
+    inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
+    their bytes, and a repeated input (same bytes) is written once.
+    """
+    if bucket.stream:
+        (item,) = bucket.inputs
+        iid = input_id or prefix_id(item.path, item.size)
+        tmp = _tmp_name()
+        writers: dict[str, pq.ParquetWriter] = {}
+        try:
+            entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)))
+        except BaseException:
+            _discard(root, writers, tmp)
+            raise
+        _close(writers)
+        entry["id"] = iid
+        entry["bucket"] = _publish(root, writers, tmp, iid)
+        return [(item, entry)]
+    tmp = _tmp_name()
+    writers = {}
+    out: list[tuple[InputFile, dict[str, Any]]] = []
+    written: set[str] = set()
+    try:
+        for item in bucket.inputs:
+            tables: list[tuple[str, pa.Table]] = []
+            entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)))
+            entry["id"] = entry["sha256"][:16]
+            if entry["id"] not in written:  # the same bytes twice in one bucket: rows once
+                written.add(entry["id"])
+                for name, t in tables:
+                    _write(root, writers, name, tmp, _with_id(t, entry["id"]))
+            out.append((item, entry))
+    except BaseException:
+        _discard(root, writers, tmp)
+        raise
+    _close(writers)
+    ids = sorted(written)
+    name = _publish(root, writers, tmp, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
+    for _, entry in out:
+        entry["bucket"] = name
+    return out
+
+
+def prefix_id(path: Path, size: int) -> str:
+    """The id of a big input: sha256 of its size and first :data:`ID_PREFIX_BYTES` (domain-separated
+    from the whole-file ids of small inputs). The store resolves the rare clash of two inputs
+    with the same prefix and size by re-ingesting the second under its whole-file id."""
+    h = hashlib.sha256(f"hvd-analyze input {size}\n".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(ID_PREFIX_BYTES))
+    return h.hexdigest()[:16]
+
+
+def _parse(item: InputFile, progress: Callable[[int], None] | None,
+           emit: Callable[[str, pa.Table], None]) -> dict[str, Any]:
+    """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
+    (without ``id`` and ``bucket``)."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
         raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
-    tmp_dir = f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    writers: dict[str, pq.ParquetWriter] = {}
     rows: dict[str, int] = {}
     with open(item.path, "rb") as raw_file:
         gz = raw_file.read(2) == GZIP_MAGIC
@@ -113,10 +219,9 @@ def write_input(root: Path, item: InputFile, progress: Callable[[int], None] | N
             parser = TimelineParser(item.path, display_name=str(item.path))
             batches = _in_background(parser.batches(stream))
         last = 0
-        complete = False
         try:
             for name, batch in batches:
-                _write(root, writers, name, tmp_dir, batch)
+                emit(name, batch)
                 rows[name] = rows.get(name, 0) + batch.num_rows
                 if progress and raw.pos > last:
                     progress(raw.pos - last)
@@ -124,46 +229,78 @@ def write_input(root: Path, item: InputFile, progress: Callable[[int], None] | N
             tail = [("tensors", parser.tensors_table())] if isinstance(parser, TimelineParser) else []
             for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
                 if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
-                    _write(root, writers, name, tmp_dir, table)
+                    emit(name, table)
                     rows[name] = table.num_rows
-            complete = True
         finally:
             raw.finish()
-            for w in writers.values():
-                w.close()
-            if not complete:  # a parser or write error: leave no partial partition behind
-                for name in writers:
-                    shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
         if progress and raw.pos > last:
             progress(raw.pos - last)
-    sha = raw.hexdigest()
-    input_id = sha[:16]
-    for name in writers:
-        final = root / "tables" / name / f"input_id={input_id}"
-        if final.exists():  # left by an interrupted ingest of the same bytes
-            shutil.rmtree(final)
-        os.replace(root / "tables" / name / tmp_dir, final)
     return {
-        "id": input_id, "path": str(item.path), "paths": [str(item.path)], "size": item.size,
-        "sha256": sha, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
-        "tables": sorted(writers), "rows": rows, "issues": parser.sink.counts(),
+        "path": str(item.path), "paths": [str(item.path)], "size": item.size,
+        "sha256": raw.hexdigest(), "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
+        "tables": sorted(rows), "rows": rows, "issues": parser.sink.counts(),
         **({"timeline": parser.info.to_dict()} if isinstance(parser, TimelineParser) else {"log": parser.info}),
     }
 
 
 def _write(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:
-    """Append to the input's part file; input_id is the partition folder, not a column."""
+    """Append to the bucket's part file of table ``name``."""
     w = writers.get(name)
     if w is None:
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
-        schema = file_schema(name)
+        schema = arrow_schema(name)
         # Dictionary-encode only the dictionary columns: trying it on high-cardinality
         # integers (ids, timestamps, offsets) costs more than it saves (measured: 2.4x slower).
         dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-        w = writers[name] = pq.ParquetWriter(folder / "part-0.parquet", schema, use_dictionary=dict_cols,
-                                             **_PARQUET)
-    w.write_table(batch.drop_columns(["input_id"]) if "input_id" in batch.column_names else batch)
+        w = writers[name] = pq.ParquetWriter(folder / PART, schema, use_dictionary=dict_cols, **_PARQUET)
+    w.write_table(batch)
+
+
+def _with_id(batch: pa.Table, input_id: str) -> pa.Table:
+    if "input_id" in batch.column_names:
+        batch = batch.drop_columns(["input_id"])
+    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]))
+    return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
+
+
+def _close(writers: dict[str, pq.ParquetWriter]) -> None:
+    for w in writers.values():
+        w.close()
+
+
+def _discard(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str) -> None:
+    """After a parser or write error: leave no partial bucket behind."""
+    for w in writers.values():
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            w.close()
+    for name in writers:
+        shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
+
+
+def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, name: str) -> str:
+    """Rename the bucket's hidden folders to ``bucket=<name>``, or to ``bucket=<name>-<random>``
+    where that exists (the same bytes parsed by two tasks at once, or a clash of ids), which
+    the store then resolves; a listed bucket is never overwritten."""
+    tables = root / "tables"
+    if any((tables / t / f"{BUCKET_KEY}={name}").exists() for t in writers):
+        name = f"{name}-{uuid.uuid4().hex[:8]}"
+    for t in writers:
+        os.replace(tables / t / tmp_dir, tables / t / f"{BUCKET_KEY}={name}")
+    return name
+
+
+def _tmp_name() -> str:
+    return f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _natural(s: str) -> list[Any]:
+    """Sort key that puts ``node-2`` before ``node-10``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
 
 
 def _in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[str, pa.Table]]:
@@ -208,6 +345,7 @@ def _in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[st
 
 
 def file_schema(name: str) -> pa.Schema:
+    """The schema of a version-1 part file: ``input_id`` was the folder name, not a column."""
     schema = arrow_schema(name)
     return schema.remove(schema.get_field_index("input_id"))
 

@@ -1,18 +1,25 @@
-"""The run store: a folder of Parquet tables plus ``manifest.json``.
+"""The run store: a folder of Parquet tables plus ``manifest.json``. A store holds one run.
 
-Layout::
+Layout (schema version 2)::
 
-    STORE/manifest.json                      schema_version, tool version, inputs, skipped
-    STORE/tables/<table>/input_id=<id>/part-0.parquet   one file per input and table
+    STORE/manifest.json                                  schema_version, tool version, inputs, skipped
+    STORE/tables/<table>/bucket=<name>/part-0.parquet    one file per bucket and table
 
-``input_id`` is the first 16 hex digits of the input's sha256, so ingesting the same
-bytes twice (under any name) is a no-op. The folders are a hive-partitioned Parquet
-dataset (``input_id`` is the partition key, not a stored column) that pyarrow, pandas,
-DuckDB, Dask and Spark read as is. Each input is written into a hidden temporary folder
-(:mod:`analyzer.partition`, here or on a worker) and renamed once complete; the manifest is
-replaced atomically as inputs complete, so an interrupted ingest leaves a store listing what
-completed, and the next ingest sweeps the leftovers and continues. Readers only see inputs
+A bucket (:func:`analyzer.partition.plan_buckets`) is one big input or several small ones
+(per-rank logs of neighbouring hosts and ranks, up to 16 MB). Every file has an ``input_id``
+column: the first 16 hex digits of the input's sha256 (for inputs of 16 MB or more, of its
+size and first 16 MB, as it is needed before the first row is written). The manifest lists
+each input's sha256, which makes ingesting the same bytes twice (under any name) a no-op, and
+its bucket. The folders are a hive-partitioned Parquet dataset (``bucket`` is the partition
+key) that pyarrow, pandas, DuckDB, Dask and Spark read as is. Each bucket is written into a
+hidden temporary folder (:mod:`analyzer.partition`, here or on a worker) and renamed once
+complete; the manifest is replaced atomically as buckets complete, so an interrupted ingest
+leaves a store listing what completed, and the next ingest removes the leftovers (hidden
+folders and buckets the manifest does not list) and continues. Readers only see inputs
 listed in the manifest.
+
+Version-1 stores (``tables/<table>/input_id=<id>/part-0.parquet``, the id being the folder
+name only) are still read, and an ingest into one adds version-2 buckets.
 """
 
 from __future__ import annotations
@@ -30,22 +37,32 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer import __version__
 from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
-from analyzer.partition import TMP_PREFIX, file_schema, now, write_input
+from analyzer.partition import (
+    BUCKET_KEY,
+    PART,
+    TMP_PREFIX,
+    Bucket,
+    file_schema,
+    now,
+    plan_buckets,
+    write_bucket,
+)
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = "manifest.json"
 #: schema versions this version of hvd-analyze can read
-READABLE_SCHEMA_VERSIONS = frozenset({1})
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
 MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most this often (and at the end)
 
-#: runs :func:`analyzer.partition.write_input` for each input somewhere (a process pool, Dask) and
-#: yields ``(input, entry)`` as each completes, in any order
-Runner = Callable[[Path, list[InputFile]], Iterable[tuple[InputFile, dict[str, Any]]]]
+#: runs :func:`analyzer.partition.write_bucket` for each bucket somewhere (a process pool, Dask) and
+#: yields ``(input, entry)`` as each bucket completes, in any order
+Runner = Callable[[Path, list[Bucket]], Iterable[tuple[InputFile, dict[str, Any]]]]
 
 
 @dataclass
@@ -115,21 +132,13 @@ class RunStore:
 
     def has_table(self, name: str) -> bool:
         """True when at least one input produced ``name`` (possibly with zero rows)."""
-        return bool(self._files(name))
+        return bool(self._parts(name))
 
     def table(self, name: str) -> pa.Table:
         """The whole table over every input, checked against its declared schema."""
         if name not in self._cache:
-            files = self._files(name)
-            if not files:
-                data = arrow_schema(name).empty_table()
-            else:
-                parts = []
-                for input_id, f in files:
-                    t = pq.read_table(f, schema=file_schema(name))
-                    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array([input_id]))
-                    parts.append(t.add_column(0, arrow_schema(name).field("input_id"), col))
-                data = pa.concat_tables(parts).unify_dictionaries().combine_chunks()
+            parts = [self._read(path, ids, version) for path, ids, version in self._parts(name)]
+            data = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts else arrow_schema(name).empty_table()
             self._cache[name] = validate(data, name)
         return self._cache[name]
 
@@ -138,24 +147,44 @@ class RunStore:
 
         Analyses work per input; this avoids concatenating every input's partition.
         """
-        files = dict(self._files(name))
         schema = file_schema(name)
-        if input_id not in files:
-            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
-        return pq.read_table(files[input_id], schema=schema, columns=columns)
+        for path, ids, version in self._parts(name):
+            if input_id not in ids:
+                continue
+            if version == 1:
+                return pq.read_table(path, schema=schema, columns=columns)
+            cols = columns if columns is not None else schema.names
+            if len(ids) == 1:
+                return pq.read_table(path, columns=cols)
+            return pq.read_table(path, columns=cols, filters=[("input_id", "==", input_id)])
+        return schema.empty_table() if columns is None else schema.empty_table().select(columns)
 
-    def _files(self, name: str) -> list[tuple[str, Path]]:
+    def _read(self, path: Path, ids: list[str], version: int) -> pa.Table:
+        if version == 2:
+            return pq.read_table(path, schema=arrow_schema(name := path.parent.parent.name))
+        t = pq.read_table(path, schema=file_schema(name := path.parent.parent.name))
+        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids))
+        return t.add_column(0, arrow_schema(name).field("input_id"), col)
+
+    def _parts(self, name: str) -> list[tuple[Path, list[str], int]]:
+        """Each part file of table ``name``: its path, the ids of the listed inputs in it and
+        its layout version (2: a bucket with an ``input_id`` column; 1: one input's folder)."""
         if name not in TABLES:
             raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
-        out = []
+        parts: dict[Path, tuple[list[str], int]] = {}
         for entry in self.manifest["inputs"]:
-            if name in entry.get("tables", []):
-                path = self.root / "tables" / name / f"input_id={entry['id']}" / "part-0.parquet"
+            if name not in entry.get("tables", []):
+                continue
+            bucket = entry.get("bucket")
+            folder = f"{BUCKET_KEY}={bucket}" if bucket else f"input_id={entry['id']}"
+            path = self.root / "tables" / name / folder / PART
+            if path not in parts:
                 if not path.exists():
                     raise StoreError(f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
                                      "re-ingest that input into a new store")
-                out.append((entry["id"], path))
-        return out
+                parts[path] = ([], 2 if bucket else 1)
+            parts[path][0].append(entry["id"])
+        return [(path, ids, version) for path, (ids, version) in parts.items()]
 
     # -- writing ----------------------------------------------------------------------
     def ingest(self, inputs: list[InputFile], skipped: list[SkippedFile] | None = None,
@@ -171,9 +200,12 @@ class RunStore:
         """
         report = IngestReport(skipped=list(skipped or []))
         self._sweep()
+        by_sha = {e["sha256"]: e for e in self.manifest["inputs"]}
+        ids = {e["id"] for e in self.manifest["inputs"]}
+        sizes = {e["size"] for e in self.manifest["inputs"]}
         todo = []
         for item in inputs:
-            entry = self._known(item)
+            entry = _known(item, sizes, by_sha)
             if entry is None:
                 todo.append(item)
                 continue
@@ -182,17 +214,29 @@ class RunStore:
             report.unchanged.append(entry)
             if progress:
                 progress(item.size)
-        results = runner(self.root, todo) if runner else ((i, write_input(self.root, i, progress)) for i in todo)
+        buckets = plan_buckets(todo)
+        if buckets:  # version-2 buckets from here on (a version-1 store stays readable)
+            self.manifest["schema_version"] = SCHEMA_VERSION
+        results = runner(self.root, buckets) if runner else (
+            pair for b in buckets for pair in write_bucket(self.root, b, progress))
         last = time.monotonic()
         try:
             for item, entry in results:
                 if runner and progress:
                     progress(item.size)
-                if (dup := self._by_sha(entry["sha256"])) is not None:  # same bytes, new name
+                if (dup := by_sha.get(entry["sha256"])) is not None:  # same bytes, new name
+                    if dup.get("bucket") != entry["bucket"]:  # parsed twice at once: drop the second copy
+                        self._drop_rows(entry)
                     dup["paths"].append(str(item.path))
                     report.unchanged.append(dup)
                     continue
+                if entry["id"] in ids:  # two big inputs with the same size and prefix
+                    self._drop_rows(entry)
+                    ((item, entry),) = write_bucket(self.root, Bucket((item,), stream=True),
+                                                    input_id=entry["sha256"][:16])
                 self.manifest["inputs"].append(entry)
+                by_sha[entry["sha256"]] = entry
+                ids.add(entry["id"])
                 report.added.append(entry)
                 if time.monotonic() - last > MANIFEST_EVERY_S:
                     self._write_manifest()
@@ -206,28 +250,47 @@ class RunStore:
         return report
 
     def _sweep(self) -> None:
-        """Remove partitions an interrupted ingest left half-written (one writer per store)."""
-        for tmp in (self.root / "tables").glob(f"*/{TMP_PREFIX}*"):
-            shutil.rmtree(tmp, ignore_errors=True)
+        """Remove what an interrupted ingest left: half-written folders and buckets the manifest
+        does not list (written, but the ingest stopped before listing them). There is one
+        writer per store, so nothing else is writing while this runs."""
+        listed = {f"{BUCKET_KEY}={e['bucket']}" if e.get("bucket") else f"input_id={e['id']}"
+                  for e in self.manifest["inputs"]}
+        for folder in (self.root / "tables").glob("*/*"):
+            if folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
+                shutil.rmtree(folder, ignore_errors=True)
 
-    def _by_sha(self, sha: str) -> dict[str, Any] | None:
-        return next((e for e in self.manifest["inputs"] if e["sha256"] == sha), None)
-
-    def _known(self, item: InputFile) -> dict[str, Any] | None:
-        """An entry with the same bytes, checked cheaply (size) then by full sha256."""
-        if not any(e["size"] == item.size for e in self.manifest["inputs"]):
-            return None
-        h = hashlib.sha256()
-        with open(item.path, "rb") as f:
-            while block := f.read(8 << 20):
-                h.update(block)
-        return self._by_sha(h.hexdigest())
+    def _drop_rows(self, entry: dict[str, Any]) -> None:
+        """Remove the rows of an input the manifest will not list from the bucket they were
+        written to (the whole bucket when it is that input's own)."""
+        bucket = entry["bucket"]
+        own = bucket == entry["id"] or bucket.startswith(f"{entry['id']}-")
+        for name in entry["tables"]:
+            path = self.root / "tables" / name / f"{BUCKET_KEY}={bucket}" / PART
+            if own:
+                shutil.rmtree(path.parent)
+                continue
+            t = pq.read_table(path, schema=arrow_schema(name))
+            keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), entry["id"]))
+            tmp = path.with_name(f"{TMP_PREFIX}{PART}")
+            pq.write_table(keep, tmp, compression="zstd")
+            os.replace(tmp, path)
 
     def _write_manifest(self) -> None:
         self.manifest["updated_at"] = now()
         tmp = self.root / f".{MANIFEST}.tmp"
         tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.root / MANIFEST)
+
+
+def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The entry with the same bytes, checked cheaply (size) then by full sha256."""
+    if item.size not in sizes:
+        return None
+    h = hashlib.sha256()
+    with open(item.path, "rb") as f:
+        while block := f.read(8 << 20):
+            h.update(block)
+    return by_sha.get(h.hexdigest())
 
 
 @contextmanager

@@ -70,17 +70,20 @@ def ingest_cli(folder: Path, store: Path, *opts: str) -> dict[str, float]:
 
 
 def tables_digest(store: Path) -> dict[str, list[str]]:
-    """Per table, the sorted row digests of every partition (order of completion aside)."""
+    """Per table, the sorted row digests of every input (buckets complete in any order)."""
     import hashlib
 
-    import pyarrow.parquet as pq
+    from analyzer.store import RunStore
+    from parsers.schema import TABLES
 
+    rs = RunStore.open(store)
     out: dict[str, list[str]] = {}
-    for part in sorted((store / "tables").glob("*/input_id=*/part-0.parquet")):
-        t = pq.read_table(part)
-        h = hashlib.sha256(t.to_pandas().to_csv(index=False).encode()).hexdigest()[:16]
-        out.setdefault(part.parent.parent.name, []).append(f"{part.parent.name}:{h}")
-    return {k: sorted(v) for k, v in out.items()}
+    for name in TABLES:
+        df = rs.table(name).to_pandas()
+        df["input_id"] = df["input_id"].astype(str)
+        out[name] = sorted(f"{iid}:{hashlib.sha256(g.to_csv(index=False).encode()).hexdigest()[:16]}"
+                           for iid, g in df.groupby("input_id", sort=False))
+    return out
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from parsers.errors import SchemaError
 
 #: Bump when a table changes incompatibly; the store refuses versions it cannot read.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STR_DICT = pa.dictionary(pa.int32(), pa.string())
 
@@ -44,7 +44,8 @@ def _c(name: str, type_: pa.DataType, doc: str, *, null: bool = False, unit: str
     return Column(name, type_, null, doc, unit)
 
 
-_INPUT = _c("input_id", STR_DICT, "store id of the input file (first 16 hex digits of its sha256)")
+_INPUT = _c("input_id", STR_DICT, "store id of the input file: first 16 hex digits of its sha256 "
+            "(of its size and first 16 MB for inputs of 16 MB or more)")
 
 TABLES: dict[str, TableSpec] = {
     t.name: t
@@ -330,8 +331,9 @@ def render_markdown() -> str:
         "Generated from `parsers/schema.py` by `python -m parsers.schema > docs/schema.md`;",
         "`tests/test_docs.py` fails when this file and the code disagree.",
         "",
-        f"Schema version: **{SCHEMA_VERSION}**. Each table is a Parquet dataset under",
-        "`STORE/tables/<table>/`, one file per input (named by its `input_id`).",
+        f"Schema version: **{SCHEMA_VERSION}**. Each table is a hive-partitioned Parquet dataset under",
+        "`STORE/tables/<table>/bucket=<name>/part-0.parquet`: one file per bucket (one big input, or",
+        "several small ones such as per-rank logs), whose `input_id` column names the input of each row.",
         "",
     ]
     for spec in TABLES.values():

@@ -53,36 +53,57 @@ def _same(a: RunStore, b: RunStore) -> None:
         pd.testing.assert_frame_equal(ta[name], tb[name], check_categorical=False, obj=name)
 
 
-def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, inputs: Path) -> None:
+@pytest.fixture
+def small_buckets(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Buckets of 64 KB (the coordinator plans them; workers follow the plan): the 32 per-rank
+    logs make several buckets and the timeline streams into its own."""
+    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", 64 * 1024)
+    return 64 * 1024
+
+
+def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, inputs: Path, small_buckets: int) -> None:
     single = _ingest(tmp_path / "single", inputs, None)
     assert len(single.inputs) == 33 and single.table("nccl_processes").num_rows == 32
+    buckets = {e["bucket"] for e in single.inputs}
+    assert 4 <= len(buckets) < 33  # grouped, not one per input
+    timeline = next(e for e in single.inputs if e["kind"] == "horovod_timeline")
+    assert timeline["size"] >= small_buckets and timeline["bucket"] == timeline["id"]  # streamed, alone
+    on_disk = {p.parent.name for p in (tmp_path / "single" / "tables").glob("*/bucket=*/part-0.parquet")}
+    assert on_disk == {f"bucket={b}" for b in buckets}
     _same(single, _ingest(tmp_path / "pool", inputs, Executor(jobs=2)))
     _same(single, _ingest(tmp_path / "dask", inputs, Executor(dask_workers=2)))
+    assert {e["bucket"] for e in RunStore.open(tmp_path / "dask").inputs} == buckets  # the same plan everywhere
 
 
-def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch) -> None:
-    real = analyzer.partition.write_input
+def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      small_buckets: int) -> None:
+    real = analyzer.partition.write_bucket
     calls = []
 
-    def crashing(root: Path, item, progress=None):  # type: ignore[no-untyped-def]
-        calls.append(item)
-        if len(calls) == 6:  # dies half-way through the 6th input, after writing part of it
+    def crashing(root: Path, bucket, progress=None, input_id=None):  # type: ignore[no-untyped-def]
+        calls.append(bucket)
+        if len(calls) == 4:  # dies after writing the 4th bucket, before the manifest lists it
+            real(root, bucket, progress, input_id)
             (root / "tables" / "spans" / f"{analyzer.partition.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
             raise KeyboardInterrupt
-        return real(root, item, progress)
+        return real(root, bucket, progress, input_id)
 
-    monkeypatch.setattr("analyzer.store.write_input", crashing)
+    monkeypatch.setattr("analyzer.store.write_bucket", crashing)
     store = RunStore.create_or_open(tmp_path / "store")
     with pytest.raises(KeyboardInterrupt):
         store.ingest(*discover([inputs]))
     done = RunStore.open(tmp_path / "store")
-    assert len(done.inputs) == 5  # what completed is in the manifest, readable as is
+    listed = sum(len(b.inputs) for b in calls[:3])
+    assert len(done.inputs) == listed  # what completed is in the manifest, readable as is
     assert done.table("nccl_processes").num_rows == len([e for e in done.inputs if e["kind"] == "job_log"])
-    monkeypatch.setattr("analyzer.store.write_input", real)
+    monkeypatch.setattr("analyzer.store.write_bucket", real)
     rep = done.ingest(*discover([inputs]))
-    assert len(rep.unchanged) == 5 and len(rep.added) == 28
+    assert len(rep.unchanged) == listed and len(rep.added) == 33 - listed
     assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.partition.TMP_PREFIX}*"))
-    _same(RunStore.open(tmp_path / "store"), _ingest(tmp_path / "clean", inputs, None))
+    resumed = RunStore.open(tmp_path / "store")
+    folders = {p.name for p in (tmp_path / "store" / "tables").glob("*/*")}
+    assert folders == {f"bucket={e['bucket']}" for e in resumed.inputs}  # the unlisted 4th bucket was swept
+    _same(resumed, _ingest(tmp_path / "clean", inputs, None))
 
 
 def _fleet(root: Path, n: int) -> tuple[set[str], set[str]]:

@@ -1,0 +1,138 @@
+"""Buckets: several small inputs per Parquet file, big ones alone; repeated bytes and clashing
+ids are resolved by the store; version-1 stores (one folder per input) stay readable."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import analyzer.partition
+from analyzer.discover import discover
+from analyzer.partition import Bucket, plan_buckets
+from analyzer.store import MANIFEST, RunStore
+from parsers.schema import TABLES
+from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
+from tests.builders import B, E, meta
+
+
+def _logs(folder: Path, hosts: int = 4) -> list[Path]:
+    write_nccl_log(folder, NcclLogSpec(hosts=hosts, gpus_per_host=2, network="Socket", collectives=5), per_rank=True)
+    return sorted(folder.iterdir())
+
+
+def _bucket_ids(root: Path, table: str, bucket: str) -> list[str]:
+    return pq.read_table(root / "tables" / table / f"bucket={bucket}" / "part-0.parquet").column("input_id").to_pylist()
+
+
+def test_plan_groups_small_inputs_in_natural_order_and_big_ones_alone(tmp_path: Path) -> None:
+    for name, size in [("node-10.log", 30), ("node-2.log", 30), ("node-1.log", 30), ("big.json", 100)]:
+        (tmp_path / name).write_bytes(b"x" * size)
+    from analyzer.discover import InputFile
+    from parsers.inputs import InputKind
+
+    items = [InputFile(tmp_path / n, InputKind.JOB_LOG, False, (tmp_path / n).stat().st_size)
+             for n in ("node-10.log", "node-2.log", "node-1.log", "big.json")]
+    plan = plan_buckets(items, bucket_bytes=64)
+    assert plan[0] == Bucket((items[3],), stream=True)
+    assert [[i.path.name for i in b.inputs] for b in plan[1:]] == [["node-1.log", "node-2.log"], ["node-10.log"]]
+    assert not any(b.stream for b in plan[1:])
+
+
+def test_small_inputs_share_a_bucket_and_read_back_per_input(tmp_path: Path) -> None:
+    paths = _logs(tmp_path / "logs")
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([tmp_path / "logs"]))
+    assert len(rep.added) == 8 and len({e["bucket"] for e in rep.added}) == 1
+    bucket = rep.added[0]["bucket"]
+    assert sorted(set(_bucket_ids(store.root, "nccl_processes", bucket))) == sorted(e["id"] for e in rep.added)
+    one = next(e for e in rep.added if e["path"] == str(paths[3]))
+    mine = store.input_table("nccl_processes", one["id"])
+    assert mine.num_rows == 1 and "input_id" not in mine.column_names
+    whole = store.table("nccl_processes").to_pandas()
+    assert len(whole) == 8 and whole["input_id"].nunique() == 8
+
+
+def test_same_bytes_in_one_bucket_are_stored_once(tmp_path: Path) -> None:
+    paths = _logs(tmp_path / "logs", hosts=1)
+    shutil.copy(paths[0], tmp_path / "logs" / "copy.log")
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([tmp_path / "logs"]))
+    assert len(rep.added) == 2 and len(rep.unchanged) == 1
+    assert sorted(rep.unchanged[0]["paths"]) == sorted([str(paths[0]), str(tmp_path / "logs" / "copy.log")])
+    assert store.table("nccl_processes").num_rows == 2
+
+
+def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _logs(tmp_path / "logs", hosts=2)
+    shutil.copy(paths[0], tmp_path / "logs" / "zz-copy.log")  # sorts last: another bucket
+    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", paths[0].stat().st_size * 2 + 1)
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([tmp_path / "logs"]))
+    assert len(rep.added) == 4 and len(store.inputs) == 4
+    assert store.table("nccl_processes").num_rows == 4
+    on_disk = [i for p in (store.root / "tables" / "nccl_processes").glob("bucket=*/part-0.parquet")
+               for i in pq.read_table(p).column("input_id").to_pylist()]
+    assert sorted(on_disk) == sorted(e["id"] for e in store.inputs)  # the second copy's rows were removed
+
+
+def _big_timeline(path: Path, tail: int) -> Path:
+    """A timeline of about 3 KB whose first 2 KB never change and whose last span does."""
+    events = [meta(1, "allreduce.w")] + [B("ALLREDUCE", 10 * i, 1) + ",\n" + E(10 * i + 5, 1) for i in range(40)]
+    events.append(B("ALLREDUCE", 1000, 1) + ",\n" + E(1000 + tail, 1))
+    path.write_text("[\n" + ",\n".join(events) + "\n]\n")
+    return path
+
+
+def test_big_inputs_with_the_same_size_and_prefix_get_distinct_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "in").mkdir()
+    a = _big_timeline(tmp_path / "in" / "a.json", tail=5)
+    b = _big_timeline(tmp_path / "in" / "b.json", tail=7)
+    assert a.stat().st_size == b.stat().st_size and a.read_bytes() != b.read_bytes()
+    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", 1024)
+    monkeypatch.setattr(analyzer.partition, "ID_PREFIX_BYTES", 2048)
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([tmp_path / "in"]))
+    ids = [e["id"] for e in rep.added]
+    assert len(rep.added) == 2 and len(set(ids)) == 2
+    second = rep.added[1]
+    assert second["id"] == second["sha256"][:16] and second["bucket"] == second["id"]
+    spans = store.table("spans").to_pandas()
+    assert spans.groupby(spans["input_id"].astype(str)).size().to_dict() == {i: 41 for i in ids}
+    folders = {p.name for p in (store.root / "tables").glob("*/*")}
+    assert folders == {f"bucket={i}" for i in ids}
+
+
+def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
+    _logs(tmp_path / "logs", hosts=1)
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([tmp_path / "logs"]))
+    want = {n: store.table(n).num_rows for n in TABLES}
+    # rewrite it as version 1 wrote it: one folder per input, named by its id, no input_id column
+    manifest = json.loads((store.root / MANIFEST).read_text())
+    for e in manifest["inputs"]:
+        for name in e["tables"]:
+            t = pq.read_table(store.root / "tables" / name / f"bucket={e['bucket']}" / "part-0.parquet")
+            rows = t.filter(pc.equal(t["input_id"].cast("string"), e["id"])).drop_columns(["input_id"])
+            (store.root / "tables" / name / f"input_id={e['id']}").mkdir()
+            pq.write_table(rows, store.root / "tables" / name / f"input_id={e['id']}" / "part-0.parquet")
+    for e in manifest["inputs"]:
+        for name in e["tables"]:
+            shutil.rmtree(store.root / "tables" / name / f"bucket={e['bucket']}", ignore_errors=True)
+        del e["bucket"]
+    manifest["schema_version"] = 1
+    (store.root / MANIFEST).write_text(json.dumps(manifest))
+    old = RunStore.open(store.root)
+    assert {n: old.table(n).num_rows for n in TABLES} == want
+    e0 = old.inputs[0]
+    assert old.input_table("nccl_processes", e0["id"]).num_rows == 1
+    _logs(tmp_path / "more", hosts=2)
+    old.ingest(*discover([tmp_path / "more"]))
+    mixed = RunStore.open(store.root)
+    assert mixed.manifest["schema_version"] == 2 and len(mixed.inputs) == 6
+    assert mixed.table("nccl_processes").num_rows == 6 and {bool(e.get("bucket")) for e in mixed.inputs} == {True, False}
+    assert (store.root / "tables" / "nccl_processes" / f"input_id={e0['id']}").is_dir()  # not swept
