@@ -121,6 +121,21 @@ def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int
         ex.shutdown(wait=True, cancel_futures=True)
 
 
+#: A local cluster here lives for one command and runs coarse tasks. Measured on 4096 per-rank logs
+#: (bench/scale.py): the workers' statistical profiler (a stack sample of every thread every 10 ms)
+#: cost a fifth of the parsing rate; glibc's trim threshold of 64 KB, which Dask sets for its
+#: workers, turned every large allocation into mmap/munmap page faults (8% of the worker time);
+#: work stealing, 100 ms memory polls and 20 ms ticks took ~40% of the coordinating process's CPU,
+#: which shares the machine's cores with the workers.
+_LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.scheduler.work-stealing": False,  # tasks are handed out from the scheduler's queue
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "500ms",
+}
+
+
 def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
               workers: int | None) -> Iterator[R]:
     import dask
@@ -128,9 +143,9 @@ def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler
 
     cluster = None
     if scheduler is None:
-        # The workers' statistical profiler samples every thread's stack every 10 ms: measured,
-        # it costs a fifth of the parsing rate and nobody looks at a profile of this cluster.
-        with dask.config.set({"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}):
+        env = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+               if k != "MALLOC_TRIM_THRESHOLD_"}
+        with dask.config.set({**_LOCAL_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": env}):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(scheduler or cluster)
     try:
