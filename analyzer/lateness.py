@@ -17,7 +17,7 @@ DataFrame of ticks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -91,22 +91,25 @@ class Lateness:
         return int(off.min()) if len(off) else None
 
 
-def tick_lateness(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], span_ids: np.ndarray,
-                  neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
+Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
+
+
+def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
     """:class:`Lateness` of ticks given as chunks of ``(negotiation_id, rank, ts_us, offset)``
     arrays (negotiation_id -1: none), for the negotiations whose span ids are ``span_ids``.
+    ``chunks()`` yields the chunks afresh each time it is called.
 
-    Two passes over the chunks (count, then copy into per-negotiation slots): no sort and
-    no concatenated copy of the ticks, which matters at ~13 M ticks per GB.
+    Two passes over the chunks (count, then copy into per-negotiation slots): no sort, no
+    concatenated copy of the ticks and only one chunk of them in memory at a time, which
+    matters at ~13 M ticks per GB of timeline.
     """
-    chunks = list(chunks)
     n_neg = len(span_ids)
-    top = max([int(span_ids.max(initial=-1))] + [int(c[0].max(initial=-1)) for c in chunks])
+    top = int(span_ids.max(initial=-1))
     lut = np.full(top + 1, -1, np.int64)
     lut[span_ids] = np.arange(n_neg)
     counts = np.zeros(n_neg, np.int64)
     max_rank = -1
-    for ids, rank, _, _ in chunks:
+    for ids, rank, _, _ in chunks():
         max_rank = count_ticks(ids, rank, lut, counts, max_rank)
     full = (counts == max_rank + 1) & (counts > 0)
     bounds = np.zeros(n_neg + 1, np.int64)
@@ -114,9 +117,10 @@ def tick_lateness(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.
     n = int(bounds[-1])
     rank_out, ts_out, off_out = np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64)
     fill = bounds[:-1].copy()
-    for ids, rank, ts, off in chunks:
+    for ids, rank, ts, off in chunks():
         scatter_ticks(ids, rank, ts, off, lut, fill, full, rank_out, ts_out, off_out)
     late, vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)
+    del ts_out
     return Lateness(bounds, counts, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
                     rank_out, off_out, late, vs, last)
 

@@ -160,6 +160,21 @@ class RunStore:
             return pq.read_table(path, columns=cols, filters=[("input_id", "==", input_id)])
         return schema.empty_table() if columns is None else schema.empty_table().select(columns)
 
+    def input_batches(self, name: str, input_id: str, columns: list[str],
+                      batch_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+        """One input's rows of a table as record batches of ``columns``, read one at a time:
+        what an analysis streams instead of holding the table (13 M ticks per GB of timeline)."""
+        for path, ids, version in self._parts(name):
+            if input_id not in ids:
+                continue
+            shared = version == 2 and len(ids) > 1
+            f = pq.ParquetFile(path)
+            for b in f.iter_batches(batch_size=batch_rows, columns=[*columns, "input_id"] if shared else columns):
+                if shared:
+                    b = b.filter(pc.equal(b.column("input_id").cast(pa.string()), input_id)).select(columns)
+                yield b
+            return
+
     def _read(self, path: Path, ids: list[str], version: int) -> pa.Table:
         if version == 2:
             return pq.read_table(path, schema=arrow_schema(name := path.parent.parent.name))

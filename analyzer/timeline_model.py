@@ -7,6 +7,7 @@ per-step table. :class:`TimelineModel` is immutable; detectors only read it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -140,11 +141,14 @@ def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
 
 
 def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> Lateness:
-    """Lateness of the ticks of the negotiations."""
-    t = store.input_table("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"])
+    """Lateness of the ticks of the negotiations, read from the store one record batch at a time."""
     neg = spans[spans["kind"] == "negotiate"]
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
-    chunks = [(pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy(), b.column(2).to_numpy(),
-               b.column(3).to_numpy()) for b in t.to_batches()]
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        for b in store.input_batches("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"]):
+            yield (pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy(), b.column(2).to_numpy(),
+                   b.column(3).to_numpy())
+
     return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)

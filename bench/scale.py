@@ -50,12 +50,12 @@ METHODS = {"ours": ours, "json+pandas": json_pandas, "orjson+pandas": orjson_pan
            "ijson": ijson_floor}
 
 
-def nccl_logs() -> Path:
+def nccl_logs(collectives: int) -> Path:
     from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 
-    folder = CACHE / "nccl_4096r_1000coll_files"
+    folder = CACHE / f"nccl_4096r_{collectives}coll_files"
     if not (folder / "gpu-node-511.24095.log").exists():
-        write_nccl_log(folder, NcclLogSpec(hosts=512, gpus_per_host=8, collectives=1000), per_rank=True)
+        write_nccl_log(folder, NcclLogSpec(hosts=512, gpus_per_host=8, collectives=collectives), per_rank=True)
     return folder
 
 
@@ -93,11 +93,14 @@ def main() -> None:
     ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
     ap.add_argument("--only-nccl", action="store_true", help="only part 3 (the 4096 per-rank logs)")
     ap.add_argument("--repeat", type=int, default=2, help="part 3: best of this many runs per mode")
+    ap.add_argument("--collectives", type=int, nargs="+", default=[1000],
+                    help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     if not args.only_nccl:
         timelines(args)
-    nccl_scaling(args.repeat)
+    for n in args.collectives:
+        nccl_scaling(n, args.repeat)
 
 
 def timelines(args: argparse.Namespace) -> None:
@@ -123,8 +126,8 @@ def timelines(args: argparse.Namespace) -> None:
 
 
 
-def nccl_scaling(repeat: int) -> None:
-    folder = nccl_logs()
+def nccl_scaling(collectives: int, repeat: int) -> None:
+    folder = nccl_logs(collectives)
     n = len(list(folder.iterdir()))
     print(f"\n3. {n} NCCL logs, {sum(f.stat().st_size for f in folder.iterdir()) / 1e6:.0f} MB, `hvd-analyze ingest`:")
     with tempfile.TemporaryDirectory() as d:
