@@ -1,16 +1,17 @@
 """Scale benchmark (issue #7), one run, same inputs: ingest vs the JSON baselines, a 5 GB timeline's
 memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask LocalCluster.
 
-    python bench/scale.py [--mb 1024] [--big-mb 5120] [--skip-json]
+    python bench/scale.py [--mb 1024] [--big-mb 5120] [--skip-json] [--only-nccl] [--collectives 1000 4000]
 
 1. The 1 GB timeline of bench/ingest.py, each method in a fresh process (time, MB/s, peak RSS):
    ours (``hvd-analyze ingest``), ``json.load`` + pandas, orjson + pandas, DuckDB ``read_json`` to
    Arrow, and the ``ijson`` streaming floor (iterate every event, build nothing).
 2. The same generator at ``--big-mb`` (default 5 GB): our ingest's peak RSS (target <= 1 GB) and its
    rate against the 1 GB rate (target: not lower by more than 10%).
-3. ``NCCL_DEBUG=INFO`` logs of 4096 ranks, one file per rank (512 hosts x 8 GPUs, 1000 COLL lines per
-   rank, 200 KB each): ``ingest -j 1``, ``-j 2`` and ``--dask-workers 2``, each in a fresh process, and whether the
-   three stores hold identical tables. Target: Dask >= 1.7x the single-process rate.
+3. ``NCCL_DEBUG=INFO`` logs of 4096 ranks, one file per rank (512 hosts x 8 GPUs, ``--collectives``
+   COLL lines per rank: 1000 make 200 KB per file, 802 MB in all; 4000 make 3.0 GB): ``ingest -j 1``,
+   ``-j 2`` and ``--dask-workers 2``, each in a fresh process, and whether the three stores hold
+   identical tables (per input). Target: Dask >= 1.7x the single-process rate.
 """
 
 from __future__ import annotations

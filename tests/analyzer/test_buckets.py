@@ -136,3 +136,28 @@ def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
     assert mixed.manifest["schema_version"] == 2 and len(mixed.inputs) == 6
     assert mixed.table("nccl_processes").num_rows == 6 and {bool(e.get("bucket")) for e in mixed.inputs} == {True, False}
     assert (store.root / "tables" / "nccl_processes" / f"input_id={e0['id']}").is_dir()  # not swept
+
+
+def test_pandas_duckdb_and_dask_read_the_store_as_a_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's claim: a hive-partitioned dataset that other tools read as is."""
+    import dask.dataframe as dd
+    import duckdb
+    import pandas as pd
+
+    paths = _logs(tmp_path / "logs", hosts=4)
+    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", paths[0].stat().st_size * 3)
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([tmp_path / "logs"]))
+    want = store.table("nccl_processes").to_pandas()
+    want_ids = sorted(want["input_id"].astype(str))
+    folder = store.root / "tables" / "nccl_processes"
+    assert len(list(folder.glob("bucket=*"))) == 3  # 8 logs, 3 to a bucket
+    got = pd.read_parquet(folder)
+    assert sorted(got["input_id"].astype(str)) == want_ids and set(got["bucket"].astype(str)) == {
+        e["bucket"] for e in store.inputs}
+    rows = duckdb.sql(f"select input_id, bucket, host, pid from read_parquet('{folder}/*/*.parquet', "
+                      "hive_partitioning=true) order by input_id").fetchall()
+    assert [r[0] for r in rows] == want_ids
+    assert sorted((r[2], r[3]) for r in rows) == sorted(zip(want["host"].astype(str), want["pid"], strict=True))
+    ddf = dd.read_parquet(str(folder))
+    assert sorted(ddf["input_id"].astype(str).compute()) == want_ids
