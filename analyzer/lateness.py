@@ -91,13 +91,15 @@ class Lateness:
         return int(off.min()) if len(off) else None
 
 
-Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
+#: ``chunks(with_times)`` yields ``(negotiation_id, rank, ts_us, offset)`` arrays afresh on each call;
+#: without ``with_times`` the last two may be None (the counting pass reads only two columns)
+Chunks = Callable[[bool], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]]
 
 
 def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
     """:class:`Lateness` of ticks given as chunks of ``(negotiation_id, rank, ts_us, offset)``
     arrays (negotiation_id -1: none), for the negotiations whose span ids are ``span_ids``.
-    ``chunks()`` yields the chunks afresh each time it is called.
+    See :data:`Chunks`.
 
     Two passes over the chunks (count, then copy into per-negotiation slots): no sort, no
     concatenated copy of the ticks and only one chunk of them in memory at a time, which
@@ -109,7 +111,7 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
     lut[span_ids] = np.arange(n_neg)
     counts = np.zeros(n_neg, np.int64)
     max_rank = -1
-    for ids, rank, _, _ in chunks():
+    for ids, rank, _, _ in chunks(False):
         max_rank = count_ticks(ids, rank, lut, counts, max_rank)
     full = (counts == max_rank + 1) & (counts > 0)
     bounds = np.zeros(n_neg + 1, np.int64)
@@ -117,7 +119,7 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
     n = int(bounds[-1])
     rank_out, ts_out, off_out = np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64)
     fill = bounds[:-1].copy()
-    for ids, rank, ts, off in chunks():
+    for ids, rank, ts, off in chunks(True):
         scatter_ticks(ids, rank, ts, off, lut, fill, full, rank_out, ts_out, off_out)
     late, vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)
     del ts_out

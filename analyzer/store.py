@@ -138,7 +138,7 @@ class RunStore:
     def table(self, name: str) -> pa.Table:
         """The whole table over every input, checked against its declared schema."""
         if name not in self._cache:
-            parts = [self._read(path, ids, version) for path, ids, version in self._parts(name)]
+            parts = [self._read(name, path, ids, version) for path, ids, version in self._parts(name)]
             data = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts else arrow_schema(name).empty_table()
             self._cache[name] = validate(data, name)
         return self._cache[name]
@@ -175,10 +175,12 @@ class RunStore:
                 yield b
             return
 
-    def _read(self, path: Path, ids: list[str], version: int) -> pa.Table:
+    @staticmethod
+    def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
+        """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
         if version == 2:
-            return pq.read_table(path, schema=arrow_schema(name := path.parent.parent.name))
-        t = pq.read_table(path, schema=file_schema(name := path.parent.parent.name))
+            return pq.read_table(path, schema=arrow_schema(name))
+        t = pq.read_table(path, schema=file_schema(name))
         col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids))
         return t.add_column(0, arrow_schema(name).field("input_id"), col)
 

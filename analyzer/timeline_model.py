@@ -146,9 +146,10 @@ def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> Lateness:
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
 
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        for b in store.input_batches("ticks", input_id, ["negotiation_id", "rank", "ts_us", "offset"]):
-            yield (pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy(), b.column(2).to_numpy(),
-                   b.column(3).to_numpy())
+    def chunks(with_times: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        cols = ["negotiation_id", "rank", "ts_us", "offset"] if with_times else ["negotiation_id", "rank"]
+        for b in store.input_batches("ticks", input_id, cols):
+            ids, rank = pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy()
+            yield (ids, rank, b.column(2).to_numpy(), b.column(3).to_numpy()) if with_times else (ids, rank, None, None)
 
     return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)

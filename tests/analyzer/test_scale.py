@@ -75,6 +75,20 @@ def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, in
     assert {e["bucket"] for e in RunStore.open(tmp_path / "dask").inputs} == buckets  # the same plan everywhere
 
 
+def _worker_settings(_: list[int]) -> list[tuple[object, object, object]]:
+    import os
+
+    import dask
+
+    return [(os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled"),
+             dask.config.get("distributed.scheduler.work-stealing"))]
+
+
+def test_local_dask_workers_run_without_the_profiler_and_the_trim_threshold() -> None:
+    """What made Dask workers slower than a process pool (measured in bench/scale.py) is off."""
+    assert list(Executor(dask_workers=1).map(_worker_settings, [0], weight=lambda _: 1)) == [(None, False, False)]
+
+
 def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small_buckets: int) -> None:
     real = analyzer.partition.write_bucket
