@@ -67,7 +67,8 @@ class Executor:
         """
         if not items:
             return iter(())
-        groups = _groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER if grouped else len(items))
+        groups = (_groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER) if grouped
+                  else [[i] for i in sorted(items, key=weight, reverse=True)])
         if self.uses_dask:
             return _dask_map(fn, groups, self.scheduler, self.dask_workers)
         if self.jobs <= 1 or len(groups) == 1:

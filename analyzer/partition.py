@@ -152,37 +152,11 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
     their bytes, and a repeated input (same bytes) is written once.
     """
-    if bucket.stream:
-        (item,) = bucket.inputs
-        iid = input_id or prefix_id(item.path, item.size)
-        tmp = _tmp_name()
-        writers: dict[str, pq.ParquetWriter] = {}
-        try:
-            entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)))
-        except BaseException:
-            _discard(root, writers, tmp)
-            raise
-        _close(writers)
-        entry["id"] = iid
-        entry["bucket"] = _publish(root, writers, tmp, iid)
-        return [(item, entry)]
     tmp = _tmp_name()
-    writers = {}
-    out: list[tuple[InputFile, dict[str, Any]]] = []
-    pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows: written at once
+    writers: dict[str, pq.ParquetWriter] = {}
     try:
-        for item in bucket.inputs:
-            tables: list[tuple[str, pa.Table]] = []
-            entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)))
-            entry["id"] = entry["sha256"][:16]
-            if all(e["id"] != entry["id"] for _, e in out):  # the same bytes twice in one bucket: rows once
-                for name, t in tables:
-                    pending.setdefault(name, []).append(_with_id(t, entry["id"]))
-            out.append((item, entry))
-        # One write per table: a row group per input would mean a zstd context per column and
-        # input (measured: 9% of the time on 4096 per-rank logs) and row groups of a few rows.
-        for name, parts in pending.items():
-            _write(root, writers, name, tmp, pa.concat_tables(parts))
+        out = (_stream(root, bucket, progress, input_id, writers, tmp) if bucket.stream
+               else _gather(root, bucket, progress, writers, tmp))
     except BaseException:
         _discard(root, writers, tmp)
         raise
@@ -192,6 +166,42 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
     for _, entry in out:
         entry["bucket"] = name
     return out
+
+
+def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, input_id: str | None,
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    """The one big input of ``bucket``, written batch by batch as it is parsed."""
+    (item,) = bucket.inputs
+    iid = input_id or prefix_id(item.path, item.size)
+    entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)))
+    entry["id"] = iid
+    return [(item, entry)]
+
+
+def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    """The small inputs of ``bucket``, each parsed in memory (its id is its sha256), then written
+    in one go per table; the same bytes twice are written once."""
+    out: list[tuple[InputFile, dict[str, Any]]] = []
+    pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows
+    for item in bucket.inputs:
+        tables: list[tuple[str, pa.Table]] = []
+        entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)))
+        entry["id"] = entry["sha256"][:16]
+        if all(e["id"] != entry["id"] for _, e in out):
+            for name, t in tables:
+                pending.setdefault(name, []).append(_with_id(t, entry["id"]))
+        out.append((item, entry))
+    # One write per table: a row group per input would mean a zstd context per column and
+    # input (measured: 9% of the time on 4096 per-rank logs) and row groups of a few rows.
+    for name, parts in pending.items():
+        _write(root, writers, name, tmp, pa.concat_tables(parts))
+    return out
+
+
+def bucket_folder(name: str) -> str:
+    """The hive partition folder of bucket ``name``."""
+    return f"{BUCKET_KEY}={name}"
 
 
 def prefix_id(path: Path, size: int) -> str:
@@ -258,11 +268,15 @@ def _write(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir:
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
         schema = arrow_schema(name)
-        # Dictionary-encode only the dictionary columns: trying it on high-cardinality
-        # integers (ids, timestamps, offsets) costs more than it saves (measured: 2.4x slower).
-        dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-        w = writers[name] = pq.ParquetWriter(folder / PART, schema, use_dictionary=dict_cols, **_PARQUET)
+        w = writers[name] = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
     w.write_table(batch)
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How every part file is written. Dictionary-encode only the dictionary columns: trying
+    it on high-cardinality integers (ids, timestamps, offsets) costs more than it saves
+    (measured: 2.4x slower)."""
+    return {"use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)], **_PARQUET}
 
 
 def _with_id(batch: pa.Table, input_id: str) -> pa.Table:
@@ -291,10 +305,10 @@ def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, nam
     where that exists (the same bytes parsed by two tasks at once, or a clash of ids), which
     the store then resolves; a listed bucket is never overwritten."""
     tables = root / "tables"
-    if any((tables / t / f"{BUCKET_KEY}={name}").exists() for t in writers):
+    if any((tables / t / bucket_folder(name)).exists() for t in writers):
         name = f"{name}-{uuid.uuid4().hex[:8]}"
     for t in writers:
-        os.replace(tables / t / tmp_dir, tables / t / f"{BUCKET_KEY}={name}")
+        os.replace(tables / t / tmp_dir, tables / t / bucket_folder(name))
     return name
 
 

@@ -45,12 +45,13 @@ from analyzer import __version__
 from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
 from analyzer.partition import (
-    BUCKET_KEY,
     PART,
     TMP_PREFIX,
     Bucket,
+    bucket_folder,
     file_schema,
     now,
+    parquet_options,
     plan_buckets,
     write_bucket,
 )
@@ -149,31 +150,35 @@ class RunStore:
         Analyses work per input; this avoids concatenating every input's partition.
         """
         schema = file_schema(name)
-        for path, ids, version in self._parts(name):
-            if input_id not in ids:
-                continue
-            if version == 1:
-                return pq.read_table(path, schema=schema, columns=columns)
-            cols = columns if columns is not None else schema.names
-            if len(ids) == 1:
-                return pq.read_table(path, columns=cols)
-            return pq.read_table(path, columns=cols, filters=[("input_id", "==", input_id)])
-        return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        part = self._part_of(name, input_id)
+        if part is None:
+            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        path, ids, version = part
+        if version == 1:
+            return pq.read_table(path, schema=schema, columns=columns)
+        cols = columns if columns is not None else schema.names
+        if len(ids) == 1:
+            return pq.read_table(path, columns=cols)
+        return pq.read_table(path, columns=cols, filters=[("input_id", "==", input_id)])
 
     def input_batches(self, name: str, input_id: str, columns: list[str],
                       batch_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
         """One input's rows of a table as record batches of ``columns``, read one at a time:
         what an analysis streams instead of holding the table (13 M ticks per GB of timeline)."""
-        for path, ids, version in self._parts(name):
-            if input_id not in ids:
-                continue
-            shared = version == 2 and len(ids) > 1
-            f = pq.ParquetFile(path)
-            for b in f.iter_batches(batch_size=batch_rows, columns=[*columns, "input_id"] if shared else columns):
-                if shared:
-                    b = b.filter(pc.equal(b.column("input_id").cast(pa.string()), input_id)).select(columns)
-                yield b
+        part = self._part_of(name, input_id)
+        if part is None:
             return
+        path, ids, version = part
+        shared = version == 2 and len(ids) > 1
+        for b in pq.ParquetFile(path).iter_batches(batch_size=batch_rows,
+                                                   columns=[*columns, "input_id"] if shared else columns):
+            if shared:
+                b = b.filter(pc.equal(b.column("input_id").cast(pa.string()), input_id)).select(columns)
+            yield b
+
+    def _part_of(self, name: str, input_id: str) -> tuple[Path, list[str], int] | None:
+        """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
+        return next((part for part in self._parts(name) if input_id in part[1]), None)
 
     @staticmethod
     def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
@@ -193,14 +198,12 @@ class RunStore:
         for entry in self.manifest["inputs"]:
             if name not in entry.get("tables", []):
                 continue
-            bucket = entry.get("bucket")
-            folder = f"{BUCKET_KEY}={bucket}" if bucket else f"input_id={entry['id']}"
-            path = self.root / "tables" / name / folder / PART
+            path = self.root / "tables" / name / _folder(entry) / PART
             if path not in parts:
                 if not path.exists():
                     raise StoreError(f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
                                      "re-ingest that input into a new store")
-                parts[path] = ([], 2 if bucket else 1)
+                parts[path] = ([], 2 if entry.get("bucket") else 1)
             parts[path][0].append(entry["id"])
         return [(path, ids, version) for path, (ids, version) in parts.items()]
 
@@ -271,8 +274,7 @@ class RunStore:
         """Remove what an interrupted ingest left: half-written folders and buckets the manifest
         does not list (written, but the ingest stopped before listing them). There is one
         writer per store, so nothing else is writing while this runs."""
-        listed = {f"{BUCKET_KEY}={e['bucket']}" if e.get("bucket") else f"input_id={e['id']}"
-                  for e in self.manifest["inputs"]}
+        listed = {_folder(e) for e in self.manifest["inputs"]}
         for folder in (self.root / "tables").glob("*/*"):
             if folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -283,14 +285,14 @@ class RunStore:
         bucket = entry["bucket"]
         own = bucket == entry["id"] or bucket.startswith(f"{entry['id']}-")
         for name in entry["tables"]:
-            path = self.root / "tables" / name / f"{BUCKET_KEY}={bucket}" / PART
+            path = self.root / "tables" / name / _folder(entry) / PART
             if own:
                 shutil.rmtree(path.parent)
                 continue
             t = pq.read_table(path, schema=arrow_schema(name))
             keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), entry["id"]))
             tmp = path.with_name(f"{TMP_PREFIX}{PART}")
-            pq.write_table(keep, tmp, compression="zstd")
+            pq.write_table(keep, tmp, **parquet_options(keep.schema))
             os.replace(tmp, path)
 
     def _write_manifest(self) -> None:
@@ -299,6 +301,11 @@ class RunStore:
         # orjson: 10 ms for the 4 MB manifest of 4096 inputs, where json.dumps takes 150 ms
         tmp.write_bytes(orjson.dumps(self.manifest, option=orjson.OPT_INDENT_2))
         os.replace(tmp, self.root / MANIFEST)
+
+
+def _folder(entry: dict[str, Any]) -> str:
+    """The folder of a manifest entry's rows: its bucket, or (schema version 1) its own."""
+    return bucket_folder(entry["bucket"]) if entry.get("bucket") else f"input_id={entry['id']}"
 
 
 def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
