@@ -53,36 +53,47 @@ def now() -> str:
 
 
 class _HashingReader:
-    """A raw file that hashes every byte read through it (in a thread) and counts them.
+    """A raw file that hashes every byte read through it and counts them.
 
-    hashlib releases the GIL on large buffers, so hashing in its own thread takes it
-    off the parsing thread's path (0.6 s per GB here): the parser hands over a copy of
-    each block it reads.
+    ``threaded``: hash in a thread of its own. hashlib releases the GIL on large buffers, so
+    this takes the hashing off the parsing thread's path (0.6 s per GB here) when a core is
+    free for it, at the cost of a thread and a copy of each block; worth it for a big input
+    that streams, not for the small inputs of a bucket (a thread per 200 KB log costs about
+    what hashing it does, and several worker processes leave no core free anyway).
     """
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, threaded: bool = True) -> None:
         self.raw = raw
         self.pos = 0
         self._sha = hashlib.sha256()
-        self._blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
-        self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
-        self._thread.start()
+        self._blocks: queue.Queue[bytes | None] | None = None
+        if threaded:
+            self._blocks = queue.Queue(maxsize=8)
+            self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
+            self._thread.start()
 
     def _hash(self) -> None:
+        assert self._blocks is not None
         while (block := self._blocks.get()) is not None:
             self._sha.update(block)
 
     def readinto(self, b: Any) -> int:
         n = self.raw.readinto(b)  # type: ignore[attr-defined]
         if n:
-            self._blocks.put(bytes(memoryview(b)[:n]))
+            if self._blocks is None:
+                self._sha.update(memoryview(b)[:n])
+            else:
+                self._blocks.put(bytes(memoryview(b)[:n]))
             self.pos += n
         return n or 0
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
         if data:
-            self._blocks.put(data)
+            if self._blocks is None:
+                self._sha.update(data)
+            else:
+                self._blocks.put(data)
             self.pos += len(data)
         return data
 
@@ -95,7 +106,7 @@ class _HashingReader:
         return self._sha.hexdigest()
 
     def finish(self) -> None:
-        if self._thread.is_alive():
+        if self._blocks is not None and self._thread.is_alive():
             self._blocks.put(None)
             self._thread.join()
 
@@ -173,7 +184,7 @@ def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, 
     """The one big input of ``bucket``, written batch by batch as it is parsed."""
     (item,) = bucket.inputs
     iid = input_id or prefix_id(item.path, item.size)
-    entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)))
+    entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)), threaded_hash=True)
     entry["id"] = iid
     return [(item, entry)]
 
@@ -186,7 +197,7 @@ def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
     pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows
     for item in bucket.inputs:
         tables: list[tuple[str, pa.Table]] = []
-        entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)))
+        entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)), threaded_hash=False)
         entry["id"] = entry["sha256"][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
@@ -215,16 +226,16 @@ def prefix_id(path: Path, size: int) -> str:
 
 
 def _parse(item: InputFile, progress: Callable[[int], None] | None,
-           emit: Callable[[str, pa.Table], None]) -> dict[str, Any]:
+           emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> dict[str, Any]:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
-    (without ``id`` and ``bucket``)."""
+    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`_HashingReader`."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
         raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
     rows: dict[str, int] = {}
     with open(item.path, "rb") as raw_file:
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
-        raw = _HashingReader(raw_file)
+        raw = _HashingReader(raw_file, threaded_hash)
         stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:

@@ -3,6 +3,8 @@ ids are resolved by the store; version-1 stores (one folder per input) stay read
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -78,6 +80,23 @@ def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, mon
     on_disk = [i for p in (store.root / "tables" / "nccl_processes").glob("bucket=*/part-0.parquet")
                for i in pq.read_table(p).column("input_id").to_pylist()]
     assert sorted(on_disk) == sorted(e["id"] for e in store.inputs)  # the second copy's rows were removed
+
+
+def test_every_input_is_listed_under_the_sha256_of_its_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small inputs are hashed as they are read, a big one in a thread beside its parser, a
+    compressed one over its compressed bytes: each entry's sha256 is that of the file."""
+    logs = _logs(tmp_path / "in", hosts=1)
+    packed = tmp_path / "in" / "packed.log.gz"
+    packed.write_bytes(gzip.compress(logs[0].read_bytes() + b"\n"))
+    big = _big_timeline(tmp_path / "in" / "big.json", tail=5)
+    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", big.stat().st_size)  # the timeline streams
+    store = RunStore.create_or_open(tmp_path / "store")
+    rep = store.ingest(*discover([tmp_path / "in"]))
+    assert {Path(e["path"]).name for e in rep.added} == {p.name for p in (*logs, packed, big)}
+    for e in rep.added:
+        assert e["sha256"] == hashlib.sha256(Path(e["path"]).read_bytes()).hexdigest(), e["path"]
+    streamed = next(e for e in rep.added if e["path"] == str(big))
+    assert streamed["bucket"] == streamed["id"] != streamed["sha256"][:16]  # alone, under its prefix id
 
 
 def _big_timeline(path: Path, tail: int) -> Path:
