@@ -19,7 +19,6 @@ from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
 from analyzer.parallel import Executor, executor_from_options, ingest_runner
 from analyzer.render import RENDERERS, renderer_for
-from analyzer.run import analyze
 from analyzer.store import MANIFEST, IngestReport, RunStore, temporary_store
 
 
@@ -114,6 +113,9 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, jobs: int | None
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
 def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
+    # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
+    from analyzer.run import analyze
+
     with _errors():
         renderer = renderer_for(fmt, output)
         if len(paths) == 1 and (Path(paths[0]) / MANIFEST).is_file():
