@@ -127,13 +127,17 @@ def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int
 #: cost a fifth of the parsing rate; glibc's trim threshold of 64 KB, which Dask sets for its
 #: workers, turned every large allocation into mmap/munmap page faults (8% of the worker time);
 #: work stealing, 100 ms memory polls and 20 ms ticks took ~40% of the coordinating process's CPU,
-#: which shares the machine's cores with the workers.
+#: which shares the machine's cores with the workers. Workers are forked from this process, which
+#: has imported distributed and the parsers already: the cluster is up in 0.1 s instead of 0.5 s
+#: (a spawned worker imports all of it again) and closes in 0.03 s instead of 0.15 s. The fork
+#: happens while this process only waits for the cluster (no parsing or hashing threads yet).
 _LOCAL_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.scheduler.work-stealing": False,  # tasks are handed out from the scheduler's queue
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.tick.interval": "500ms",
+    "distributed.worker.multiprocessing-method": "fork",
 }
 
 
