@@ -108,9 +108,8 @@ def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.n
 
 
 @njit(cache=True, nogil=True)
-def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, offset: np.ndarray, lut: np.ndarray,
-                  fill: np.ndarray, full: np.ndarray, out_rank: np.ndarray, out_ts: np.ndarray,
-                  out_offset: np.ndarray) -> None:
+def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, lut: np.ndarray, fill: np.ndarray,
+                  full: np.ndarray, out_rank: np.ndarray, out_ts: np.ndarray) -> None:
     """Copy one chunk's ticks of fully ticked negotiations to their group's next free slot."""
     for i in range(ids.shape[0]):
         k = ids[i]
@@ -119,21 +118,39 @@ def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, offset: np.
         j = fill[lut[k]]
         out_rank[j] = rank[i]
         out_ts[j] = ts[i]
-        out_offset[j] = offset[i]
         fill[lut[k]] = j + 1
 
 
 @njit(cache=True, nogil=True)
-def group_lateness(bounds: np.ndarray, ts: np.ndarray,
-                   same_cycle_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For ticks grouped by negotiation (``bounds``): lateness behind the group's first tick,
-    distance from the median tick of the ranks that were not last (0.0 when all were), and
-    whether the tick was last (within ``same_cycle_us`` of the group's last tick)."""
+def first_last_offsets(ids: np.ndarray, rank: np.ndarray, offset: np.ndarray, lut: np.ndarray, fill: np.ndarray,
+                       full: np.ndarray, keep: np.ndarray, last: np.ndarray, out: np.ndarray) -> None:
+    """The same walk as :func:`scatter_ticks` (same chunks, same ``fill`` start): per rank,
+    the smallest file offset of a tick that was last, in a negotiation where ``keep`` holds
+    (``out`` starts at the largest int64)."""
+    for i in range(ids.shape[0]):
+        k = ids[i]
+        if k < 0 or k >= lut.shape[0] or lut[k] < 0 or not full[lut[k]]:
+            continue
+        g = lut[k]
+        j = fill[g]
+        fill[g] = j + 1
+        if keep[g] and last[j] and offset[i] < out[rank[i]]:
+            out[rank[i]] = offset[i]
+
+
+@njit(cache=True, nogil=True)
+def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ticks grouped by negotiation (``bounds``): replaces each tick in ``ts`` by its
+    lateness behind the group's first tick, and returns its distance from the median tick of
+    the ranks that were not last (0.0 when all were) and whether it was last (within
+    ``same_cycle_us`` of the group's last tick)."""
     n = ts.shape[0]
-    late = np.empty(n, np.int64)
     vs = np.empty(n, np.float64)
     last = np.empty(n, np.bool_)
-    buf = np.empty(n, np.int64)
+    widest = 0
+    for g in range(bounds.shape[0] - 1):
+        widest = max(widest, bounds[g + 1] - bounds[g])
+    buf = np.empty(widest, np.int64)
     for g in range(bounds.shape[0] - 1):
         a, b = bounds[g], bounds[g + 1]
         if a == b:
@@ -145,7 +162,6 @@ def group_lateness(bounds: np.ndarray, ts: np.ndarray,
             hi = max(hi, ts[k])
         m = 0
         for k in range(a, b):
-            late[k] = ts[k] - lo
             last[k] = ts[k] >= hi - same_cycle_us
             if not last[k]:
                 buf[m] = ts[k]
@@ -153,7 +169,8 @@ def group_lateness(bounds: np.ndarray, ts: np.ndarray,
         typical = np.median(buf[:m]) if m else 0.0
         for k in range(a, b):
             vs[k] = ts[k] - typical if m else 0.0
-    return late, vs, last
+            ts[k] -= lo
+    return vs, last
 
 
 @njit(cache=True, nogil=True)
@@ -168,23 +185,24 @@ def rank_stats(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, late: np.
                 count[rank[k] + 1] += 1
     for r in range(n_ranks):
         count[r + 1] += count[r]
-    fill = count[:-1].copy()
-    lbuf = np.empty(count[n_ranks], np.float64)
-    vbuf = np.empty(count[n_ranks], np.float64)
+    buf = np.empty(count[n_ranks], np.float64)  # one value per tick, filled twice: lateness, then vs
     out = np.zeros((n_ranks, 5), np.float64)
-    for g in range(bounds.shape[0] - 1):
-        if keep[g]:
-            for k in range(bounds[g], bounds[g + 1]):
-                r = rank[k]
-                lbuf[fill[r]] = late[k]
-                vbuf[fill[r]] = vs[k]
-                fill[r] += 1
-                out[r, 1] += last[k]
-    for r in range(n_ranks):
-        a, b = count[r], count[r + 1]
-        out[r, 0] = b - a
-        if b > a:
-            out[r, 2] = np.median(lbuf[a:b])
-            out[r, 3] = np.percentile(lbuf[a:b], 90.0)
-            out[r, 4] = np.median(vbuf[a:b])
+    for which in range(2):
+        fill = count[:-1].copy()
+        for g in range(bounds.shape[0] - 1):
+            if keep[g]:
+                for k in range(bounds[g], bounds[g + 1]):
+                    r = rank[k]
+                    buf[fill[r]] = late[k] if which == 0 else vs[k]
+                    fill[r] += 1
+                    if which == 0:
+                        out[r, 1] += last[k]
+        for r in range(n_ranks):
+            a, b = count[r], count[r + 1]
+            out[r, 0] = b - a
+            if b > a and which == 0:
+                out[r, 2] = np.median(buf[a:b])
+                out[r, 3] = np.percentile(buf[a:b], 90.0)
+            elif b > a:
+                out[r, 4] = np.median(buf[a:b])
     return out

@@ -17,14 +17,22 @@ DataFrame of ticks.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from analyzer._kernels import count_ticks, group_lateness, rank_stats, scatter_ticks
+from analyzer._kernels import (
+    count_ticks,
+    first_last_offsets,
+    group_lateness,
+    rank_stats,
+    scatter_ticks,
+)
 
 SAME_CYCLE_US = 1_000
+_NONE = np.iinfo(np.int64).max
 MIN_TICKED_STEPS = 3  # steady steps with ticks needed to judge ranks (fewer: warm-up only)
 
 
@@ -49,8 +57,10 @@ class Lateness:
     Per negotiation (every negotiation of the timeline): ``bounds`` (its ticks are
     ``bounds[g]:bounds[g + 1]``, empty unless fully ticked), ``tick_counts`` (all its ticks,
     fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed) and ``keep`` (the negotiations this view covers; selecting makes
-    a new view, never a copy of the ticks). Per tick: ``rank``, ``offset`` (of its record
-    in the file), ``lateness_us``, ``vs_median_us``, ``last``.
+    a new view, never a copy of the ticks). Per tick: ``rank``, ``lateness_us``,
+    ``vs_median_us``, ``last`` (21 bytes). The file offsets of the ticks' records, which only
+    the evidence of a finding needs, are read again from ``chunks`` when asked for
+    (:meth:`first_last_offset`: one pass for every rank of a view).
     """
 
     bounds: np.ndarray
@@ -59,10 +69,12 @@ class Lateness:
     neg_end_us: np.ndarray
     keep: np.ndarray
     rank: np.ndarray
-    offset: np.ndarray
     lateness_us: np.ndarray
     vs_median_us: np.ndarray
     last: np.ndarray
+    lut: np.ndarray  # negotiation index of a span id (-1: not a negotiation of this view's timeline)
+    chunks: Chunks
+    _first_last: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def ticked(self) -> np.ndarray:
@@ -87,23 +99,32 @@ class Lateness:
 
     def first_last_offset(self, rank: int) -> int | None:
         """File offset of the earliest tick in which ``rank`` was (among) the last ready."""
-        off = self.offset[self.mask & (self.rank == rank) & self.last]
-        return int(off.min()) if len(off) else None
+        key = hashlib.blake2b(np.packbits(self.keep).tobytes(), digest_size=16).digest()
+        if key not in self._first_last:  # one pass over the ticks for every rank of this view
+            out = np.full(int(self.rank.max(initial=-1)) + 1, _NONE, np.int64)
+            fill = self.bounds[:-1].copy()
+            full = self.bounds[1:] > self.bounds[:-1]
+            for ids, ranks, off in self.chunks(("negotiation_id", "rank", "offset")):
+                first_last_offsets(ids, ranks, off, self.lut, fill, full, self.keep, self.last, out)
+            self._first_last[key] = out
+        out = self._first_last[key]
+        return int(out[rank]) if 0 <= rank < len(out) and out[rank] != _NONE else None
 
 
-#: ``chunks(with_times)`` yields ``(negotiation_id, rank, ts_us, offset)`` arrays afresh on each call;
-#: without ``with_times`` the last two may be None (the counting pass reads only two columns)
-Chunks = Callable[[bool], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]]
+#: ``chunks(columns)`` yields, afresh on each call, one array per named column of the ticks table
+#: (``negotiation_id`` with -1 for none, ``rank``, ``ts_us``, ``offset``), one record batch at a time:
+#: each pass reads only the columns it needs
+Chunks = Callable[[tuple[str, ...]], Iterable[tuple[np.ndarray, ...]]]
 
 
 def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
-    """:class:`Lateness` of ticks given as chunks of ``(negotiation_id, rank, ts_us, offset)``
-    arrays (negotiation_id -1: none), for the negotiations whose span ids are ``span_ids``.
-    See :data:`Chunks`.
+    """:class:`Lateness` of the ticks read through ``chunks`` (:data:`Chunks`), for the
+    negotiations whose span ids are ``span_ids``.
 
     Two passes over the chunks (count, then copy into per-negotiation slots): no sort, no
     concatenated copy of the ticks and only one chunk of them in memory at a time, which
-    matters at ~13 M ticks per GB of timeline.
+    matters at ~13 M ticks per GB of timeline. The result holds 21 bytes per tick, which is
+    also the peak (the lateness replaces the tick times in place).
     """
     n_neg = len(span_ids)
     top = int(span_ids.max(initial=-1))
@@ -111,20 +132,19 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
     lut[span_ids] = np.arange(n_neg)
     counts = np.zeros(n_neg, np.int64)
     max_rank = -1
-    for ids, rank, _, _ in chunks(False):
+    for ids, rank in chunks(("negotiation_id", "rank")):
         max_rank = count_ticks(ids, rank, lut, counts, max_rank)
     full = (counts == max_rank + 1) & (counts > 0)
     bounds = np.zeros(n_neg + 1, np.int64)
     np.cumsum(np.where(full, counts, 0), out=bounds[1:])
     n = int(bounds[-1])
-    rank_out, ts_out, off_out = np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64)
+    rank_out, ts_out = np.empty(n, np.int32), np.empty(n, np.int64)
     fill = bounds[:-1].copy()
-    for ids, rank, ts, off in chunks(True):
-        scatter_ticks(ids, rank, ts, off, lut, fill, full, rank_out, ts_out, off_out)
-    late, vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)
-    del ts_out
+    for ids, rank, ts in chunks(("negotiation_id", "rank", "ts_us")):
+        scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
+    vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
     return Lateness(bounds, counts, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
-                    rank_out, off_out, late, vs, last)
+                    rank_out, ts_out, vs, last, lut, chunks)
 
 
 def rank_summary(lat: Lateness) -> list[RankLateness]:

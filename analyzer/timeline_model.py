@@ -146,10 +146,9 @@ def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> Lateness:
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
 
-    def chunks(with_times: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
-        cols = ["negotiation_id", "rank", "ts_us", "offset"] if with_times else ["negotiation_id", "rank"]
-        for b in store.input_batches("ticks", input_id, cols):
-            ids, rank = pc.fill_null(b.column(0), -1).to_numpy(), b.column(1).to_numpy()
-            yield (ids, rank, b.column(2).to_numpy(), b.column(3).to_numpy()) if with_times else (ids, rank, None, None)
+    def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
+        for b in store.input_batches("ticks", input_id, list(columns)):
+            yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
+                        for name, c in zip(columns, b.columns, strict=True))
 
     return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)

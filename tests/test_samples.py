@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,10 @@ def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str) -
     if name == "straggler_nocache":
         (f,) = report.findings
         assert f.ranks == (5,) and 25 <= f.evidence[0].metrics["median_lateness_ms"] <= 35
+        (src,) = f.evidence[0].sources  # rank 5's first tick among the last ready ones
+        data = (SYNTH / name / "timeline.json").read_bytes()
+        tick = json.loads(data[src.byte_offset:data.index(b"}", src.byte_offset) + 1])
+        assert (tick["ph"], tick["name"]) == ("X", "5")
     if name == "straggler_cached":
         (f,) = report.findings
         assert f.suggestions[0].env == {"HOROVOD_CACHE_CAPACITY": "0"} and f.ranks == ()
