@@ -7,10 +7,10 @@ Two kinds of work are distributed, both per file or per run (never a shared in-m
   entries, which the one writer of the manifest adds (:meth:`analyzer.store.RunStore.ingest`);
 * batch: one task per run (:mod:`analyzer.batch`).
 
-Work is handed out largest first, in groups of several buckets (or runs) per task so that
-the per-task overhead (pickling, scheduling) stays small against the parsing. A timeline is
-one task: its B/E pairing is sequential by nature; it streams in bounded memory
-(:mod:`parsers.timeline`).
+Work is handed out largest first: one bucket per task (a bucket is already 16 MB of input or
+one big input), runs in groups of several per task so that the per-task overhead (pickling,
+scheduling) stays small against the analysis. A timeline is one task: its B/E pairing is
+sequential by nature; it streams in bounded memory (:mod:`parsers.timeline`).
 """
 
 from __future__ import annotations
