@@ -95,14 +95,20 @@ def group_batches(name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _negotiation(span_id: int, lut: np.ndarray) -> int:
+    """Negotiation index of a tick's ``negotiation_id`` (``lut[span_id]``), -1 when none."""
+    return lut[span_id] if 0 <= span_id < lut.shape[0] else -1
+
+
+@njit(cache=True, nogil=True)
 def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.ndarray, max_rank: int) -> int:
     """Add one chunk of ticks to ``counts`` (per negotiation index, ``lut[span_id]``; -1:
     not a negotiation). Returns the highest rank seen so far."""
     for i in range(ids.shape[0]):
-        k = ids[i]
-        if k < 0 or k >= lut.shape[0] or lut[k] < 0:
+        g = _negotiation(ids[i], lut)
+        if g < 0:
             continue
-        counts[lut[k]] += 1
+        counts[g] += 1
         max_rank = max(max_rank, rank[i])
     return max_rank
 
@@ -112,13 +118,13 @@ def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, lut: np.nda
                   full: np.ndarray, out_rank: np.ndarray, out_ts: np.ndarray) -> None:
     """Copy one chunk's ticks of fully ticked negotiations to their group's next free slot."""
     for i in range(ids.shape[0]):
-        k = ids[i]
-        if k < 0 or k >= lut.shape[0] or lut[k] < 0 or not full[lut[k]]:
+        g = _negotiation(ids[i], lut)
+        if g < 0 or not full[g]:
             continue
-        j = fill[lut[k]]
+        j = fill[g]
+        fill[g] = j + 1
         out_rank[j] = rank[i]
         out_ts[j] = ts[i]
-        fill[lut[k]] = j + 1
 
 
 @njit(cache=True, nogil=True)
@@ -128,10 +134,9 @@ def first_last_offsets(ids: np.ndarray, rank: np.ndarray, offset: np.ndarray, lu
     the smallest file offset of a tick that was last, in a negotiation where ``keep`` holds
     (``out`` starts at the largest int64)."""
     for i in range(ids.shape[0]):
-        k = ids[i]
-        if k < 0 or k >= lut.shape[0] or lut[k] < 0 or not full[lut[k]]:
+        g = _negotiation(ids[i], lut)
+        if g < 0 or not full[g]:
             continue
-        g = lut[k]
         j = fill[g]
         fill[g] = j + 1
         if keep[g] and last[j] and offset[i] < out[rank[i]]:
@@ -179,30 +184,38 @@ def rank_stats(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, late: np.
     """Per rank, over the negotiations where ``keep`` holds: ticks, times last, median and
     p90 (linear) lateness, median ``vs``. Returns an ``(n_ranks, 5)`` float64 array."""
     count = np.zeros(n_ranks + 1, np.int64)
+    out = np.zeros((n_ranks, 5), np.float64)
     for g in range(bounds.shape[0] - 1):
         if keep[g]:
             for k in range(bounds[g], bounds[g + 1]):
                 count[rank[k] + 1] += 1
+                out[rank[k], 1] += last[k]
     for r in range(n_ranks):
         count[r + 1] += count[r]
     buf = np.empty(count[n_ranks], np.float64)  # one value per tick, filled twice: lateness, then vs
-    out = np.zeros((n_ranks, 5), np.float64)
-    for which in range(2):
-        fill = count[:-1].copy()
-        for g in range(bounds.shape[0] - 1):
-            if keep[g]:
-                for k in range(bounds[g], bounds[g + 1]):
-                    r = rank[k]
-                    buf[fill[r]] = late[k] if which == 0 else vs[k]
-                    fill[r] += 1
-                    if which == 0:
-                        out[r, 1] += last[k]
-        for r in range(n_ranks):
-            a, b = count[r], count[r + 1]
-            out[r, 0] = b - a
-            if b > a and which == 0:
-                out[r, 2] = np.median(buf[a:b])
-                out[r, 3] = np.percentile(buf[a:b], 90.0)
-            elif b > a:
-                out[r, 4] = np.median(buf[a:b])
+    _by_rank(bounds, keep, rank, late, count, buf)
+    for r in range(n_ranks):
+        a, b = count[r], count[r + 1]
+        out[r, 0] = b - a
+        if b > a:
+            out[r, 2] = np.median(buf[a:b])
+            out[r, 3] = np.percentile(buf[a:b], 90.0)
+    _by_rank(bounds, keep, rank, vs, count, buf)
+    for r in range(n_ranks):
+        a, b = count[r], count[r + 1]
+        if b > a:
+            out[r, 4] = np.median(buf[a:b])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _by_rank(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, values: np.ndarray, count: np.ndarray,
+             buf: np.ndarray) -> None:
+    """Copy ``values`` of the ticks of the negotiations where ``keep`` holds into ``buf``, rank
+    ``r``'s at ``buf[count[r]:count[r + 1]]``."""
+    fill = count[:-1].copy()
+    for g in range(bounds.shape[0] - 1):
+        if keep[g]:
+            for k in range(bounds[g], bounds[g + 1]):
+                buf[fill[rank[k]]] = values[k]
+                fill[rank[k]] += 1

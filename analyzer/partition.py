@@ -67,6 +67,7 @@ class _HashingReader:
         self.pos = 0
         self._sha = hashlib.sha256()
         self._blocks: queue.Queue[bytes | None] | None = None
+        self._thread: threading.Thread | None = None
         if threaded:
             self._blocks = queue.Queue(maxsize=8)
             self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
@@ -80,22 +81,23 @@ class _HashingReader:
     def readinto(self, b: Any) -> int:
         n = self.raw.readinto(b)  # type: ignore[attr-defined]
         if n:
-            if self._blocks is None:
-                self._sha.update(memoryview(b)[:n])
-            else:
-                self._blocks.put(bytes(memoryview(b)[:n]))
-            self.pos += n
+            self._take(memoryview(b)[:n])
         return n or 0
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
         if data:
-            if self._blocks is None:
-                self._sha.update(data)
-            else:
-                self._blocks.put(data)
-            self.pos += len(data)
+            self._take(data)
         return data
+
+    def _take(self, block: bytes | memoryview) -> None:
+        """Hash ``block`` here, or hand the hashing thread a copy (the reader reuses its buffer;
+        ``bytes`` of a ``bytes`` is the same object, no copy)."""
+        if self._blocks is None:
+            self._sha.update(block)
+        else:
+            self._blocks.put(bytes(block))
+        self.pos += len(block)
 
     def readable(self) -> bool:
         return True
@@ -106,7 +108,7 @@ class _HashingReader:
         return self._sha.hexdigest()
 
     def finish(self) -> None:
-        if self._blocks is not None and self._thread.is_alive():
+        if self._blocks is not None and self._thread is not None and self._thread.is_alive():
             self._blocks.put(None)
             self._thread.join()
 
