@@ -17,7 +17,12 @@ from analyzer import __version__
 from analyzer.discover import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
-from analyzer.parallel import Executor, executor_from_options, ingest_runner
+from analyzer.parallel import (
+    Executor,
+    executor_from_options,
+    ingest_pieces,
+    ingest_runner,
+)
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.store import MANIFEST, IngestReport, RunStore, temporary_store
 
@@ -52,7 +57,7 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Exec
     inputs, skipped = discover(list(paths))
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
-    runner = ingest_runner(executor) if executor is not None and executor.pays_off(len(inputs), total) else None
+    runner = ingest_runner(executor) if executor is not None and executor.pays_off(ingest_pieces(inputs), total) else None
     if show:
         from tqdm import tqdm
 

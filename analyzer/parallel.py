@@ -1,16 +1,19 @@
 """Where work runs: here, on a local process pool, or on a Dask cluster (``dask.distributed``).
 
-Two kinds of work are distributed, both per file or per run (never a shared in-memory state):
+Two kinds of work are distributed, never as a shared in-memory state:
 
 * ingest: :func:`analyzer.partition.write_bucket` per bucket of inputs; workers write buckets into
   the store folder (which must be on a filesystem they all see) and send back manifest
-  entries, which the one writer of the manifest adds (:meth:`analyzer.store.RunStore.ingest`);
+  entries, which the one writer of the manifest adds (:meth:`analyzer.store.RunStore.ingest`).
+  A big uncompressed log (a combined ``mpirun`` stdout) is parsed per chunk of 32 MB
+  (:mod:`parsers.nccl_chunks`); the chunks' parser states come back here, are merged in file
+  order and written as its bucket;
 * batch: one task per run (:mod:`analyzer.batch`).
 
-Work is handed out largest first: one bucket per task (a bucket is already 16 MB of input or
-one big input), runs in groups of several per task so that the per-task overhead (pickling,
-scheduling) stays small against the analysis. A timeline is one task: its B/E pairing is
-sequential by nature; it streams in bounded memory (:mod:`parsers.timeline`).
+Work is handed out largest first: one bucket or chunk per task (a bucket is already 16 MB of
+input or one big input), runs in groups of several per task so that the per-task overhead
+(pickling, scheduling) stays small against the analysis. A timeline is one task: its B/E
+pairing is sequential by nature; it streams in bounded memory (:mod:`parsers.timeline`).
 """
 
 from __future__ import annotations
@@ -18,14 +21,23 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from analyzer.discover import InputFile
 from analyzer.errors import UsageError
-from analyzer.partition import Bucket, write_bucket
+from analyzer.hashing import file_sha256
+from analyzer.partition import Bucket, write_bucket, write_merged_log
+from parsers.inputs import InputKind
+from parsers.nccl_chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,13 +63,13 @@ class Executor:
     def uses_dask(self) -> bool:
         return self.scheduler is not None or self.dask_workers is not None
 
-    def pays_off(self, files: int, total_bytes: int) -> bool:
-        """Whether to parse ``files`` elsewhere than here: always on Dask (asked for by name);
-        on local processes only for enough work, as starting them costs ~1-2 s (imports,
-        compiled kernels)."""
-        if files < 2:
+    def pays_off(self, pieces: int, total_bytes: int) -> bool:
+        """Whether to parse ``pieces`` (:func:`ingest_pieces`: files, chunks of big logs)
+        elsewhere than here: always on Dask (asked for by name); on local processes only for
+        enough work, as starting them costs ~1-2 s (imports, compiled kernels)."""
+        if pieces < 2:
             return False
-        return self.uses_dask or self.jobs > 1 and (files >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
+        return self.uses_dask or self.jobs > 1 and (pieces >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
 
     def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int],
             grouped: bool = True) -> Iterator[R]:
@@ -163,15 +175,65 @@ def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler
             cluster.close()
 
 
-def write_buckets(root_and_buckets: list[tuple[str, Bucket]]) -> list[tuple[InputFile, dict[str, Any]]]:
-    """Task: :func:`write_bucket` for each ``(store root, bucket)``."""
-    return [pair for root, bucket in root_and_buckets for pair in write_bucket(Path(root), bucket)]
+def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+    """Task: ``("bucket", store root, bucket)`` -> :func:`write_bucket`'s ``(input, entry)``
+    pairs; ``("chunk", path, index, start, end)`` -> that chunk's parser
+    (:func:`parsers.nccl_chunks.parse_chunk`), merged by the coordinator."""
+    out: list[tuple[str, Any]] = []
+    for task in tasks:
+        if task[0] == "bucket":
+            out += [("pair", pair) for pair in write_bucket(Path(task[1]), task[2])]
+        else:
+            _, path, index, start, end = task
+            out.append(("chunk", (path, index, parse_chunk(path, start, end, path))))
+    return out
 
 
-def ingest_runner(executor: Executor) -> Callable[[Path, list[Bucket]], Iterator[tuple[InputFile, dict[str, Any]]]]:
-    """A :data:`analyzer.store.Runner` that parses the buckets with ``executor``."""
+def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """Whether ``item`` is parsed in chunks when several workers are there: an uncompressed log
+    (gzip cannot be entered mid-stream; a timeline's B/E pairing is sequential) of at least
+    two chunks (by default more than makes a bucket of its own, :data:`analyzer.partition.BUCKET_BYTES`)."""
+    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes
+
+
+def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) -> int:
+    """How many pieces of work ``items`` make: a file each, a chunkable log a task per chunk."""
+    return sum(-(-i.size // chunk_bytes) if chunkable(i, chunk_bytes) else 1 for i in items)
+
+
+def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
+                  ) -> Callable[[Path, list[Bucket]], Iterator[tuple[InputFile, dict[str, Any]]]]:
+    """A :data:`analyzer.store.Runner` that parses the buckets with ``executor``; a big log's
+    bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
+    come back, while this process hashes the file."""
     def run(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
-        pairs = [(str(root), b) for b in buckets]
-        # a bucket is 16 MB of small inputs or one big one: a task each balances the load best
-        return executor.map(write_buckets, pairs, weight=lambda p: p[1].size, grouped=False)
+        tasks: list[tuple[Any, ...]] = []
+        logs: dict[str, tuple[InputFile, ChunkMerger, Future[str]]] = {}
+        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
+        try:
+            for b in buckets:
+                item = b.inputs[0]
+                if not (b.stream and chunkable(item, chunk_bytes)):
+                    tasks.append(("bucket", str(root), b))
+                    continue
+                path = str(item.path)
+                ranges = chunk_ranges(path, item.size, chunk_bytes)
+                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path))
+                tasks += [("chunk", path, i, start, end) for i, (start, end) in enumerate(ranges)]
+
+            def weight(task: tuple[Any, ...]) -> int:
+                return task[2].size if task[0] == "bucket" else task[4] - task[3]
+
+            # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a task each balances best
+            for kind, result in executor.map(ingest_tasks, tasks, weight=weight, grouped=False):
+                if kind == "pair":
+                    yield result
+                    continue
+                path, index, parser = result
+                item, merger, sha = logs[path]
+                merger.add(index, parser)
+                if merger.complete:
+                    yield from write_merged_log(root, item, merger, sha.result())
+        finally:
+            hasher.shutdown(wait=True, cancel_futures=True)
     return run

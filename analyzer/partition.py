@@ -19,10 +19,10 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,9 @@ import pyarrow.parquet as pq
 
 from analyzer.discover import InputFile
 from analyzer.errors import StoreError
+from analyzer.hashing import HashingReader
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
+from parsers.nccl_chunks import ChunkMerger
 from parsers.nccl_log import JobLogParser
 from parsers.schema import arrow_schema
 
@@ -50,72 +52,6 @@ ID_PREFIX_BYTES = 16 << 20
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-class _HashingReader:
-    """A raw file that hashes every byte read through it and counts them.
-
-    ``threaded``: hash in a thread of its own. hashlib releases the GIL on large buffers, so
-    this takes the hashing off the parsing thread's path (0.6 s per GB here) when a core is
-    free for it, at the cost of a thread and a copy of each block; worth it for a big input
-    that streams, not for the small inputs of a bucket (a thread per 200 KB log costs about
-    what hashing it does, and several worker processes leave no core free anyway).
-    """
-
-    def __init__(self, raw: BinaryIO, threaded: bool = True) -> None:
-        self.raw = raw
-        self.pos = 0
-        self._sha = hashlib.sha256()
-        self._blocks: queue.Queue[bytes | None] | None = None
-        self._thread: threading.Thread | None = None
-        if threaded:
-            self._blocks = queue.Queue(maxsize=8)
-            self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
-            self._thread.start()
-
-    def _hash(self) -> None:
-        assert self._blocks is not None
-        while (block := self._blocks.get()) is not None:
-            self._sha.update(block)
-
-    def readinto(self, b: Any) -> int:
-        n = self.raw.readinto(b)  # type: ignore[attr-defined]
-        if n:
-            self._take(memoryview(b)[:n])
-        return n or 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        if data:
-            self._take(data)
-        return data
-
-    def _take(self, block: bytes | memoryview) -> None:
-        """Hash ``block`` here, or hand the hashing thread a copy (the reader reuses its buffer;
-        ``bytes`` of a ``bytes`` is the same object, no copy)."""
-        if self._blocks is None:
-            self._sha.update(block)
-        else:
-            self._blocks.put(bytes(block))
-        self.pos += len(block)
-
-    def readable(self) -> bool:
-        return True
-
-    def hexdigest(self) -> str:
-        """Wait for the hashing thread and return the sha256 of everything read."""
-        self.finish()
-        return self._sha.hexdigest()
-
-    def finish(self) -> None:
-        if self._blocks is not None and self._thread is not None and self._thread.is_alive():
-            self._blocks.put(None)
-            self._thread.join()
-
-    def close(self) -> None:
-        self.finish()
-        self.raw.close()
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +101,31 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
     their bytes, and a repeated input (same bytes) is written once.
     """
+    return _bucket(root, lambda writers, tmp: _stream(root, bucket, progress, input_id, writers, tmp) if bucket.stream
+                   else _gather(root, bucket, progress, writers, tmp))
+
+
+def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str,
+                     input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+    """A big log parsed in chunks (:mod:`parsers.nccl_chunks`, all merged), written as the
+    bucket that streaming it would have written: same id, rows and manifest entry."""
+    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+        iid = input_id or prefix_id(item.path, item.size)
+        rows: dict[str, int] = {}
+        for name, table in _with_issues(merger.tables().items(), merger.parser):
+            _write(root, writers, name, tmp, _with_id(table, iid))
+            rows[name] = table.num_rows
+        return [(item, {**_entry(item, sha256, rows, merger.parser), "id": iid})]
+    return _bucket(root, fill)
+
+
+def _bucket(root: Path, fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, dict[str, Any]]]]
+            ) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote (discarded if it fails)."""
     tmp = _tmp_name()
     writers: dict[str, pq.ParquetWriter] = {}
     try:
-        out = (_stream(root, bucket, progress, input_id, writers, tmp) if bucket.stream
-               else _gather(root, bucket, progress, writers, tmp))
+        out = fill(writers, tmp)
     except BaseException:
         _discard(root, writers, tmp)
         raise
@@ -230,14 +186,14 @@ def prefix_id(path: Path, size: int) -> str:
 def _parse(item: InputFile, progress: Callable[[int], None] | None,
            emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> dict[str, Any]:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
-    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`_HashingReader`."""
+    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
         raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
     rows: dict[str, int] = {}
     with open(item.path, "rb") as raw_file:
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
-        raw = _HashingReader(raw_file, threaded_hash)
+        raw = HashingReader(raw_file, threaded_hash)
         stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
@@ -251,24 +207,35 @@ def _parse(item: InputFile, progress: Callable[[int], None] | None,
             batches = _in_background(parser.batches(stream))
         last = 0
         try:
-            for name, batch in batches:
+            for name, batch in _with_issues(batches, parser):
                 emit(name, batch)
                 rows[name] = rows.get(name, 0) + batch.num_rows
                 if progress and raw.pos > last:
                     progress(raw.pos - last)
                     last = raw.pos
-            tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
-            for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
-                if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
-                    emit(name, table)
-                    rows[name] = table.num_rows
         finally:
             raw.finish()
         if progress and raw.pos > last:
             progress(raw.pos - last)
+    return _entry(item, raw.hexdigest(), rows, parser)
+
+
+def _with_issues(batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser
+                 ) -> Iterator[tuple[str, pa.Table]]:
+    """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
+    yield from batches
+    tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
+    for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
+        if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
+            yield name, table
+
+
+def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
+           ) -> dict[str, Any]:
+    """An input's manifest entry, without ``id`` and ``bucket``."""
     return {
         "path": str(item.path), "paths": [str(item.path)], "size": item.size,
-        "sha256": raw.hexdigest(), "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
+        "sha256": sha256, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
         "tables": sorted(rows), "rows": rows, "issues": parser.sink.counts(),
         **({"log": parser.info} if isinstance(parser, JobLogParser) else {"timeline": parser.info.to_dict()}),
     }

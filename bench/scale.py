@@ -2,6 +2,7 @@
 memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask LocalCluster.
 
     python bench/scale.py [--mb 1024] [--big-mb 5120] [--skip-json] [--only-nccl] [--collectives 1000 4000]
+                          [--combined-mb 1024]
 
 1. The 1 GB timeline of bench/ingest.py, each method in a fresh process (time, MB/s, peak RSS):
    ours (``hvd-analyze ingest``), ``json.load`` + pandas, orjson + pandas, DuckDB ``read_json`` to
@@ -13,6 +14,9 @@ memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask Local
    ``-j 2`` and ``--dask-workers 2``, each in a fresh process, ``--repeat`` rounds interleaved (a slow
    spell of a shared machine then hits every mode), best and median; and whether the three stores
    hold identical tables (per input). Target: Dask >= 1.7x the single-process rate.
+4. One combined ``mpirun`` stdout of 1024 ranks (``--combined-mb``, default 1 GB, the log of
+   bench/nccl_log.py), the same three modes: ``-j 2`` and Dask parse it in 32 MB chunks merged in
+   file order (:mod:`parsers.nccl_chunks`), ``-j 1`` streams it in one pass; identical tables.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import CACHE, big_timeline, entry, measure_in_child
+from bench.common import CACHE, big_nccl_log, big_timeline, entry, measure_in_child
 from bench.ingest import duckdb_arrow, json_pandas, ours
 
 
@@ -64,12 +68,16 @@ def nccl_logs(collectives: int) -> Path:
     return folder
 
 
-def ingest_cli(folder: Path, store: Path, *opts: str) -> dict[str, float]:
+def _size(src: Path) -> int:
+    return sum(f.stat().st_size for f in src.iterdir()) if src.is_dir() else src.stat().st_size
+
+
+def ingest_cli(src: Path, store: Path, *opts: str) -> dict[str, float]:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "analyzer", "ingest", str(folder), "-o", str(store), "-q", *opts],
+    subprocess.run([sys.executable, "-m", "analyzer", "ingest", str(src), "-o", str(store), "-q", *opts],
                    check=True)
     wall = time.perf_counter() - t
-    size = sum(f.stat().st_size for f in folder.iterdir())
+    size = _size(src)
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     return {"seconds": wall, "mb_per_s": size / wall / 1e6, "max_child_rss_mb": rss / 1e6}
 
@@ -96,16 +104,20 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--big-mb", type=int, default=5120)
     ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
-    ap.add_argument("--only-nccl", action="store_true", help="only part 3 (the 4096 per-rank logs)")
+    ap.add_argument("--only-nccl", action="store_true", help="only parts 3 and 4 (NCCL logs)")
     ap.add_argument("--repeat", type=int, default=3, help="part 3: runs per mode, interleaved (best and median reported)")
     ap.add_argument("--collectives", type=int, nargs="+", default=[1000],
                     help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB)")
+    ap.add_argument("--combined-mb", type=int, default=1024, help="part 4: size of the combined log (0: skip)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     if not args.only_nccl:
         timelines(args)
     for n in args.collectives:
-        nccl_scaling(n, args.repeat)
+        folder = nccl_logs(n)
+        nccl_scaling(folder, f"3. {len(list(folder.iterdir()))} NCCL logs (one per rank)", args.repeat)
+    if args.combined_mb:
+        nccl_scaling(big_nccl_log(args.combined_mb), "4. one combined NCCL log of 1024 ranks", args.repeat)
 
 
 def timelines(args: argparse.Namespace) -> None:
@@ -131,18 +143,16 @@ def timelines(args: argparse.Namespace) -> None:
 
 
 
-def nccl_scaling(collectives: int, repeat: int) -> None:
-    folder = nccl_logs(collectives)
-    n = len(list(folder.iterdir()))
-    size = sum(f.stat().st_size for f in folder.iterdir())
-    print(f"\n3. {n} NCCL logs, {size / 1e6:.0f} MB, `hvd-analyze ingest`:")
+def nccl_scaling(src: Path, title: str, repeat: int) -> None:
+    size = _size(src)
+    print(f"\n{title}, {size / 1e6:.0f} MB, `hvd-analyze ingest`:")
     modes = (("-j 1", ("-j", "1")), ("-j 2", ("-j", "2")), ("--dask-workers 2", ("--dask-workers", "2")))
     with tempfile.TemporaryDirectory() as d:
         tries: dict[str, list[dict[str, float]]] = {label: [] for label, _ in modes}
         for k in range(repeat):  # interleaved, so that a slow spell of a shared machine hits every mode
             for label, opts in modes:
                 store = Path(d) / f"{label.replace(' ', '')}-{k}"
-                tries[label].append(ingest_cli(folder, store, *opts))
+                tries[label].append(ingest_cli(src, store, *opts))
                 if k:
                     shutil.rmtree(store)
         for label, runs in tries.items():

@@ -26,6 +26,7 @@ from parsers.nccl_record import PREFIX_ONLY, Record, split_records, timestamp
 from parsers.nccl_state import ProcessState, log_tables
 
 BLOCK = 4 << 20
+CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
 #: A whole COLL trace line (``nccl-log-format.md`` §3.17), launcher prefix included.
 COLL_LINE = re.compile(
     r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
@@ -58,11 +59,23 @@ class JobLogParser:
         self.versions: list[tuple[Any, ...]] = []  # host, pid, line, version, cuda, source
         self.counts: Counter[str] = Counter()
         self.lines = 0
+        self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
+        # what a later chunk's parser could not resolve alone (parsers.nccl_chunks merges chunks):
+        self.chain_orphans: list[tuple[tuple[str | None, int | None, int | None], int]] = []  # frames, no WARN
+        self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
 
     # -- reading --------------------------------------------------------------------
     def parse(self, stream: BinaryIO) -> dict[str, pa.Table]:
+        """Parse the whole ``stream`` and return the tables."""
+        self.feed(stream)
+        self.finish(getattr(stream, "cut", None))
+        return log_tables(self)
+
+    def feed(self, stream: BinaryIO) -> None:
+        """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
+        starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends."""
         rest = b""
-        lineno = 0
+        lineno = self.lines
         while block := stream.read(BLOCK):
             data = rest + block
             cut = data.rfind(b"\n")
@@ -73,17 +86,30 @@ class JobLogParser:
             lineno = self._block(data[: cut + 1].decode("utf-8", "replace"), lineno)
         if rest:
             lineno += 1
-            self.sink.add(IssueSeverity.DATA_LOSS, "log.cut_line",
-                          f"the file ends mid-line (line {lineno}, {len(rest)} bytes without a newline): the "
-                          "excerpt or capture was cut there; the fragment is read as far as it goes")
+            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "log.cut_line",
+                           f"the file ends mid-line (line {{line}}, {len(rest)} bytes without a newline): the "
+                           "excerpt or capture was cut there; the fragment is read as far as it goes")
             self._line(rest.decode("utf-8", "replace").rstrip("\r"), lineno)
         self.lines = lineno
-        cut = getattr(stream, "cut", None)
-        if cut:
+
+    def finish(self, gzip_cut: str | None = None) -> None:
+        """End of the input: issues, folded collectives, late verdicts (:meth:`parse` calls it)."""
+        for code, (severity, template, lineno, count) in self.line_issues.items():
+            self.sink.add(severity, code, template.replace("{line}", str(lineno)), count=count)
+        self.line_issues.clear()
+        if gzip_cut:
             self.sink.add(IssueSeverity.DATA_LOSS, "log.gzip_cut",
-                          f"the gzip stream is cut or damaged ({cut}); lines up to the damage were read")
+                          f"the gzip stream is cut or damaged ({gzip_cut}); lines up to the damage were read")
         self._finish()
-        return log_tables(self)
+
+    def _issue_at(self, lineno: int, severity: IssueSeverity, code: str, template: str) -> None:
+        """An issue of line ``lineno`` (``{line}`` in ``template``), kept as data until
+        :meth:`finish` so that a chunk's issues can be moved to the lines of the whole file."""
+        old = self.line_issues.get(code)
+        if old is None:
+            self.line_issues[code] = [severity, template, lineno, 1]
+        else:
+            old[3] += 1
 
     def _block(self, text: str, lineno: int) -> int:
         """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
@@ -151,10 +177,10 @@ class JobLogParser:
                 if merged:
                     self.counts["merged"] += 1
                     if any(not r.msg for r in records):
-                        self.sink.add(IssueSeverity.DATA_LOSS, "nccl.merged_records",
-                                      f"line {lineno}: records of two processes were written into one line "
-                                      "(NCCL <= 2.3 wrote prefix and message separately); a record without "
-                                      "its message is counted, its message may appear on a later line")
+                        self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.merged_records",
+                                       "line {line}: records of two processes were written into one line "
+                                       "(NCCL <= 2.3 wrote prefix and message separately); a record without "
+                                       "its message is counted, its message may appear on a later line")
                 if doubled:
                     self.counts["doubled"] += 1
                 for r in records:
@@ -175,10 +201,8 @@ class JobLogParser:
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
-                for w in reversed(self.watchdog):
-                    if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
-                        w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
-                        break
+                if not attach_work(self.watchdog, work):
+                    self.work_orphans.append((lineno, work))
                 return
         if joblog.STALL_HEAD in line or joblog.STALL_WARNING in line:
             self._in_stall = True
@@ -203,10 +227,10 @@ class JobLogParser:
             self.counts["blank"] += 1
         elif classify(line.strip()) is not None:
             self.counts["orphan"] += 1
-            self.sink.add(IssueSeverity.DATA_LOSS, "nccl.orphan_message",
-                          f"line {lineno}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
-                          "written into another line by a concurrent process): it cannot be attributed and is "
-                          "not analysed")
+            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.orphan_message",
+                           "line {line}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
+                           "written into another line by a concurrent process): it cannot be attributed and is "
+                           "not analysed")
         else:
             self.counts["foreign"] += 1
 
@@ -247,11 +271,8 @@ class JobLogParser:
     def _info(self, p: ProcessState, r: Record, lineno: int) -> None:
         msg = r.msg
         fact = classify(msg)
-        if p.wording is None or p.wording_checked < 40:  # version-specific wording shows up early
-            p.wording_checked += 1
-            rng = wording_range(msg)
-            if rng is not None:
-                p.narrow(rng)
+        if p.wording_open():  # version-specific wording shows up early
+            p.check_wording(wording_range(msg))
         if fact is None:
             return
         kind, f = fact
@@ -291,7 +312,9 @@ class JobLogParser:
         frame = f"{f['src']} -> {f['code']}" + (f" ({f['errno']})" if f["errno"] else "") + \
                 (f" [{f['thread']}]" if f["thread"] else "")
         err = self.open_error.get((r.host, r.pid, r.tid))
-        if err is None or lineno - err["line"] > 200:
+        if err is None:
+            self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
+        if err is None or lineno - err["line"] > CHAIN_LINES:
             cls, fix = classify_chain(f["code"])
             err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "chain", "class": cls,
                    "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix,
@@ -351,3 +374,12 @@ class JobLogParser:
                 "merged_lines": self.counts["merged"], "watchdog_timeouts": len(self.watchdog),
                 "stall_ranks": len(self.stalls), "autotune_rows": len(self.autotune)}
 
+
+def attach_work(watchdog: list[dict[str, Any]], work: joblog.WatchdogWork) -> bool:
+    """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
+    work" line) describes; False when there is none."""
+    for w in reversed(watchdog):
+        if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
+            w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
+            return True
+    return False

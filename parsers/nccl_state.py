@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from parsers.nccl_log import JobLogParser
 
 
+WORDING_RECORDS = 40  # records of a process whose wording is checked (and more until one matches)
+
+
 def _v(v: Version) -> str:
     return f"{v[0]}.{v[1]}.{v[2]}" if v[1] < 99 else f"{v[0]}.x"
 
@@ -33,6 +36,8 @@ class ProcessState:
     cuda: str | None = None
     wording: tuple[Version, Version] | None = None
     wording_checked: int = 0
+    # what check_wording was given, as far as a continuation could need it (ProcessState.absorb)
+    wording_log: list[tuple[Version, Version] | None] = field(default_factory=list)
     network: str | None = None
     bootstrap: str | None = None
     socket_ifs: list[str] = field(default_factory=list)
@@ -46,6 +51,18 @@ class ProcessState:
     progress_line: int = 0  # last line showing init progress (network chosen, connection, Init COMPLETE)
     conns: dict[tuple[str, str, str | None, bool], list[int]] = field(default_factory=dict)
 
+    def wording_open(self) -> bool:
+        """Whether the next record's wording is still worth checking: the first
+        :data:`WORDING_RECORDS` records, then until one narrows the release range."""
+        return self.wording is None or self.wording_checked < WORDING_RECORDS
+
+    def check_wording(self, rng: tuple[Version, Version] | None) -> None:
+        self.wording_checked += 1
+        if rng is not None:
+            self.narrow(rng)
+        if rng is not None or self.wording_checked <= WORDING_RECORDS:  # later Nones change nothing
+            self.wording_log.append(rng)
+
     def narrow(self, rng: tuple[Version, Version]) -> None:
         """Intersect the release range allowed by this process's wording (kept when disjoint:
         that is a mixed log, reported by the version-mismatch detector across processes)."""
@@ -55,6 +72,45 @@ class ProcessState:
         lo, hi = max(self.wording[0], rng[0]), min(self.wording[1], rng[1])
         if lo <= hi:
             self.wording = (lo, hi)
+
+    def absorb(self, later: ProcessState, base: int) -> None:
+        """Continue this state with ``later``: the same process as read from a later chunk of the
+        file alone, whose line numbers count from ``base`` (:mod:`parsers.nccl_chunks`). The
+        result is what reading both chunks in one pass gives."""
+        self.last_line = max(self.last_line, later.last_line + base)
+        self.records += later.records
+        self.warns += later.warns
+        self.devs |= later.devs
+        if self.version is None and later.version is not None:  # the first INFO version line wins
+            self.version, self.cuda, self.version_source = later.version, later.cuda, later.version_source
+        for rng in later.wording_log:  # what a single pass would have checked of these records
+            if self.wording_open():
+                self.check_wording(rng)
+        for name in ("network", "bootstrap", "plugin"):  # the last one said wins
+            if getattr(later, name) is not None:
+                setattr(self, name, getattr(later, name))
+        _add_new(self.socket_ifs, later.socket_ifs)
+        _add_new(self.ib_hcas, later.ib_hcas)
+        self.ib_none |= later.ib_none
+        self.verbs_missing |= later.verbs_missing
+        self.gdr_disabled |= later.gdr_disabled
+        if later.progress_line:
+            self.progress_line = later.progress_line + base
+        for key, (n, first) in later.conns.items():
+            c = self.conns.get(key)
+            if c is None:
+                self.conns[key] = [n, first + base]
+            else:
+                c[0] += n
+
+    def shift(self, base: int) -> None:
+        """Move the line numbers of a chunk's state to the lines of the whole file."""
+        self.first_line += base
+        self.last_line += base
+        if self.progress_line:
+            self.progress_line += base
+        for c in self.conns.values():
+            c[1] += base
 
     def add_conn(self, f: dict[str, Any], lineno: int) -> None:
         key = (f["kind"], f["detail"], f["net"], f["gdr"])

@@ -3,17 +3,20 @@ interrupted ingest resumes; batch over a fleet lists exactly the runs with injec
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import analyzer.parallel
 import analyzer.partition
 from analyzer.batch import run_batch
 from analyzer.discover import discover
 from analyzer.parallel import Executor, ingest_runner
 from analyzer.store import RunStore
+from parsers.nccl_chunks import chunk_ranges
 from parsers.schema import TABLES
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
@@ -73,6 +76,38 @@ def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, in
     _same(single, _ingest(tmp_path / "pool", inputs, Executor(jobs=2)))
     _same(single, _ingest(tmp_path / "dask", inputs, Executor(dask_workers=2)))
     assert {e["bucket"] for e in RunStore.open(tmp_path / "dask").inputs} == buckets  # the same plan everywhere
+
+
+def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int) -> None:
+    """A combined mpirun log is cut into chunks parsed by workers and merged here: the same
+    manifest entry (id, sha256, rows, issues) and the same tables as streaming it here."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (log,) = write_nccl_log(src / "job.log", NcclLogSpec(hosts=4, gpus_per_host=4, wording="2.26", link="RoCE",
+                                                         collectives=60, completion_error_rank=5, seed=2))
+    size = log.stat().st_size
+    assert size > 8 * 16 * 1024
+    merged: list[int] = []
+
+    class Counting(analyzer.parallel.ChunkMerger):
+        def add(self, index: int, chunk: object) -> None:  # type: ignore[override]
+            merged.append(index)
+            super().add(index, chunk)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyzer.parallel, "ChunkMerger", Counting)
+    single = _ingest(tmp_path / "single", src, None)
+    assert not merged
+    for name, executor in (("pool", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
+        root = tmp_path / name
+        RunStore.create_or_open(root).ingest(*discover([src]), runner=ingest_runner(executor, chunk_bytes=16 * 1024))
+        chunked = RunStore.open(root)
+        assert sorted(merged) == list(range(len(chunk_ranges(log, size, 16 * 1024))))  # every chunk on a worker
+        merged.clear()
+        _same(single, chunked)
+        (a,), (b,) = single.inputs, chunked.inputs
+        assert {k: v for k, v in a.items() if k != "ingested_at"} == {k: v for k, v in b.items() if k != "ingested_at"}
+        assert b["sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
 
 
 def _worker_settings(_: list[int]) -> list[tuple[object, object, object]]:

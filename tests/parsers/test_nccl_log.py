@@ -70,16 +70,19 @@ def test_init_transports_env_and_version_per_process() -> None:
     assert "nccl_errors" not in t and not p.sink.issues
 
 
+WARN_CHAIN = (
+    "h:1:5 [0] NCCL INFO Channel 00 : 0 -> 1 via NET/Socket/0\n"
+    "[1,0]<stdout>:\n"
+    "h:1:7 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<3> with error 12, "
+    "opcode 0, len 0, vendor err 129 (Recv)\n"
+    "h:1:5 [0] NCCL INFO init.cc:100 -> 3\n"  # another thread: its own chain
+    "h:1:7 [0] NCCL INFO transport/net.cc:1008 -> 6\n"
+    "h:1:7 [0] NCCL INFO proxy.cc:679 -> 6 [Proxy Thread]\n"
+)
+
+
 def test_warn_chain_attaches_by_thread_and_classifies() -> None:
-    _, t = parse(
-        "h:1:5 [0] NCCL INFO Channel 00 : 0 -> 1 via NET/Socket/0\n"
-        "[1,0]<stdout>:\n"
-        "h:1:7 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<3> with error 12, "
-        "opcode 0, len 0, vendor err 129 (Recv)\n"
-        "h:1:5 [0] NCCL INFO init.cc:100 -> 3\n"  # another thread: its own chain
-        "h:1:7 [0] NCCL INFO transport/net.cc:1008 -> 6\n"
-        "h:1:7 [0] NCCL INFO proxy.cc:679 -> 6 [Proxy Thread]\n"
-    )
+    _, t = parse(WARN_CHAIN)
     warn, other = t["nccl_errors"]
     assert (warn["class"], warn["chain"], warn["result_code"]) == (
         "ib_completion_error", ["transport/net.cc:1008 -> 6", "proxy.cc:679 -> 6 [Proxy Thread]"], 6)
@@ -93,18 +96,21 @@ def test_failed_probe_followed_by_progress_is_not_an_error() -> None:
     assert e["class"] is None and "probe" in e["remediation"]
 
 
+MERGED_DOUBLED_ORPHAN = (
+    "a:1:1 [2] NCCL INFO a:2:2 [7] NCCL INFO Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 "
+    "op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
+    "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
+    "  | 2025-05-16T16:39:51.208-07:00ip-1:79:79 [0] NCCL INFO Using network Socket | ip-1:79:79 [0] NCCL INFO "
+    "Using network Socket\n"
+    "[3] NCCL INFO comm 0x5 rank 3 nranks 8 cudaDev 3 busId b000 commId 0xfa - Init COMPLETE\n"
+    "a:2:2 [7] NCCL INFO Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 "
+    "[nranks=8] stream 0x3\n"
+    "plain application output\n"
+)
+
+
 def test_merged_doubled_stripped_and_orphan_lines() -> None:
-    p, t = parse(
-        "a:1:1 [2] NCCL INFO a:2:2 [7] NCCL INFO Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 "
-        "op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
-        "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 [nranks=8] stream 0x3\n"
-        "  | 2025-05-16T16:39:51.208-07:00ip-1:79:79 [0] NCCL INFO Using network Socket | ip-1:79:79 [0] NCCL INFO "
-        "Using network Socket\n"
-        "[3] NCCL INFO comm 0x5 rank 3 nranks 8 cudaDev 3 busId b000 commId 0xfa - Init COMPLETE\n"
-        "a:2:2 [7] NCCL INFO Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 root 0 comm 0x9 "
-        "[nranks=8] stream 0x3\n"
-        "plain application output\n"
-    )
+    p, t = parse(MERGED_DOUBLED_ORPHAN)
     hosts = sorted((r["host"] or "?", r["pid"]) for r in t["nccl_processes"])
     assert hosts == [("?", None), ("a", 1), ("a", 2), ("ip-1", 79)]
     (coll,) = t["nccl_collectives"]  # the merged line (careful path) and the plain one (block regex) fold together

@@ -1,0 +1,127 @@
+"""A log parsed in chunks (any cut, merged in file order) gives exactly the single pass's tables."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parsers.nccl_chunks import ChunkMerger, chunk_ranges, parse_chunk
+from parsers.nccl_log import JobLogParser
+from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
+from tests.parsers.test_nccl_log import (
+    MERGED_DOUBLED_ORPHAN,
+    WARN_CHAIN,
+    WATCHDOG_STALL_AUTOTUNE,
+)
+
+# Every state that crosses lines: a WARN whose frames follow, interleaved threads, a chain
+# probe followed by progress, merged and doubled lines, an orphan message, stall rank lists,
+# a watchdog timeout completed by a later "detected by watchdog at work" line, an autotune
+# CSV, bare version lines, COLL lines of the block regex and of the careful path, a cut end.
+WORK = ("[rank1]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception "
+        "(either an error or timeout) detected by watchdog at work: 12, last enqueued NCCL work: 13, last completed "
+        "NCCL work: 11.\n")
+KITCHEN_SINK = (
+    "NCCL version 2.7.8+cuda11.0\n"
+    "h:1:5 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
+    "h:1:5 [0] NCCL INFO NET/IB : No device found.\n"
+    "h:1:5 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    "h:1:5 [0] NCCL INFO Using network Socket\n"
+    "h:2:6 [1] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
+    + WARN_CHAIN
+    + "h:2:6 [1] NCCL INFO net.cc:55 -> 3\n"
+    "h:2:6 [1] NCCL INFO Using network IB\n"
+    "h:1:5 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId b000 commId 0xfa - Init COMPLETE\n"
+    + MERGED_DOUBLED_ORPHAN
+    + "".join(f"a:2:2 [7] NCCL INFO Broadcast: opCount {i:x} sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 "
+              "root 0 comm 0x9 [nranks=8] stream 0x3\n" for i in range(1, 6))
+    + MERGED_DOUBLED_ORPHAN  # again: issues of the same code in two chunks count up
+    + WORK  # a completion with no timeout before it: matches nothing
+    + "h:1:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+    + "".join(WATCHDOG_STALL_AUTOTUNE.splitlines(keepends=True)[:2])  # two watchdog timeouts
+    + "h:2:6 [1] NCCL INFO Using network IB\n" * 3
+    + WORK  # completes the timeout of rank 1, two chunks back when every line is a chunk
+    + "".join(WATCHDOG_STALL_AUTOTUNE.splitlines(keepends=True)[2:])  # the stall warning, the autotune CSV
+    + "h:1:5 [0] NCCL INFO Using network IB\n"
+    "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
+)
+
+
+def single(path: Path) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    p = JobLogParser(path)
+    with open(path, "rb") as f:
+        tables = p.parse(f)
+    return {k: v.to_pylist() for k, v in tables.items()}, p.sink.issues, p.info
+
+
+def chunked(path: Path, chunk_bytes: int, shuffle: random.Random | None = None) -> tuple[Any, ...]:
+    ranges = chunk_ranges(path, path.stat().st_size, chunk_bytes)
+    # each chunk goes through pickle, as it does between processes
+    chunks = [(i, pickle.loads(pickle.dumps(parse_chunk(path, a, b)))) for i, (a, b) in enumerate(ranges)]
+    if shuffle:
+        shuffle.shuffle(chunks)  # they complete in any order
+    merger = ChunkMerger(path, ranges)
+    for i, c in chunks:
+        merger.add(i, c)
+    tables = merger.tables()
+    return ({k: v.to_pylist() for k, v in tables.items()}, merger.parser.sink.issues, merger.parser.info,
+            len(ranges), merger.rereads)
+
+
+def assert_same(path: Path, chunk_bytes: int, shuffle: random.Random | None = None) -> tuple[int, int]:
+    tables, issues, info, n, rereads = chunked(path, chunk_bytes, shuffle)
+    want = single(path)
+    assert tables.keys() == want[0].keys()
+    for name in tables:
+        assert tables[name] == want[0][name], (path.name, chunk_bytes, name)
+    assert (issues, info) == want[1:]
+    return n, rereads
+
+
+def test_chunk_ranges_cut_at_lines_and_cover_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.log"
+    path.write_bytes(b"ab\n" + b"x" * 50 + b"\ncd\nef")  # a line longer than a chunk, no final newline
+    data = path.read_bytes()
+    ranges = chunk_ranges(path, len(data), 4)
+    assert ranges == [(0, 54), (54, 57), (57, 59)]  # each cut at the first line starting at or after k * 4
+    assert b"".join(data[a:b] for a, b in ranges) == data
+    assert chunk_ranges(path, len(data), 1 << 20) == [(0, len(data))]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 100, 1000])
+def test_every_cut_of_a_log_with_every_cross_line_state(tmp_path: Path, chunk_bytes: int) -> None:
+    path = tmp_path / "job.log"
+    path.write_text(KITCHEN_SINK)
+    n, rereads = assert_same(path, chunk_bytes, random.Random(chunk_bytes))
+    assert n > 1
+    assert single(path)[0]["watchdog_timeouts"][0]["pg"] == "0 0(default_pg)"  # completed by a later line
+    if chunk_bytes == 1:  # every line a chunk: the stall list, the CSV and the chain are read again
+        assert rereads > 0 and rereads < n // 2
+
+
+def test_generated_combined_logs(tmp_path: Path) -> None:
+    """mpirun-style logs of 16 ranks: the healthy one merges without reading any chunk again
+    (process facts, connections and COLL counters all continue across cuts); with faults,
+    only a chunk whose first lines continue an error chain of the chunk before is re-read."""
+    specs = [
+        (NcclLogSpec(hosts=4, gpus_per_host=4, wording="2.4", network="Socket", collectives=40), 0),
+        (NcclLogSpec(hosts=2, gpus_per_host=8, wording="2.26", link="RoCE", collectives=40, mismatch_host=1,
+                     stuck_ranks=(3,), completion_error_rank=5, watchdog_behind_rank=2), 1),
+    ]
+    for i, (spec, max_rereads) in enumerate(specs):
+        (path,) = write_nccl_log(tmp_path / f"job{i}.log", spec)
+        for chunk_bytes in (997, 16 << 10):
+            n, rereads = assert_same(path, chunk_bytes, random.Random(i))
+            assert n > 3 and rereads <= max_rereads
+
+
+def test_corpus_logs_cut_anywhere(corpus: Path) -> None:
+    logs = sorted((corpus / "nccl").glob("*.log"))
+    assert len(logs) > 60
+    for path in logs:
+        for chunk_bytes in (1, 333, 4096):
+            assert_same(path, chunk_bytes)
