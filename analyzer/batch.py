@@ -1,8 +1,10 @@
 """``hvd-analyze batch``: one report per run and a fleet summary, runs spread over processes or Dask.
 
 A run is a folder directly under RUNS_DIR (its timeline and logs, or a run store) or a single
-input file there. Each run is one task (:func:`analyze_run`): ingest into a temporary store,
-analyse, write ``REPORTS_DIR/runs/<name>.json`` and return a small summary. The fleet summary
+input file there. Each run is one task (:func:`analyze_run`): ingest into a temporary store (or,
+with ``--keep-stores``, into ``REPORTS_DIR/stores/<run>``, whose tables are partitioned by run so
+that all of them read as one dataset), analyse, write ``REPORTS_DIR/runs/<name>.json`` and
+return a small summary. The fleet summary
 (``fleet.json``, ``fleet.md``) says which runs fell back to sockets, which had stragglers, which
 failed to analyse, every run with a finding at warning or above, and the worst step-time
 regressions within a run (the last quarter of its steady steps against the first quarter).
@@ -11,8 +13,8 @@ regressions within a run (the last quarter of its steady steps against the first
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,9 @@ from analyzer.parallel import Executor
 from analyzer.render import jsonreport
 from analyzer.run import analyze_in
 from analyzer.steps import steady_durations
-from analyzer.store import MANIFEST, RunStore, temporary_store
+from analyzer.store import MANIFEST, RunStore, safe_name, temporary_store
 
+STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 REGRESSION_MIN = 1.10  # slowdown ratios below this are noise, not regressions
 TOP = 10
 
@@ -43,12 +46,11 @@ def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
     return runs
 
 
-def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
+def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False) -> dict[str, Any]:
+    """Task: analyse one run, write its JSON report, return its summary (never raises for bad input).
 
-
-def analyze_run(name: str, path: str, out_dir: str) -> dict[str, Any]:
-    """Task: analyse one run, write its JSON report, return its summary (never raises for bad input)."""
+    ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
+    a temporary store."""
     try:
         if (Path(path) / MANIFEST).is_file():
             summary = _summarize(name, RunStore.open(path), out_dir)
@@ -57,7 +59,9 @@ def analyze_run(name: str, path: str, out_dir: str) -> dict[str, Any]:
             if not inputs:
                 why = "; ".join(f"{s.path.name}: {s.reason}" for s in skipped[:5]) or "the folder is empty"
                 raise UsageError(f"{path}: not an input hvd-analyze reads in this run ({why})")
-            with temporary_store() as store:
+            run = safe_name(name)
+            with (nullcontext(RunStore.create_or_open(Path(out_dir) / STORES / run, run=run)) if keep_store
+                  else temporary_store(run)) as store:
                 store.ingest(inputs, skipped)
                 summary = _summarize(name, store, out_dir)
     except HvdAnalyzeError as exc:
@@ -65,7 +69,7 @@ def analyze_run(name: str, path: str, out_dir: str) -> dict[str, Any]:
     return summary
 
 
-def analyze_runs(group: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+def analyze_runs(group: list[tuple[str, str, str, bool]]) -> list[dict[str, Any]]:
     return [analyze_run(*args) for args in group]
 
 
@@ -145,15 +149,17 @@ def fleet_markdown(fleet: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor) -> dict[str, Any]:
-    """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written)."""
+def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor, keep_stores: bool = False
+              ) -> dict[str, Any]:
+    """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
+    ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``."""
     runs = find_runs(runs_dir)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     names = [safe_name(n) for n, _ in runs]
     if len(set(names)) != len(names):
         raise UsageError(f"{runs_dir}: run names collide once made safe for file names; rename the folders")
-    tasks = [(n, p, str(out)) for n, p in runs]
+    tasks = [(n, p, str(out), keep_stores) for n, p in runs]
     summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
     fleet = fleet_summary(summaries)
     (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": summaries}, indent=1) + "\n", encoding="utf-8")

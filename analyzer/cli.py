@@ -81,16 +81,18 @@ def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("-o", "--output", "store_dir", required=True, type=click.Path(file_okay=False),
               help="Store folder (created if missing; inputs already in it are skipped).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+@click.option("--run", "run", default=None, metavar="NAME",
+              help="The run's name, its tables' run=NAME partition (default: the store folder's name).")
 @_scale_options
-def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, jobs: int | None, scheduler: str | None,
-           dask_workers: int | None) -> None:
+def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None, jobs: int | None,
+           scheduler: str | None, dask_workers: int | None) -> None:
     """Ingest timelines and logs (files or folders, recognised by content) into a Parquet run store.
 
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
     consistent, and running it again continues with the files not yet in the store."""
     with _errors():
         executor = executor_from_options(jobs, scheduler, dask_workers)
-        store = RunStore.create_or_open(store_dir)
+        store = RunStore.create_or_open(store_dir, run=run)
         rep = _ingest(paths, store, quiet, executor)
     if quiet:
         return
@@ -145,14 +147,18 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
               help="Folder for runs/<run>.json and the fleet summary (fleet.json, fleet.md).")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
               help="Exit 1 when any run has a finding at or above this severity.")
+@click.option("--keep-stores", is_flag=True,
+              help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
+                   "DuckDB, Spark, Dask); a rerun reuses them.")
 @_scale_options
-def batch(runs_dir: str, out_dir: str, fail_on: str | None, jobs: int | None, scheduler: str | None,
-          dask_workers: int | None) -> None:
+def batch(runs_dir: str, out_dir: str, fail_on: str | None, keep_stores: bool, jobs: int | None,
+          scheduler: str | None, dask_workers: int | None) -> None:
     """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary."""
     from analyzer.batch import run_batch
 
     with _errors():
-        fleet = run_batch(runs_dir, out_dir, executor_from_options(jobs, scheduler, dask_workers))
+        fleet = run_batch(runs_dir, out_dir, executor_from_options(jobs, scheduler, dask_workers),
+                          keep_stores=keep_stores)
     click.echo(f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
                f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
                f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}")

@@ -208,7 +208,7 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
     come back, while this process hashes the file."""
     def run(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
         tasks: list[tuple[Any, ...]] = []
-        logs: dict[str, tuple[InputFile, ChunkMerger, Future[str]]] = {}
+        logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
         hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
         try:
             for b in buckets:
@@ -218,7 +218,7 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
                     continue
                 path = str(item.path)
                 ranges = chunk_ranges(path, item.size, chunk_bytes)
-                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path))
+                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)
                 tasks += [("chunk", path, i, start, end) for i, (start, end) in enumerate(ranges)]
 
             def weight(task: tuple[Any, ...]) -> int:
@@ -230,10 +230,10 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
                     yield result
                     continue
                 path, index, parser = result
-                item, merger, sha = logs[path]
+                item, merger, sha, run = logs[path]
                 merger.add(index, parser)
                 if merger.complete:
-                    yield from write_merged_log(root, item, merger, sha.result())
+                    yield from write_merged_log(root, item, merger, sha.result(), run)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
     return run

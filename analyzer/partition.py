@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 _QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
 _PARQUET = {"compression": "zstd", "compression_level": 1}
 TMP_PREFIX = ".tmp-"
+RUN_KEY = "run"
 BUCKET_KEY = "bucket"
 PART = "part-0.parquet"
 #: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
@@ -61,13 +62,14 @@ class Bucket:
 
     inputs: tuple[InputFile, ...]
     stream: bool = False
+    run: str | None = None  # the run it belongs to: its folder is run=<run>/bucket=<name> (None: bucket=<name>)
 
     @property
     def size(self) -> int:
         return sum(i.size for i in self.inputs)
 
 
-def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None) -> list[Bucket]:
+def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None, run: str | None = None) -> list[Bucket]:
     """The inputs grouped into buckets, the unit of work and of storage.
 
     An input of ``bucket_bytes`` (:data:`BUCKET_BYTES`) or more is a bucket of its own and
@@ -76,16 +78,16 @@ def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None) -> lis
     depends only on the inputs, not on how many processes or workers run it.
     """
     limit = bucket_bytes or BUCKET_BYTES
-    out = [Bucket((i,), stream=True) for i in items if i.size >= limit]
+    out = [Bucket((i,), stream=True, run=run) for i in items if i.size >= limit]
     cur: list[InputFile] = []
     size = 0
     for item in sorted((i for i in items if i.size < limit), key=lambda i: _natural(str(i.path))):
         if cur and size + item.size > limit:
-            out.append(Bucket(tuple(cur)))
+            out.append(Bucket(tuple(cur), run=run))
             cur, size = [], 0
         cur.append(item)
         size += item.size
-    return out + ([Bucket(tuple(cur))] if cur else [])
+    return out + ([Bucket(tuple(cur), run=run)] if cur else [])
 
 
 def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None,
@@ -101,11 +103,11 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
     their bytes, and a repeated input (same bytes) is written once.
     """
-    return _bucket(root, lambda writers, tmp: _stream(root, bucket, progress, input_id, writers, tmp) if bucket.stream
-                   else _gather(root, bucket, progress, writers, tmp))
+    return _bucket(root, bucket.run, lambda writers, tmp: _stream(root, bucket, progress, input_id, writers, tmp)
+                   if bucket.stream else _gather(root, bucket, progress, writers, tmp))
 
 
-def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str,
+def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None,
                      input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
     """A big log parsed in chunks (:mod:`parsers.nccl_chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
@@ -116,12 +118,14 @@ def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: s
             _write(root, writers, name, tmp, _with_id(table, iid))
             rows[name] = table.num_rows
         return [(item, {**_entry(item, sha256, rows, merger.parser), "id": iid})]
-    return _bucket(root, fill)
+    return _bucket(root, run, fill)
 
 
-def _bucket(root: Path, fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, dict[str, Any]]]]
+def _bucket(root: Path, run: str | None,
+            fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, dict[str, Any]]]]
             ) -> list[tuple[InputFile, dict[str, Any]]]:
-    """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote (discarded if it fails)."""
+    """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
+    folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
     tmp = _tmp_name()
     writers: dict[str, pq.ParquetWriter] = {}
     try:
@@ -131,9 +135,11 @@ def _bucket(root: Path, fill: Callable[[dict[str, pq.ParquetWriter], str], list[
         raise
     _close(writers)
     ids = sorted({e["id"] for _, e in out})
-    name = _publish(root, writers, tmp, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
+    name = _publish(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
     for _, entry in out:
         entry["bucket"] = name
+        if run is not None:
+            entry["run"] = run
     return out
 
 
@@ -168,9 +174,9 @@ def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
     return out
 
 
-def bucket_folder(name: str) -> str:
-    """The hive partition folder of bucket ``name``."""
-    return f"{BUCKET_KEY}={name}"
+def bucket_folder(name: str, run: str | None = None) -> str:
+    """The hive partition folder of bucket ``name`` (of ``run``), under ``tables/<table>/``."""
+    return f"{RUN_KEY}={run}/{BUCKET_KEY}={name}" if run is not None else f"{BUCKET_KEY}={name}"
 
 
 def prefix_id(path: Path, size: int) -> str:
@@ -280,15 +286,17 @@ def _discard(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str) -> 
         shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
 
 
-def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, name: str) -> str:
-    """Rename the bucket's hidden folders to ``bucket=<name>``, or to ``bucket=<name>-<random>``
-    where that exists (the same bytes parsed by two tasks at once, or a clash of ids), which
-    the store then resolves; a listed bucket is never overwritten."""
+def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, run: str | None, name: str) -> str:
+    """Rename the bucket's hidden folders to ``[run=<run>/]bucket=<name>``, or to
+    ``bucket=<name>-<random>`` where that exists (the same bytes parsed by two tasks at once,
+    or a clash of ids), which the store then resolves; a listed bucket is never overwritten."""
     tables = root / "tables"
-    if any((tables / t / bucket_folder(name)).exists() for t in writers):
+    if any((tables / t / bucket_folder(name, run)).exists() for t in writers):
         name = f"{name}-{uuid.uuid4().hex[:8]}"
     for t in writers:
-        os.replace(tables / t / tmp_dir, tables / t / bucket_folder(name))
+        dest = tables / t / bucket_folder(name, run)
+        dest.parent.mkdir(exist_ok=True)
+        os.replace(tables / t / tmp_dir, dest)
     return name
 
 

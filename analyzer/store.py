@@ -1,17 +1,20 @@
 """The run store: a folder of Parquet tables plus ``manifest.json``. A store holds one run.
 
-Layout (schema version 2)::
+Layout (schema version 3)::
 
-    STORE/manifest.json                                  schema_version, tool version, inputs, skipped
-    STORE/tables/<table>/bucket=<name>/part-0.parquet    one file per bucket and table
+    STORE/manifest.json                                        schema_version, run, tool version, inputs, skipped
+    STORE/tables/<table>/run=<run>/bucket=<name>/part-0.parquet    one file per bucket and table
 
 A bucket (:func:`analyzer.partition.plan_buckets`) is one big input or several small ones
 (per-rank logs of neighbouring hosts and ranks, up to 16 MB). Every file has an ``input_id``
 column: the first 16 hex digits of the input's sha256 (for inputs of 16 MB or more, of its
 size and first 16 MB, as it is needed before the first row is written). The manifest lists
 each input's sha256, which makes ingesting the same bytes twice (under any name) a no-op, and
-its bucket. The folders are a hive-partitioned Parquet dataset (``bucket`` is the partition
-key) that pyarrow, pandas, DuckDB, Dask and Spark read as is. Each bucket is written into a
+its bucket. The folders are a hive-partitioned Parquet dataset (``run`` and ``bucket`` are the
+partition keys) that pyarrow, pandas, DuckDB, Dask and Spark read as is; the run's name (``ingest
+--run``, by default the store folder's name; ``batch --keep-stores`` names each store after its
+run) makes the tables of many stores one dataset, e.g. in DuckDB
+``read_parquet('stores/*/tables/nccl_processes/*/*/*.parquet', hive_partitioning=true)``. Each bucket is written into a
 hidden temporary folder (:mod:`analyzer.partition`, here or on a worker) and renamed once
 complete; the manifest is replaced atomically as buckets complete, so an interrupted ingest
 leaves a store listing what completed, and the next ingest removes the leftovers (hidden
@@ -19,7 +22,8 @@ folders and buckets the manifest does not list) and continues. Readers only see 
 listed in the manifest.
 
 Version-1 stores (``tables/<table>/input_id=<id>/part-0.parquet``, the id being the folder
-name only) are still read, and an ingest into one adds version-2 buckets.
+name only) and version-2 stores (``tables/<table>/bucket=<name>/``, no run level) are still
+read, and an ingest into one adds version-3 buckets.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -46,6 +51,7 @@ from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
 from analyzer.partition import (
     PART,
+    RUN_KEY,
     TMP_PREFIX,
     Bucket,
     bucket_folder,
@@ -59,7 +65,7 @@ from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = "manifest.json"
 #: schema versions this version of hvd-analyze can read
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most this often (and at the end)
 
 #: runs :func:`analyzer.partition.write_bucket` for each bucket somewhere (a process pool, Dask) and
@@ -112,16 +118,30 @@ class RunStore:
         return cls(root, manifest)
 
     @classmethod
-    def create_or_open(cls, root: str | Path) -> RunStore:
+    def create_or_open(cls, root: str | Path, run: str | None = None) -> RunStore:
+        """Open the store at ``root``, or create it for run ``run`` (default: the folder's name).
+
+        Raises:
+            StoreError: ``root`` is a non-empty folder that is not a store, or a store of
+                another run than ``run``, or ``run`` is not a usable name.
+        """
         root = Path(root)
+        if run is not None and safe_name(run) != run:
+            raise StoreError(f"run name {run!r}: use letters, digits, '.', '_' and '-' only (it names a folder)")
         if (root / MANIFEST).exists():
-            return cls.open(root)
+            store = cls.open(root)
+            if run is not None and store.manifest.get("run", run) != run:
+                raise StoreError(f"{root}: holds run {store.run!r}, not {run!r}; a store holds one run, "
+                                 "ingest this one into a new folder")
+            if run is not None:  # a version-1/2 store gets its name with its first version-3 bucket
+                store.manifest.setdefault("run", run)
+            return store
         if root.exists() and any(root.iterdir()):
             raise StoreError(f"{root}: exists, is not empty and is not a run store; choose a new folder for -o")
         root.mkdir(parents=True, exist_ok=True)
         manifest = {
-            "schema_version": SCHEMA_VERSION, "tool": "hvd-analyze", "tool_version": __version__,
-            "created_at": now(), "updated_at": now(), "inputs": [], "skipped": [],
+            "schema_version": SCHEMA_VERSION, "run": run or safe_name(root.resolve().name), "tool": "hvd-analyze",
+            "tool_version": __version__, "created_at": now(), "updated_at": now(), "inputs": [], "skipped": [],
         }
         store = cls(root, manifest)
         store._write_manifest()
@@ -129,8 +149,17 @@ class RunStore:
 
     # -- reading ----------------------------------------------------------------------
     @property
+    def run(self) -> str:
+        """The run's name: the ``run=`` partition of its tables (a version-1/2 store: its folder's name)."""
+        return str(self.manifest.get("run") or safe_name(self.root.resolve().name))
+
+    @property
     def inputs(self) -> list[dict[str, Any]]:
         return list(self.manifest["inputs"])
+
+    def part_path(self, name: str, entry: dict[str, Any]) -> Path:
+        """The Parquet file holding the rows of table ``name`` of input ``entry`` (a manifest entry)."""
+        return self.root / "tables" / name / _folder(entry) / PART
 
     def has_table(self, name: str) -> bool:
         """True when at least one input produced ``name`` (possibly with zero rows)."""
@@ -198,7 +227,7 @@ class RunStore:
         for entry in self.manifest["inputs"]:
             if name not in entry.get("tables", []):
                 continue
-            path = self.root / "tables" / name / _folder(entry) / PART
+            path = self.part_path(name, entry)
             if path not in parts:
                 if not path.exists():
                     raise StoreError(f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
@@ -235,9 +264,10 @@ class RunStore:
             report.unchanged.append(entry)
             if progress:
                 progress(item.size)
-        buckets = plan_buckets(todo)
-        if buckets:  # version-2 buckets from here on (a version-1 store stays readable)
+        buckets = plan_buckets(todo, run=self.run)
+        if buckets:  # version-3 buckets from here on (a version-1/2 store stays readable)
             self.manifest["schema_version"] = SCHEMA_VERSION
+            self.manifest.setdefault("run", self.run)
         results = runner(self.root, buckets) if runner else (
             pair for b in buckets for pair in write_bucket(self.root, b, progress))
         last = time.monotonic()
@@ -253,7 +283,7 @@ class RunStore:
                     continue
                 if entry["id"] in ids:  # two big inputs with the same size and prefix
                     self._drop_rows(entry)
-                    ((item, entry),) = write_bucket(self.root, Bucket((item,), stream=True),
+                    ((item, entry),) = write_bucket(self.root, Bucket((item,), stream=True, run=self.run),
                                                     input_id=entry["sha256"][:16])
                 self.manifest["inputs"].append(entry)
                 by_sha[entry["sha256"]] = entry
@@ -276,7 +306,13 @@ class RunStore:
         writer per store, so nothing else is writing while this runs."""
         listed = {_folder(e) for e in self.manifest["inputs"]}
         for folder in (self.root / "tables").glob("*/*"):
-            if folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
+            if folder.name.startswith(f"{RUN_KEY}="):  # version 3: run=<run>/bucket=<name>
+                for bucket in folder.iterdir():
+                    if f"{folder.name}/{bucket.name}" not in listed:
+                        shutil.rmtree(bucket, ignore_errors=True)
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+            elif folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _drop_rows(self, entry: dict[str, Any]) -> None:
@@ -285,7 +321,7 @@ class RunStore:
         bucket = entry["bucket"]
         own = bucket == entry["id"] or bucket.startswith(f"{entry['id']}-")
         for name in entry["tables"]:
-            path = self.root / "tables" / name / _folder(entry) / PART
+            path = self.part_path(name, entry)
             if own:
                 shutil.rmtree(path.parent)
                 continue
@@ -304,8 +340,14 @@ class RunStore:
 
 
 def _folder(entry: dict[str, Any]) -> str:
-    """The folder of a manifest entry's rows: its bucket, or (schema version 1) its own."""
-    return bucket_folder(entry["bucket"]) if entry.get("bucket") else f"input_id={entry['id']}"
+    """The folder of a manifest entry's rows under ``tables/<table>/``: its run's bucket, its
+    bucket (schema version 2), or (version 1) its own."""
+    return bucket_folder(entry["bucket"], entry.get("run")) if entry.get("bucket") else f"input_id={entry['id']}"
+
+
+def safe_name(name: str) -> str:
+    """``name`` made usable as a file or folder name (and a hive partition value)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
 
 
 def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -320,9 +362,9 @@ def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) 
 
 
 @contextmanager
-def temporary_store() -> Iterator[RunStore]:
+def temporary_store(run: str | None = None) -> Iterator[RunStore]:
     """A store in a temporary folder, removed afterwards (``report PATH`` without a store)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
-        yield RunStore.create_or_open(Path(d) / "store")
+        yield RunStore.create_or_open(Path(d) / "store", run=run)

@@ -106,8 +106,8 @@ def main() -> None:
     ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
     ap.add_argument("--only-nccl", action="store_true", help="only parts 3 and 4 (NCCL logs)")
     ap.add_argument("--repeat", type=int, default=3, help="part 3: runs per mode, interleaved (best and median reported)")
-    ap.add_argument("--collectives", type=int, nargs="+", default=[1000],
-                    help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB)")
+    ap.add_argument("--collectives", type=int, nargs="*", default=[1000],
+                    help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB; none: skip)")
     ap.add_argument("--combined-mb", type=int, default=1024, help="part 4: size of the combined log (0: skip)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")

@@ -19,7 +19,7 @@ import pyarrow as pa
 from parsers.errors import SchemaError
 
 #: Bump when a table changes incompatibly; the store refuses versions it cannot read.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STR_DICT = pa.dictionary(pa.int32(), pa.string())
 
@@ -332,8 +332,10 @@ def render_markdown() -> str:
         "`tests/test_docs.py` fails when this file and the code disagree.",
         "",
         f"Schema version: **{SCHEMA_VERSION}**. Each table is a hive-partitioned Parquet dataset under",
-        "`STORE/tables/<table>/bucket=<name>/part-0.parquet`: one file per bucket (one big input, or",
-        "several small ones such as per-rank logs), whose `input_id` column names the input of each row.",
+        "`STORE/tables/<table>/run=<run>/bucket=<name>/part-0.parquet`: one file per bucket (one big input,",
+        "or several small ones such as per-rank logs), whose `input_id` column names the input of each row;",
+        "`run` and `bucket` are the partition keys (`run` names the store's run, so that the tables of many",
+        "stores read as one dataset).",
         "",
     ]
     for spec in TABLES.values():

@@ -131,3 +131,35 @@ def test_batch_and_scale_options(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "exclude each other" in res.output
     res = CliRunner().invoke(cli, ["batch", str(tmp_path / "nothing"), "-o", str(tmp_path / "o2")])
     assert res.exit_code == 2 and "not a folder" in res.output
+
+
+def test_batch_keeps_stores_that_read_as_one_dataset_by_run(tmp_path: Path) -> None:
+    """``--keep-stores``: a store per run under OUTPUT/stores, its tables in run=<run>; the
+    stores of the fleet are one hive-partitioned dataset, and a rerun reuses them."""
+    import duckdb
+
+    runs = tmp_path / "runs"
+    for i in range(3):
+        (runs / f"job-{i}").mkdir(parents=True)
+        write_timeline(runs / f"job-{i}" / "timeline.json", TimelineSpec(ranks=2, tensors=3, steps=4, seed=i))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["batch", str(runs), "-o", str(out), "-j", "1", "--keep-stores"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (out / "stores").iterdir()) == ["job-0", "job-1", "job-2"]
+    rows = duckdb.sql(f"select run, count(*) from read_parquet('{out}/stores/*/tables/spans/*/*/*.parquet', "
+                      "hive_partitioning=true) group by run order by run").fetchall()
+    assert [r[0] for r in rows] == ["job-0", "job-1", "job-2"] and all(r[1] > 0 for r in rows)
+    before = (out / "stores" / "job-0" / "manifest.json").read_text()
+    assert CliRunner().invoke(cli, ["batch", str(runs), "-o", str(out), "-j", "1", "--keep-stores"]).exit_code == 0
+    after = json.loads((out / "stores" / "job-0" / "manifest.json").read_text())
+    assert [e["sha256"] for e in after["inputs"]] == [e["sha256"] for e in json.loads(before)["inputs"]]
+
+
+def test_ingest_run_names_the_partition(tmp_path: Path, good: Path) -> None:
+    code, _, _ = run("ingest", str(good), "-o", str(tmp_path / "s"), "--run", "job-7.a")
+    assert code == 0
+    assert [p.name for p in (tmp_path / "s" / "tables" / "spans").iterdir()] == ["run=job-7.a"]
+    code, out, err = run("ingest", str(good), "-o", str(tmp_path / "s"), "--run", "other")
+    assert code == 2 and "holds run 'job-7.a'" in err + out
+    code, out, err = run("ingest", str(good), "-o", str(tmp_path / "t"), "--run", "a/b")
+    assert code == 2 and "letters, digits" in err + out and not (tmp_path / "t").exists()

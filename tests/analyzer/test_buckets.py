@@ -6,9 +6,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -28,7 +30,8 @@ def _logs(folder: Path, hosts: int = 4) -> list[Path]:
 
 
 def _bucket_ids(root: Path, table: str, bucket: str) -> list[str]:
-    return pq.read_table(root / "tables" / table / f"bucket={bucket}" / "part-0.parquet").column("input_id").to_pylist()
+    (part,) = (root / "tables" / table).glob(f"run=*/bucket={bucket}/part-0.parquet")
+    return pq.read_table(part).column("input_id").to_pylist()
 
 
 def test_plan_groups_small_inputs_in_natural_order_and_big_ones_alone(tmp_path: Path) -> None:
@@ -77,7 +80,7 @@ def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, mon
     rep = store.ingest(*discover([tmp_path / "logs"]))
     assert len(rep.added) == 4 and len(store.inputs) == 4
     assert store.table("nccl_processes").num_rows == 4
-    on_disk = [i for p in (store.root / "tables" / "nccl_processes").glob("bucket=*/part-0.parquet")
+    on_disk = [i for p in (store.root / "tables" / "nccl_processes").glob("run=store/bucket=*/part-0.parquet")
                for i in pq.read_table(p).column("input_id").to_pylist()]
     assert sorted(on_disk) == sorted(e["id"] for e in store.inputs)  # the second copy's rows were removed
 
@@ -122,8 +125,8 @@ def test_big_inputs_with_the_same_size_and_prefix_get_distinct_ids(tmp_path: Pat
     assert second["id"] == second["sha256"][:16] and second["bucket"] == second["id"]
     spans = store.table("spans").to_pandas()
     assert spans.groupby(spans["input_id"].astype(str)).size().to_dict() == {i: 41 for i in ids}
-    folders = {p.name for p in (store.root / "tables").glob("*/*")}
-    assert folders == {f"bucket={i}" for i in ids}
+    folders = {str(p.relative_to(p.parents[1])) for p in (store.root / "tables").glob("*/*/*")}
+    assert folders == {f"run=store/bucket={i}" for i in ids}
 
 
 def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
@@ -135,14 +138,15 @@ def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
     manifest = json.loads((store.root / MANIFEST).read_text())
     for e in manifest["inputs"]:
         for name in e["tables"]:
-            t = pq.read_table(store.root / "tables" / name / f"bucket={e['bucket']}" / "part-0.parquet")
+            t = pq.read_table(store.part_path(name, e))
             rows = t.filter(pc.equal(t["input_id"].cast("string"), e["id"])).drop_columns(["input_id"])
             (store.root / "tables" / name / f"input_id={e['id']}").mkdir()
             pq.write_table(rows, store.root / "tables" / name / f"input_id={e['id']}" / "part-0.parquet")
     for e in manifest["inputs"]:
         for name in e["tables"]:
-            shutil.rmtree(store.root / "tables" / name / f"bucket={e['bucket']}", ignore_errors=True)
-        del e["bucket"]
+            shutil.rmtree(store.part_path(name, e).parents[1], ignore_errors=True)  # run=<run>
+        del e["bucket"], e["run"]
+    del manifest["run"]
     manifest["schema_version"] = 1
     (store.root / MANIFEST).write_text(json.dumps(manifest))
     old = RunStore.open(store.root)
@@ -152,7 +156,7 @@ def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
     _logs(tmp_path / "more", hosts=2)
     old.ingest(*discover([tmp_path / "more"]))
     mixed = RunStore.open(store.root)
-    assert mixed.manifest["schema_version"] == 2 and len(mixed.inputs) == 6
+    assert mixed.manifest["schema_version"] == 3 and len(mixed.inputs) == 6
     assert mixed.table("nccl_processes").num_rows == 6 and {bool(e.get("bucket")) for e in mixed.inputs} == {True, False}
     assert (store.root / "tables" / "nccl_processes" / f"input_id={e0['id']}").is_dir()  # not swept
 
@@ -170,13 +174,44 @@ def test_pandas_duckdb_and_dask_read_the_store_as_a_dataset(tmp_path: Path, monk
     want = store.table("nccl_processes").to_pandas()
     want_ids = sorted(want["input_id"].astype(str))
     folder = store.root / "tables" / "nccl_processes"
-    assert len(list(folder.glob("bucket=*"))) == 3  # 8 logs, 3 to a bucket
+    assert len(list(folder.glob("run=store/bucket=*"))) == 3  # 8 logs, 3 to a bucket
     got = pd.read_parquet(folder)
     assert sorted(got["input_id"].astype(str)) == want_ids and set(got["bucket"].astype(str)) == {
-        e["bucket"] for e in store.inputs}
-    rows = duckdb.sql(f"select input_id, bucket, host, pid from read_parquet('{folder}/*/*.parquet', "
+        e["bucket"] for e in store.inputs} and set(got["run"].astype(str)) == {"store"}
+    rows = duckdb.sql(f"select input_id, bucket, host, pid, run from read_parquet('{folder}/*/*/*.parquet', "
                       "hive_partitioning=true) order by input_id").fetchall()
-    assert [r[0] for r in rows] == want_ids
+    assert [r[0] for r in rows] == want_ids and {r[4] for r in rows} == {"store"}
     assert sorted((r[2], r[3]) for r in rows) == sorted(zip(want["host"].astype(str), want["pid"], strict=True))
     ddf = dd.read_parquet(str(folder))
     assert sorted(ddf["input_id"].astype(str).compute()) == want_ids
+
+
+def test_version_2_stores_are_read_and_extended(tmp_path: Path) -> None:
+    """Version 2 had no run level (``tables/<table>/bucket=<name>``): read as is, and an
+    ingest adds run=<run> buckets beside the old ones (which stay)."""
+    _logs(tmp_path / "logs", hosts=1)
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([tmp_path / "logs"]))
+    want = store.table("nccl_processes").to_pandas()
+    manifest = json.loads((store.root / MANIFEST).read_text())
+    for e in manifest["inputs"]:
+        for name in e["tables"]:
+            part = store.part_path(name, e)
+            if part.parent.exists():
+                os.replace(part.parent, part.parents[2] / part.parent.name)
+        del e["run"]
+    for folder in (store.root / "tables").glob("*/run=*"):
+        folder.rmdir()
+    del manifest["run"]
+    manifest["schema_version"] = 2
+    (store.root / MANIFEST).write_text(json.dumps(manifest))
+    old = RunStore.open(store.root)
+    assert old.run == "store"
+    pd.testing.assert_frame_equal(old.table("nccl_processes").to_pandas(), want)
+    _logs(tmp_path / "more", hosts=2)
+    old.ingest(*discover([tmp_path / "more"]))
+    mixed = RunStore.open(store.root)
+    assert mixed.manifest["schema_version"] == 3 and mixed.manifest["run"] == "store" and len(mixed.inputs) == 6
+    assert mixed.table("nccl_processes").num_rows == 6
+    levels = {p.name.split("=")[0] for p in (store.root / "tables" / "nccl_processes").iterdir()}
+    assert levels == {"bucket", "run"}  # the old buckets were not swept

@@ -71,7 +71,7 @@ def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, in
     assert 4 <= len(buckets) < 33  # grouped, not one per input
     timeline = next(e for e in single.inputs if e["kind"] == "horovod_timeline")
     assert timeline["size"] >= small_buckets and timeline["bucket"] == timeline["id"]  # streamed, alone
-    on_disk = {p.parent.name for p in (tmp_path / "single" / "tables").glob("*/bucket=*/part-0.parquet")}
+    on_disk = {p.parent.name for p in (tmp_path / "single" / "tables").glob("*/run=single/bucket=*/part-0.parquet")}
     assert on_disk == {f"bucket={b}" for b in buckets}
     _same(single, _ingest(tmp_path / "pool", inputs, Executor(jobs=2)))
     _same(single, _ingest(tmp_path / "dask", inputs, Executor(dask_workers=2)))
@@ -106,7 +106,9 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
         merged.clear()
         _same(single, chunked)
         (a,), (b,) = single.inputs, chunked.inputs
-        assert {k: v for k, v in a.items() if k != "ingested_at"} == {k: v for k, v in b.items() if k != "ingested_at"}
+        assert (a["run"], b["run"]) == ("single", name)  # each store's folder name
+        same = {k: v for k, v in a.items() if k not in ("ingested_at", "run")}
+        assert same == {k: v for k, v in b.items() if k not in ("ingested_at", "run")}
         assert b["sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
 
 
@@ -150,8 +152,8 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Pa
     assert len(rep.unchanged) == listed and len(rep.added) == 33 - listed
     assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.partition.TMP_PREFIX}*"))
     resumed = RunStore.open(tmp_path / "store")
-    folders = {p.name for p in (tmp_path / "store" / "tables").glob("*/*")}
-    assert folders == {f"bucket={e['bucket']}" for e in resumed.inputs}  # the unlisted 4th bucket was swept
+    folders = {str(p.relative_to(p.parents[1])) for p in (tmp_path / "store" / "tables").glob("*/*/*")}
+    assert folders == {f"run=store/bucket={e['bucket']}" for e in resumed.inputs}  # the unlisted 4th bucket was swept
     _same(resumed, _ingest(tmp_path / "clean", inputs, None))
 
 

@@ -37,10 +37,10 @@ def test_ingest_then_read_every_table_back(tmp_path: Path) -> None:
         want = direct.tables[name].to_pandas()
         assert got.astype(str).equals(want.astype(str)), name
     manifest = json.loads((tmp_path / "store" / MANIFEST).read_text())
-    assert manifest["schema_version"] == 2 and manifest["inputs"][0]["sha256"].startswith(entry["id"])
+    assert manifest["schema_version"] == 3 and manifest["inputs"][0]["sha256"].startswith(entry["id"])
     assert entry["rows"] == {"spans": 2, "ticks": 2, "tensors": 1, "parse_issues": 0}
     assert entry["bucket"] == entry["id"]  # a bucket of one input is named by it
-    part = tmp_path / "store" / "tables" / "spans" / f"bucket={entry['id']}" / "part-0.parquet"
+    part = tmp_path / "store" / "tables" / "spans" / "run=store" / f"bucket={entry['id']}" / "part-0.parquet"
     assert pq.read_table(part).column("input_id").to_pylist() == [entry["id"]] * 2
 
 
@@ -74,7 +74,7 @@ def test_explicit_unrecognised_file_is_an_input_error(tmp_path: Path) -> None:
         discover([path])
 
 
-@pytest.mark.parametrize(("version", "needle"), [(0, "older hvd-analyze"), (3, "newer hvd-analyze"), ("x", "older")])
+@pytest.mark.parametrize(("version", "needle"), [(0, "older hvd-analyze"), (4, "newer hvd-analyze"), ("x", "older")])
 def test_other_schema_versions_say_what_is_needed(tmp_path: Path, version: object, needle: str) -> None:
     store = RunStore.create_or_open(tmp_path / "store")
     manifest = json.loads((store.root / MANIFEST).read_text())
@@ -82,7 +82,7 @@ def test_other_schema_versions_say_what_is_needed(tmp_path: Path, version: objec
     (store.root / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(StoreError) as err:
         RunStore.open(store.root)
-    assert needle in str(err.value) and "reads version(s) 1, 2" in str(err.value)
+    assert needle in str(err.value) and "reads version(s) 1, 2, 3" in str(err.value)
 
 
 def test_not_a_store(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_interrupted_ingest_leaves_the_store_consistent(tmp_path: Path) -> None:
 def test_missing_table_file_is_reported(tmp_path: Path) -> None:
     store = RunStore.create_or_open(tmp_path / "store")
     entry = store.ingest(*discover([_timeline(tmp_path)])).added[0]
-    shutil.rmtree(store.root / "tables" / "spans" / f"bucket={entry['bucket']}")
+    shutil.rmtree(store.part_path("spans", entry).parent)
     with pytest.raises(StoreError, match="re-ingest"):
         RunStore.open(store.root).table("spans")
 
