@@ -16,6 +16,7 @@ rare, as these are short passages of small files.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -191,6 +192,4 @@ def _at(row: tuple[Any, ...], i: int, base: int) -> tuple[Any, ...]:
 
 
 def _moved(row: Any, base: int) -> Any:
-    from dataclasses import replace
-
     return replace(row, line=row.line + base)
