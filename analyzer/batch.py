@@ -4,10 +4,10 @@ A run is a folder directly under RUNS_DIR (its timeline and logs, or a run store
 input file there. Each run is one task (:func:`analyze_run`): ingest into a temporary store (or,
 with ``--keep-stores``, into ``REPORTS_DIR/stores/<run>``, whose tables are partitioned by run so
 that all of them read as one dataset), analyse, write ``REPORTS_DIR/runs/<name>.json`` and
-return a small summary. The fleet summary
-(``fleet.json``, ``fleet.md``) says which runs fell back to sockets, which had stragglers, which
-failed to analyse, every run with a finding at warning or above, and the worst step-time
-regressions within a run (the last quarter of its steady steps against the first quarter).
+return a small summary. The fleet summary (``fleet.json``, ``fleet.md``) says which runs fell
+back to sockets, which had stragglers, which failed to analyse, every run with a finding at
+warning or above, and the worst step-time regressions within a run (the last quarter of its
+steady steps against the first quarter).
 """
 
 from __future__ import annotations

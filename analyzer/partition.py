@@ -107,12 +107,12 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
                    if bucket.stream else _gather(root, bucket, progress, writers, tmp))
 
 
-def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None,
-                     input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
+                     ) -> list[tuple[InputFile, dict[str, Any]]]:
     """A big log parsed in chunks (:mod:`parsers.nccl_chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
     def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
-        iid = input_id or prefix_id(item.path, item.size)
+        iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
         for name, table in _with_issues(merger.tables().items(), merger.parser):
             _write(root, writers, name, tmp, _with_id(table, iid))

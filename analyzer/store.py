@@ -28,7 +28,6 @@ read, and an ingest into one adds version-3 buckets.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -49,6 +48,7 @@ import pyarrow.parquet as pq
 from analyzer import __version__
 from analyzer.discover import InputFile, SkippedFile
 from analyzer.errors import StoreError
+from analyzer.hashing import file_sha256
 from analyzer.partition import (
     PART,
     RUN_KEY,
@@ -354,11 +354,7 @@ def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) 
     """The entry with the same bytes, checked cheaply (size) then by full sha256."""
     if item.size not in sizes:
         return None
-    h = hashlib.sha256()
-    with open(item.path, "rb") as f:
-        while block := f.read(8 << 20):
-            h.update(block)
-    return by_sha.get(h.hexdigest())
+    return by_sha.get(file_sha256(item.path))
 
 
 @contextmanager
