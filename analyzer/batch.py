@@ -29,6 +29,7 @@ from analyzer.render import jsonreport
 from analyzer.run import analyze_in
 from analyzer.steps import steady_durations
 from analyzer.store import MANIFEST, RunStore, safe_name, temporary_store
+from analyzer.window import DEFAULT_MEMORY_BUDGET
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 REGRESSION_MIN = 1.10  # slowdown ratios below this are noise, not regressions
@@ -46,14 +47,16 @@ def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
     return runs
 
 
-def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False) -> dict[str, Any]:
+def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False,
+                memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
     """Task: analyse one run, write its JSON report, return its summary (never raises for bad input).
 
     ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
-    a temporary store."""
+    a temporary store. ``memory_budget``: see :mod:`analyzer.window`."""
+    config = {"memory_budget": memory_budget}
     try:
         if (Path(path) / MANIFEST).is_file():
-            summary = _summarize(name, RunStore.open(path), out_dir)
+            summary = _summarize(name, RunStore.open(path), out_dir, config)
         else:
             inputs, skipped = discover([path])
             if not inputs:
@@ -63,18 +66,18 @@ def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False) ->
             with (nullcontext(RunStore.create_or_open(Path(out_dir) / STORES / run, run=run)) if keep_store
                   else temporary_store(run)) as store:
                 store.ingest(inputs, skipped)
-                summary = _summarize(name, store, out_dir)
+                summary = _summarize(name, store, out_dir, config)
     except HvdAnalyzeError as exc:
         return {"run": name, "status": "failed", "error": str(exc)}
     return summary
 
 
-def analyze_runs(group: list[tuple[str, str, str, bool]]) -> list[dict[str, Any]]:
+def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[dict[str, Any]]:
     return [analyze_run(*args) for args in group]
 
 
-def _summarize(name: str, store: RunStore, out_dir: str) -> dict[str, Any]:
-    ctx = Context(store)
+def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any]) -> dict[str, Any]:
+    ctx = Context(store, config)
     report = analyze_in(ctx)
     doc = jsonreport.to_document(report)
     report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
@@ -83,7 +86,7 @@ def _summarize(name: str, store: RunStore, out_dir: str) -> dict[str, Any]:
     slowdown = None
     main = next((m for m in ctx.timelines() if steps and m.input_id == doc["timeline"]["input_id"]), None)
     if main is not None:  # the timeline the report's steps describe
-        d = steady_durations(main.steps)
+        d = steady_durations(main.all_steps)
         q = len(d) // 4
         if q >= 2:
             slowdown = float(np.median(d[-q:]) / np.median(d[:q]))
@@ -149,17 +152,18 @@ def fleet_markdown(fleet: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor, keep_stores: bool = False
-              ) -> dict[str, Any]:
+def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor, keep_stores: bool = False,
+              memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
     """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
-    ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``."""
+    ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``; ``memory_budget``: bytes
+    one run's timeline analysis may take on a worker (:mod:`analyzer.window`)."""
     runs = find_runs(runs_dir)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     names = [safe_name(n) for n, _ in runs]
     if len(set(names)) != len(names):
         raise UsageError(f"{runs_dir}: run names collide once made safe for file names; rename the folders")
-    tasks = [(n, p, str(out), keep_stores) for n, p in runs]
+    tasks = [(n, p, str(out), keep_stores, memory_budget) for n, p in runs]
     summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
     fleet = fleet_summary(summaries)
     (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": summaries}, indent=1) + "\n", encoding="utf-8")

@@ -109,6 +109,14 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
 
 
+def _budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--memory-budget", default="4G", show_default=True, metavar="SIZE",
+        help="Memory a timeline's analysis may take (K, M or G suffix). A timeline whose model would need more "
+             "is analysed through a window: step times cover every step, span-level analyses its first steps "
+             "(the report says which).")(fn)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("-f", "--format", "fmt", type=click.Choice(sorted(RENDERERS)), default=None,
@@ -118,19 +126,22 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
 @click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
               help="Exit 1 when a finding at or above this severity is found.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
-def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool) -> None:
+@_budget_option
+def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool,
+           memory_budget: str) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
     from analyzer.run import analyze
 
     with _errors():
         renderer = renderer_for(fmt, output)
+        config = {"memory_budget": _size(memory_budget, "--memory-budget")}
         if len(paths) == 1 and (Path(paths[0]) / MANIFEST).is_file():
-            result = analyze(RunStore.open(paths[0]))
+            result = analyze(RunStore.open(paths[0]), config=config)
         else:
             with temporary_store() as store:
                 _ingest(paths, store, quiet)
-                result = analyze(store)
+                result = analyze(store, config=config)
         text = renderer.render(result)
         worst = result.worst()
         if output and output != "-":
@@ -151,14 +162,17 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
               help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
                    "DuckDB, Spark, Dask); a rerun reuses them.")
 @_scale_options
+@_budget_option
 def batch(runs_dir: str, out_dir: str, fail_on: str | None, keep_stores: bool, jobs: int | None,
-          scheduler: str | None, dask_workers: int | None) -> None:
-    """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary."""
+          scheduler: str | None, dask_workers: int | None, memory_budget: str) -> None:
+    """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary.
+    Each worker analyses one run at a time within --memory-budget."""
     from analyzer.batch import run_batch
 
     with _errors():
+        budget = _size(memory_budget, "--memory-budget")
         fleet = run_batch(runs_dir, out_dir, executor_from_options(jobs, scheduler, dask_workers),
-                          keep_stores=keep_stores)
+                          keep_stores=keep_stores, memory_budget=budget)
     click.echo(f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
                f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
                f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}")
@@ -181,7 +195,7 @@ def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_uplo
     from dashboards.uploads import Limits
 
     with _errors():
-        limit = _size(max_upload)
+        limit = _size(max_upload, "--max-upload")
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
         app = create_app(store_dir, stores=stores, paths=files or None, limits=Limits(max_upload=limit))
@@ -189,14 +203,16 @@ def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_uplo
     app.run(host=host, port=port, debug=False)
 
 
-def _size(text: str) -> int:
+def _size(text: str, option: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = t[-1:] if t[-1:] in "KMG" else ""
     try:
         value = float(t[: len(t) - len(unit)])
     except ValueError:
-        raise UsageError(f"--max-upload {text!r}: expected a size such as 500M or 2G") from None
+        value = -1
+    if not value > 0:
+        raise UsageError(f"{option} {text!r}: expected a size such as 500M or 2G")
     return int(value * units[unit])
 
 

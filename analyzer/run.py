@@ -32,7 +32,7 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
             continue
         findings += det.detect(ctx)
     findings.sort(key=Finding.sort_key)
-    models = sorted(ctx.timelines(), key=lambda m: -len(m.steps))  # the main timeline (most steps) first
+    models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
     issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
     issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
     return AnalysisReport(

@@ -55,10 +55,23 @@ def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, Segm
         first step (start-up broadcasts) get step -1; ``gradient_pids`` is empty unless the
         method is ``recurrence``.
     """
+    starts, grads, seg = find_steps(spans)
+    return step_of(spans["start_us"].to_numpy(), starts), starts, grads, seg
+
+
+def step_of(start_us: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The step of spans starting at ``start_us`` (-1: before the first step)."""
+    return (np.searchsorted(starts, start_us, side="right") - 1).astype(np.int64)
+
+
+def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]:
+    """``(step_starts_us, gradient_pids, segmentation)`` of :func:`segment`. Only the
+    negotiation spans are read (the op spans when there are none), so a caller short of
+    memory may pass just those rows."""
     src_kind = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
     src = spans[spans["kind"] == src_kind]
     if src.empty:
-        return (np.full(len(spans), -1, np.int64), np.empty(0, np.int64), pd.Index([], dtype="int32"),
+        return (np.empty(0, np.int64), pd.Index([], dtype="int32"),
                 Segmentation("none", "", 0, "low", "no negotiation or op spans: nothing to segment"))
     counts = src.groupby("pid", observed=True).size()
     most = int(counts.max())
@@ -82,12 +95,18 @@ def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, Segm
             f"{len(grads)} gradient tensor(s) recur once per step (from their {src_kind} spans); "
             f"{full:.0%} of the inner steps contain all of them",
         )
-    step = np.searchsorted(starts, spans["start_us"].to_numpy(), side="right") - 1
-    return step.astype(np.int64), starts, grads, seg
+    return starts, grads, seg
 
 
-def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index | None = None) -> pd.DataFrame:
+def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index | None = None, *,
+               first: int = 0, before_end: int = NO_END, before_complete: bool = False) -> pd.DataFrame:
     """The per-step table (:data:`STEP_COLUMNS`) from spans that carry ``step`` and ``batch``.
+
+    A window of a longer run passes its steps numbered from 0 (``starts`` are theirs), the
+    number of its first step (``first``) and the end and completeness of the step before it
+    (``before_end``, ``before_complete``),
+    which its first step's duration and windows read: the rows are then those of the whole
+    run's table (:mod:`analyzer.window` relies on it).
 
     Times in us; ``ready_us`` is when the step's last negotiation ended (every rank had
     submitted every gradient: backward is over everywhere), ``exposed_comm_us`` the
@@ -117,8 +136,8 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
         gneg = neg & spans["pid"].isin(gradient_pids).to_numpy() & ~spans["name"].isin(["NEGOTIATE_BARRIER"]).to_numpy()
         gop = ops & spans["pid"].isin(gradient_pids).to_numpy()
         complete &= np.bincount(step[gop], minlength=n) >= np.bincount(step[gneg], minlength=n)
-    prev_end = np.r_[NO_END, end_us[:-1]]
-    prev_ok = np.r_[False, complete[:-1]]
+    prev_end = np.r_[before_end, end_us[:-1]]
+    prev_ok = np.r_[before_complete and before_end != NO_END, complete[:-1]]
     duration = np.where(complete & prev_ok, end_us - prev_end, NO_END)
 
     last_neg_end = _max_by(step[neg & closed], end[neg & closed], n, NO_END)
@@ -135,9 +154,9 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     nbytes = op_rows.groupby("step")["bytes"].sum(min_count=1).reindex(range(n)).to_numpy()
     startup = bool((step < 0).any())
     warmup = np.zeros(n, bool)
-    warmup[0] = startup or init[0] > 0
+    warmup[0] = first == 0 and (startup or init[0] > 0)
     table = pd.DataFrame({
-        "step": np.arange(n, dtype=np.int64),
+        "step": np.arange(first, first + n, dtype=np.int64),
         "start_us": starts,
         "ready_us": pd.array(np.where(last_neg_end == NO_END, None, last_neg_end), dtype="Int64"),
         "end_us": pd.array(np.where(end_us == NO_END, None, end_us), dtype="Int64"),

@@ -173,8 +173,11 @@ class RunStore:
             self._cache[name] = validate(data, name)
         return self._cache[name]
 
-    def input_table(self, name: str, input_id: str, columns: list[str] | None = None) -> pa.Table:
-        """One input's rows of a table (without ``input_id``), reading only ``columns``.
+    def input_table(self, name: str, input_id: str, columns: list[str] | None = None,
+                    where: pc.Expression | None = None) -> pa.Table:
+        """One input's rows of a table (without ``input_id``), reading only ``columns``, and
+        only the rows for which ``where`` holds when it is given (row groups whose statistics
+        rule it out are not read: a window of a big timeline reads only its own).
 
         Analyses work per input; this avoids concatenating every input's partition.
         """
@@ -184,11 +187,12 @@ class RunStore:
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
         path, ids, version = part
         if version == 1:
-            return pq.read_table(path, schema=schema, columns=columns)
+            return pq.read_table(path, schema=schema, columns=columns, filters=where)
         cols = columns if columns is not None else schema.names
-        if len(ids) == 1:
-            return pq.read_table(path, columns=cols)
-        return pq.read_table(path, columns=cols, filters=[("input_id", "==", input_id)])
+        if len(ids) > 1:
+            mine = pc.field("input_id") == input_id
+            where = mine if where is None else where & mine
+        return pq.read_table(path, columns=cols, filters=where)
 
     def input_batches(self, name: str, input_id: str, columns: list[str],
                       batch_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:

@@ -26,6 +26,7 @@ def timeline_section(model: TimelineModel) -> dict[str, Any]:
         "segmentation": {"method": seg.method, "source": seg.source, "gradient_tensors": seg.gradient_tensors,
                          "confidence": seg.confidence, "note": seg.note},
         "steps": steps_summary(model),
+        "window": window_summary(model),
         "phases": [{"phase": p.name, "median_ms": p.median_us / 1e3, "mean_ms": p.mean_us / 1e3,
                     "share_of_step": p.share_of_step} for p in phase_summary(model)],
         "ranks": ranks_summary(model),
@@ -34,9 +35,19 @@ def timeline_section(model: TimelineModel) -> dict[str, Any]:
     }
 
 
+def window_summary(model: TimelineModel) -> dict[str, Any] | None:
+    """Which steps the span-level sections read when the timeline did not fit the memory budget."""
+    w = model.window
+    if w is None:
+        return None
+    return {"steps": w.steps, "run_steps": w.run_steps, "spans": w.spans, "run_spans": w.run_spans,
+            "estimate_bytes": w.estimate_bytes, "budget_bytes": w.budget_bytes, "note": w.note()}
+
+
 def steps_summary(model: TimelineModel) -> dict[str, Any]:
-    d = steady_durations(model.steps) / 1e6
-    out: dict[str, Any] = {"count": len(model.steps), "steady": len(d), "median_s": None, "p10_s": None,
+    """Step times over every step of the run (a window's model carries the whole run's table)."""
+    d = steady_durations(model.all_steps) / 1e6
+    out: dict[str, Any] = {"count": len(model.all_steps), "steady": len(d), "median_s": None, "p10_s": None,
                            "p90_s": None, "mean_s": None, "histogram": {"edges_s": [], "counts": []}}
     if len(d):
         counts, edges = np.histogram(d, bins=min(MAX_BINS, max(1, len(np.histogram_bin_edges(d, "auto")) - 1)))

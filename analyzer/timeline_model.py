@@ -25,17 +25,52 @@ from analyzer.lateness import (
     rank_summary,
     tick_lateness,
 )
-from analyzer.steps import NO_END, Segmentation, segment, steady_durations, step_table
+from analyzer.steps import (
+    NO_END,
+    Segmentation,
+    find_steps,
+    steady_durations,
+    step_of,
+    step_table,
+)
 from analyzer.store import RunStore
 
 SPAN_COLUMNS = ["span_id", "pid", "tensor", "name", "kind", "start_us", "end_us", "closed", "parent_id", "op_id",
                 "dtype", "bytes", "start_offset", "end_offset"]
 
 
+@dataclass(frozen=True, slots=True)
+class AnalysisWindow:
+    """The head of a timeline whose model would not fit the memory budget: span-level
+    analyses read its first :attr:`steps` steps (and the start-up before them), while the
+    step table (:attr:`TimelineModel.all_steps`) covers every step (:mod:`analyzer.window`)."""
+
+    steps: int
+    run_steps: int
+    spans: int
+    run_spans: int
+    estimate_bytes: int  # what the whole timeline's model would take
+    budget_bytes: int
+
+    def note(self) -> str:
+        return (f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
+                f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): the whole timeline's "
+                f"model would take about {_gib(self.estimate_bytes)}, over the {_gib(self.budget_bytes)} memory "
+                "budget (--memory-budget). Step times and the step histogram cover every step.")
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
 @dataclass(frozen=True)
 class TimelineModel:
     """Spans (with ``step``, ``batch`` and, for ops, ``ready_us``), steps, batches and the
-    lateness of rank ticks of one timeline."""
+    lateness of rank ticks of one timeline.
+
+    When the timeline is analysed through a window (``window`` is set), spans, steps,
+    batches and lateness are the window's and ``run_steps`` is the whole run's step table.
+    """
 
     input_id: str
     path: str
@@ -47,6 +82,13 @@ class TimelineModel:
     markers_us: np.ndarray
     segmentation: Segmentation
     gradient_pids: pd.Index = field(default_factory=lambda: pd.Index([], dtype="int32"))
+    run_steps: pd.DataFrame | None = None
+    window: AnalysisWindow | None = None
+
+    @property
+    def all_steps(self) -> pd.DataFrame:
+        """Every step of the run (:attr:`steps` unless the model is a window's)."""
+        return self.steps if self.run_steps is None else self.run_steps
 
     @property
     def steady(self) -> pd.DataFrame:
@@ -110,16 +152,28 @@ class TimelineModel:
 
 
 def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
-    """Analyse the timeline input ``entry`` (a manifest entry) of ``store``."""
-    input_id = entry["id"]
-    spans = store.input_table("spans", input_id, SPAN_COLUMNS).to_pandas()
+    """Analyse the timeline input ``entry`` (a manifest entry) of ``store``, all of it in memory
+    (:func:`analyzer.window.analysed_model` decides when a window must do)."""
+    spans = read_spans(store, entry["id"])
+    return model_of(store, entry, spans, *find_steps(spans))
+
+
+def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
+    """The spans of an input (those matching ``where``), typed for the analyses."""
+    spans = store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas()
     for col in ("name", "tensor", "dtype"):
         spans[col] = spans[col].astype("object")
     spans["kind"] = spans["kind"].astype("category")  # compared often: codes, not strings
     spans["end_us"] = spans["end_us"].fillna(NO_END).astype(np.int64)
     spans["end_offset"] = spans["end_offset"].astype("Float64")
-    step_of, starts, grads, seg = segment(spans)
-    spans["step"] = step_of
+    return spans
+
+
+def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts: np.ndarray, grads: pd.Index,
+             seg: Segmentation) -> TimelineModel:
+    """The model of ``spans`` (:func:`read_spans`) cut into the steps that start at ``starts``."""
+    input_id = entry["id"]
+    spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
     batch_of, ready_of, batches = find_batches(spans)
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of

@@ -40,7 +40,8 @@ def timeline_views(model: TimelineModel) -> dict[str, Any]:
 
 def step_series(model: TimelineModel) -> dict[str, Any]:
     """Step time over the run: every complete step, or per bucket of steps its fastest and slowest."""
-    s = model.steps[model.steps["duration_us"].notna()]
+    steps = model.all_steps
+    s = steps[steps["duration_us"].notna()]
     step = s["step"].to_numpy(np.int64)
     ms = s["duration_us"].to_numpy(np.float64) / 1e3
     steady = s["steady"].to_numpy(bool)

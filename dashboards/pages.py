@@ -18,7 +18,7 @@ from analyzer import figures
 from analyzer.findings import SourceRef
 from analyzer.render import nccl_rows
 from analyzer.render.base import export_lines, format_impact
-from analyzer.render.sections import fusion_line, steps_line
+from analyzer.render.sections import fusion_line, steps_line, window_line
 
 PAGES = (("overview", "Overview"), ("steps", "Steps"), ("ranks", "Ranks"), ("phases", "Phases & fusion"),
          ("nccl", "NCCL"))
@@ -107,6 +107,8 @@ def steps(doc: Mapping[str, Any]) -> html.Div:
         return _none("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
     st = section["steps"]
     parts: list[Any] = [html.P(steps_line(section), id="steps-line")]
+    if (window := window_line(section)) is not None:
+        parts.append(html.P(window, id="window-note", className="note"))
     if st["steady"]:
         parts.append(_graph(figures.step_histogram(section), "step-histogram"))
     if view and view["step_series"]["step"]:

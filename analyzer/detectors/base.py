@@ -16,12 +16,14 @@ import pyarrow as pa
 from analyzer.findings import Finding
 from analyzer.nccl_model import NcclModel, build_nccl_model
 from analyzer.store import RunStore
-from analyzer.timeline_model import TimelineModel, build_model
+from analyzer.timeline_model import TimelineModel
+from analyzer.window import DEFAULT_MEMORY_BUDGET, analysed_model
 
 
 @dataclass
 class Context:
-    """What detectors read: the store (tables are cached there) and the thresholds."""
+    """What detectors read: the store (tables are cached there) and the settings
+    (``memory_budget``: bytes a timeline's model may take, :mod:`analyzer.window`)."""
 
     store: RunStore
     config: dict[str, Any] = field(default_factory=dict)
@@ -36,12 +38,12 @@ class Context:
         return next(e for e in self.store.inputs if e["id"] == input_id)
 
     def timelines(self) -> list[TimelineModel]:
-        """Every timeline input, analysed once (:func:`analyzer.timeline_model.build_model`)."""
+        """Every timeline input, analysed once (:func:`analyzer.window.analysed_model`)."""
         if self._timelines is None:
-            self._timelines = [build_model(self.store, e) for e in self.store.inputs
+            budget = int(self.config.get("memory_budget", DEFAULT_MEMORY_BUDGET))
+            self._timelines = [analysed_model(self.store, e, budget) for e in self.store.inputs
                                if e["kind"] == "horovod_timeline"]
         return self._timelines
-
 
     def nccl(self) -> NcclModel:
         """Every NCCL / job log of the store (:func:`analyzer.nccl_model.build_nccl_model`), read once."""

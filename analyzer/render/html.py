@@ -10,7 +10,13 @@ from analyzer.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
-from analyzer.render.sections import fusion_line, phase_rows, rank_rows, steps_line
+from analyzer.render.sections import (
+    fusion_line,
+    phase_rows,
+    rank_rows,
+    steps_line,
+    window_line,
+)
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -21,6 +27,7 @@ h1{font-size:1.6rem}h2{border-bottom:1px solid #dde;padding-bottom:.2rem;margin-
 code,pre{background:#f4f5f8;border-radius:4px;padding:.1rem .3rem}pre{padding:.6rem;overflow-x:auto}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #dde;padding:.25rem .5rem;text-align:left;font-size:.9rem}
 .muted{color:#667}
+.note{background:#fff8e1;border-left:4px solid #e6a700;padding:.4rem .8rem}
 """
 
 
@@ -73,8 +80,10 @@ class HtmlRenderer:
     @staticmethod
     def _timeline(section: dict) -> tuple[bool, str]:  # type: ignore[type-arg]
         figs = all_figures(section)
-        rows = [f"<h2>Timeline {_e(section['path'])}</h2><p>{_e(steps_line(section))}</p>",
-                f"<p>Fusion: {_e(fusion_line(section))}</p>"]
+        rows = [f"<h2>Timeline {_e(section['path'])}</h2><p>{_e(steps_line(section))}</p>"]
+        if (window := window_line(section)) is not None:
+            rows.append(f"<p class='note'>{_e(window)}</p>")
+        rows.append(f"<p>Fusion: {_e(fusion_line(section))}</p>")
         rows += [f"<div class='fig'>{fig.to_html(full_html=False, include_plotlyjs=False)}</div>" for fig in figs]
         if section["phases"]:
             rows.append("<table><tr><th>phase</th><th>median ms/step</th><th>share of step</th></tr>")

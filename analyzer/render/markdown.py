@@ -11,6 +11,7 @@ from analyzer.render.sections import (
     phase_rows,
     rank_rows,
     steps_line,
+    window_line,
 )
 
 
@@ -61,6 +62,8 @@ class MarkdownRenderer:
 
 def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
     out = ["", f"## Timeline {_md(section['path'])}", "", _md(steps_line(section)), ""]
+    if (window := window_line(section)) is not None:
+        out += [f"> {_md(window)}", ""]
     hist = histogram_lines(section)
     if hist:
         out += ["Step-time histogram (steady steps):", "", "```text", *hist, "```", ""]

@@ -30,6 +30,12 @@ def steps_line(section: Mapping[str, Any]) -> str:
             f"(segmentation: {seg['method']}, {seg['confidence']} confidence: {seg['note']})")
 
 
+def window_line(section: Mapping[str, Any]) -> str | None:
+    """What a timeline over the memory budget was analysed from (None: all of it)."""
+    w = section.get("window")
+    return None if w is None else f"Analysed through a window: {w['note']}"
+
+
 def phase_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return [(p["phase"], f"{p['median_ms']:.2f}", f"{p['share_of_step']:.0%}") for p in section["phases"]]
 

@@ -11,6 +11,7 @@ from analyzer.render.sections import (
     phase_rows,
     rank_rows,
     steps_line,
+    window_line,
 )
 
 
@@ -57,6 +58,8 @@ class TextRenderer:
 
 def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
     out = [f"Timeline {section['path']}:", f"  steps: {steps_line(section)}"]
+    if (window := window_line(section)) is not None:
+        out.append(f"  {window}")
     hist = histogram_lines(section)
     if hist:
         out += ["  step-time histogram (steady steps):"] + [f"    {line}" for line in hist]

@@ -114,6 +114,15 @@ def test_steps_page_histogram_counts_every_steady_step(lib: RunLibrary) -> None:
     assert len(series.data[0].x) == 29
 
 
+def test_steps_page_says_when_the_timeline_was_analysed_through_a_window(lib: RunLibrary) -> None:
+    doc = lib.document(_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    assert doc["report"]["timeline"]["window"] is None
+    assert not [c for c in _walk(render_page("steps", doc)) if getattr(c, "id", None) == "window-note"]
+    doc["report"]["timeline"]["window"] = {"note": "span-level findings ... read the first 20 of 30 steps"}
+    note = _text(_by_id(render_page("steps", doc), "window-note"))
+    assert note == "Analysed through a window: span-level findings ... read the first 20 of 30 steps"
+
+
 def test_ranks_page_explains_missing_ticks_with_the_cache_on(lib: RunLibrary) -> None:
     cached = lib.document(_upload(lib, {"timeline.json": CACHED_STRAGGLER.read_bytes()}))
     page = render_page("ranks", cached)

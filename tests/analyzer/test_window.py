@@ -1,0 +1,128 @@
+"""A timeline over the memory budget is analysed through a window (analyzer.window): the whole
+run's step table is the one the whole model gives, row for row; the span-level model is the
+whole model's first steps; the report says so; a timeline that fits is analysed whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.discover import discover
+from analyzer.run import analyze
+from analyzer.store import RunStore
+from analyzer.timeline_model import build_model
+from analyzer.views import timeline_views
+from analyzer.window import BASELINE_BYTES, MIN_DETAIL_STEPS, analysed_model, model_bytes
+from sample_traces.generator.timeline import TimelineSpec, write_timeline
+
+
+def _store(root: Path, spec: TimelineSpec) -> tuple[RunStore, dict]:
+    write_timeline(root / "timeline.json", spec)
+    store = RunStore.create_or_open(root / "store")
+    store.ingest(*discover([root / "timeline.json"]))
+    store = RunStore.open(root / "store")
+    return store, store.inputs[0]
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, dict]:
+    """300 steps, ticks on every negotiation, rank 5 late, the file cut inside its last step."""
+    spec = TimelineSpec(ranks=8, tensors=12, steps=300, cache=False, straggler_ranks=(5,),
+                        straggler_delay_us=10_000, truncate_at=0.9995, seed=7)
+    return _store(tmp_path_factory.mktemp("long"), spec)
+
+
+def _budget_for(entry: dict, steps: int, total_steps: int) -> int:
+    """A budget whose head window holds about ``steps`` steps (3/4 of it goes to the head)."""
+    return BASELINE_BYTES + int(model_bytes(entry) / total_steps * steps / 0.75) + 1
+
+
+def test_windowed_step_table_is_the_whole_models(long_run: tuple[RunStore, dict]) -> None:
+    store, entry = long_run
+    whole = build_model(store, entry)
+    n = len(whole.steps)
+    assert n >= 290
+    assert not whole.steps["complete"].iloc[-1]  # the cut left the last step open
+    for head in (MIN_DETAIL_STEPS, 57):
+        model = analysed_model(store, entry, _budget_for(entry, head, n))
+        assert model.window is not None
+        k = model.window.steps
+        assert head - 1 <= k <= head + 1
+        assert model.window.run_steps == n and model.window.run_spans == entry["rows"]["spans"]
+        pd.testing.assert_frame_equal(model.all_steps, whole.steps, obj=f"head {k}")
+        pd.testing.assert_frame_equal(model.steps, whole.steps.iloc[:k], obj=f"head {k} steps")
+        # the head holds exactly the spans of its steps (and the start-up before them)
+        in_head = whole.spans["step"] < k
+        assert model.window.spans == int(in_head.sum()) == len(model.spans)
+        assert set(model.spans["span_id"]) == set(whole.spans.loc[in_head, "span_id"])
+        assert model.batches["step"].max() == k - 1
+
+
+def test_step_series_view_covers_every_step(long_run: tuple[RunStore, dict]) -> None:
+    store, entry = long_run
+    whole = build_model(store, entry)
+    model = analysed_model(store, entry, _budget_for(entry, 30, len(whole.steps)))
+    assert timeline_views(model)["step_series"] == timeline_views(whole)["step_series"]
+    assert len(timeline_views(model)["step_series"]["step"]) > 250
+
+
+def test_window_lateness_is_the_heads_ticks(long_run: tuple[RunStore, dict]) -> None:
+    store, entry = long_run
+    whole = build_model(store, entry)
+    model = analysed_model(store, entry, _budget_for(entry, 40, len(whole.steps)))
+    k = model.window.steps
+    head_negs = whole.lateness.neg_step < k
+    assert len(model.lateness) == int(np.diff(whole.lateness.bounds)[head_negs & whole.lateness.keep].sum()) > 0
+    rows = {r.rank: r for r in model.steady_ranks}
+    worst = model.steady_ranks[0]
+    assert worst.rank == 5 and worst.last_share > 0.9 and rows[0].last_share < 0.2
+
+
+def test_report_through_a_window_says_so(long_run: tuple[RunStore, dict]) -> None:
+    store, entry = long_run
+    n = len(build_model(store, entry).steps)
+    budget = _budget_for(entry, 60, n)
+    rep = analyze(store, config={"memory_budget": budget})
+    section = rep.timelines[0]
+    assert section["window"]["run_steps"] == n == section["steps"]["count"]
+    assert section["window"]["budget_bytes"] == budget
+    assert "read the first 6" in section["window"]["note"]
+    assert any(f.code == "timeline.straggler" for f in rep.findings)
+    whole = analyze(store)
+    assert whole.timelines[0]["window"] is None
+    assert whole.timelines[0]["steps"] == section["steps"]  # step statistics cover every step either way
+
+
+def test_a_timeline_that_fits_is_analysed_whole(long_run: tuple[RunStore, dict]) -> None:
+    store, entry = long_run
+    model = analysed_model(store, entry, model_bytes(entry) + BASELINE_BYTES)
+    assert model.window is None and model.run_steps is None
+    assert analysed_model(store, entry, model_bytes(entry) + BASELINE_BYTES - 1).window is not None
+    assert len(model.steps) == len(build_model(store, entry).steps)
+
+
+def test_few_huge_steps_are_analysed_whole(tmp_path: Path) -> None:
+    """Fewer steps than the smallest head: nothing could be left out."""
+    store, entry = _store(tmp_path, TimelineSpec(ranks=4, tensors=4, steps=MIN_DETAIL_STEPS - 5, cache=False))
+    model = analysed_model(store, entry, 1)
+    assert model.window is None and len(model.steps) == MIN_DETAIL_STEPS - 5
+
+
+def test_cli_memory_budget(long_run: tuple[RunStore, dict], tmp_path: Path) -> None:
+    store, _ = long_run
+    runner = CliRunner()
+    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "452M", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["timeline"]["window"]["budget_bytes"] == 452 << 20
+    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "452M"])
+    assert "Analysed through a window: span-level findings" in res.output
+    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "lots"])
+    assert res.exit_code == 2
+    assert "--memory-budget 'lots': expected a size such as 500M or 2G" in res.output
