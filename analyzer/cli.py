@@ -6,6 +6,7 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,10 +91,12 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
 
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
     consistent, and running it again continues with the files not yet in the store."""
+    began = time.perf_counter()
     with _errors():
         executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.create_or_open(store_dir, run=run)
         rep = _ingest(paths, store, quiet, executor)
+    seconds = time.perf_counter() - began
     if quiet:
         return
     for entry in rep.added:
@@ -106,6 +109,9 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
         click.echo(f"unchanged {entry['path']} (already in the store, sha256 {entry['sha256'][:16]})")
     if rep.skipped:
         click.echo(f"skipped {len(rep.skipped)} file(s) not recognised as inputs (see {Path(store_dir) / MANIFEST})")
+    size = sum(e["size"] for e in rep.added)
+    click.echo(f"ingested {len(rep.added)} input(s), {size / 1e6:,.1f} MB in {seconds:.2f} s "
+               f"({size / 1e6 / max(seconds, 1e-9):,.1f} MB/s)")
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
 
 
