@@ -38,7 +38,7 @@ def test_ingest_then_report_on_the_store(tmp_path: Path, cut: Path) -> None:
     code, out, _ = run("ingest", str(cut), "-o", str(tmp_path / "s"))
     assert code == 0 and "added" in out and "truncated" in out
     size = cut.stat().st_size / 1e6
-    assert re.search(rf"^ingested 1 input\(s\), {size:,.1f} MB in [0-9.]+ s \([0-9.,]+ MB/s\)$", out, re.M)
+    assert re.search(rf"^ingested 1 input\(s\), {size:,.1f} MB in [0-9.]+ s \([0-9.,]+ MB/s\)$", out, re.MULTILINE)
     code, out, _ = run("ingest", str(cut), "-o", str(tmp_path / "s"))
     assert code == 0 and "unchanged" in out and "ingested 0 input(s), 0.0 MB" in out
     code, out, _ = run("report", str(tmp_path / "s"), "--format", "json")

@@ -18,7 +18,12 @@ from analyzer.run import analyze
 from analyzer.store import RunStore
 from analyzer.timeline_model import build_model
 from analyzer.views import timeline_views
-from analyzer.window import BASELINE_BYTES, MIN_DETAIL_STEPS, analysed_model, model_bytes
+from analyzer.window import (
+    BASELINE_BYTES,
+    MIN_DETAIL_STEPS,
+    analysed_model,
+    model_bytes,
+)
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 
 
@@ -105,6 +110,24 @@ def test_a_timeline_that_fits_is_analysed_whole(long_run: tuple[RunStore, dict])
     assert model.window is None and model.run_steps is None
     assert analysed_model(store, entry, model_bytes(entry) + BASELINE_BYTES - 1).window is not None
     assert len(model.steps) == len(build_model(store, entry).steps)
+
+
+def test_window_of_a_timeline_sharing_its_bucket(tmp_path: Path) -> None:
+    """Small inputs share a bucket's files: a window reads only its own input's rows."""
+    (tmp_path / "in").mkdir()
+    for name, seed in (("a.json", 1), ("b.json", 2)):
+        write_timeline(tmp_path / "in" / name, TimelineSpec(ranks=4, tensors=6, steps=120, cache=False, seed=seed))
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([tmp_path / "in"]))
+    store = RunStore.open(tmp_path / "store")
+    a, b = store.inputs
+    assert a["bucket"] == b["bucket"]
+    for entry in (a, b):
+        whole = build_model(store, entry)
+        model = analysed_model(store, entry, _budget_for(entry, 25, len(whole.steps)))
+        assert model.window is not None and model.window.steps < len(whole.steps) - 50
+        pd.testing.assert_frame_equal(model.all_steps, whole.steps)
+        assert set(model.spans["span_id"]) == set(whole.spans.loc[whole.spans["step"] < model.window.steps, "span_id"])
 
 
 def test_few_huge_steps_are_analysed_whole(tmp_path: Path) -> None:
