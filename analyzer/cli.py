@@ -195,16 +195,18 @@ def batch(runs_dir: str, out_dir: str, fail_on: str | None, keep_stores: bool, j
               help="Where uploaded runs are stored (they persist across restarts).")
 @click.option("--max-upload", default="2G", show_default=True,
               help="Largest file one upload may carry (K, M or G suffix).")
-def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_upload: str) -> None:
+@_budget_option
+def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_upload: str, memory_budget: str) -> None:
     """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
     from dashboards.app import create_app
     from dashboards.uploads import Limits
 
     with _errors():
-        limit = _size(max_upload, "--max-upload")
+        limits = Limits(max_upload=_size(max_upload, "--max-upload"),
+                        memory_budget=_size(memory_budget, "--memory-budget"))
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
-        app = create_app(store_dir, stores=stores, paths=files or None, limits=Limits(max_upload=limit))
+        app = create_app(store_dir, stores=stores, paths=files or None, limits=limits)
     click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
     app.run(host=host, port=port, debug=False)
 

@@ -34,6 +34,7 @@ from analyzer.render import jsonreport
 from analyzer.run import analyze_in
 from analyzer.store import MANIFEST, RunStore
 from analyzer.views import timeline_views
+from analyzer.window import DEFAULT_MEMORY_BUDGET
 from dashboards.uploads import Limits, SavedFile, save_upload
 
 RUNS = "runs"
@@ -55,9 +56,9 @@ class Job:
                     "error": self.error}
 
 
-def analysis_document(store: RunStore) -> dict[str, Any]:
+def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
     """The report document and the views of every timeline: what the app shows of a run."""
-    ctx = Context(store)
+    ctx = Context(store, {"memory_budget": memory_budget})
     doc = jsonreport.to_document(analyze_in(ctx))
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
     return {"report": doc, "views": views}
@@ -217,7 +218,7 @@ class RunLibrary:
                     raise HvdAnalyzeError(f"{meta['store']}: not a run store (no {MANIFEST})")
                 store = RunStore.open(meta["store"])
             self._stage(meta, job, "analysing")
-            doc = relabel(analysis_document(store), labels)
+            doc = relabel(analysis_document(store, self.limits.memory_budget), labels)
             doc["labels"] = labels
             out = self._dir(meta["id"]) / "analysis.json"
             out.with_suffix(".tmp").write_bytes(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))

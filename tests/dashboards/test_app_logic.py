@@ -123,6 +123,16 @@ def test_steps_page_says_when_the_timeline_was_analysed_through_a_window(lib: Ru
     assert note == "Analysed through a window: span-level findings ... read the first 20 of 30 steps"
 
 
+def test_the_library_analyses_within_its_memory_budget(tmp_path: Path) -> None:
+    """serve --memory-budget: a timeline over it is analysed through a window, step table whole."""
+    small = RunLibrary(tmp_path / "runs-dir", Limits(memory_budget=(450 << 20) + 1))
+    doc = small.document(_upload(small, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    window = doc["report"]["timeline"]["window"]
+    assert window is not None and window["budget_bytes"] == (450 << 20) + 1
+    assert window["run_steps"] == doc["report"]["timeline"]["steps"]["count"] > window["steps"]
+    assert "Analysed through a window" in _text(_by_id(render_page("steps", doc), "window-note"))
+
+
 def test_ranks_page_explains_missing_ticks_with_the_cache_on(lib: RunLibrary) -> None:
     cached = lib.document(_upload(lib, {"timeline.json": CACHED_STRAGGLER.read_bytes()}))
     page = render_page("ranks", cached)
