@@ -104,9 +104,8 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
 
     A window of a longer run passes its steps numbered from 0 (``starts`` are theirs), the
     number of its first step (``first``) and the end and completeness of the step before it
-    (``before_end``, ``before_complete``),
-    which its first step's duration and windows read: the rows are then those of the whole
-    run's table (:mod:`analyzer.window` relies on it).
+    (``before_end``, ``before_complete``), which its first step's duration and windows read:
+    the rows are then those of the whole run's table (:mod:`analyzer.window` relies on it).
 
     Times in us; ``ready_us`` is when the step's last negotiation ended (every rank had
     submitted every gradient: backward is over everywhere), ``exposed_comm_us`` the

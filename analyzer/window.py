@@ -41,9 +41,9 @@ from analyzer.timeline_model import (
 DEFAULT_MEMORY_BUDGET = 4 << 30
 #: the analysing process before any model: interpreter, pandas, pyarrow, numba's compiler, Arrow's pool
 BASELINE_BYTES = 450 << 20
-#: peak bytes of the whole analysis per span and per rank tick, over the baseline (bench/analysis.py:
-#: 1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M and 67 M, 18.8 GB at 33 M and 268 M;
-#: a tick's lateness takes 21 bytes)
+#: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
+#: bench/analysis.py's whole-model peaks (1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M
+#: and 67 M, 18.8 GB at 33 M and 268 M; a tick's lateness takes 21 bytes)
 SPAN_BYTES = 340
 TICK_BYTES = 24
 DETAIL_SHARE = 0.75

@@ -12,14 +12,17 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from analyzer.batch import run_batch
 from analyzer.cli import cli
 from analyzer.discover import discover
+from analyzer.parallel import Executor
 from analyzer.run import analyze
 from analyzer.store import RunStore
 from analyzer.timeline_model import build_model
 from analyzer.views import timeline_views
 from analyzer.window import (
     BASELINE_BYTES,
+    DEFAULT_MEMORY_BUDGET,
     MIN_DETAIL_STEPS,
     analysed_model,
     model_bytes,
@@ -135,6 +138,16 @@ def test_few_huge_steps_are_analysed_whole(tmp_path: Path) -> None:
     store, entry = _store(tmp_path, TimelineSpec(ranks=4, tensors=4, steps=MIN_DETAIL_STEPS - 5, cache=False))
     model = analysed_model(store, entry, 1)
     assert model.window is None and len(model.steps) == MIN_DETAIL_STEPS - 5
+
+
+def test_batch_analyses_each_run_within_the_budget(tmp_path: Path) -> None:
+    (tmp_path / "runs" / "job").mkdir(parents=True)
+    write_timeline(tmp_path / "runs" / "job" / "timeline.json", TimelineSpec(ranks=4, tensors=6, steps=80, seed=5))
+    for budget, windowed in ((BASELINE_BYTES + 1, True), (DEFAULT_MEMORY_BUDGET, False)):
+        run_batch(tmp_path / "runs", tmp_path / f"out-{windowed}", Executor(jobs=1), memory_budget=budget)
+        doc = json.loads((tmp_path / f"out-{windowed}" / "runs" / "job.json").read_text())
+        assert (doc["timeline"]["window"] is not None) is windowed
+        assert doc["timeline"]["steps"]["count"] == 80
 
 
 def test_cli_memory_budget(long_run: tuple[RunStore, dict], tmp_path: Path) -> None:
