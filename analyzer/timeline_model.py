@@ -49,18 +49,18 @@ class AnalysisWindow:
     run_steps: int
     spans: int
     run_spans: int
-    estimate_bytes: int  # what the whole timeline's model would take
+    estimate_bytes: int  # what analysing the whole timeline would take (its model and the process)
     budget_bytes: int
 
     def note(self) -> str:
         return (f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
-                f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): the whole timeline's "
-                f"model would take about {_gib(self.estimate_bytes)}, over the {_gib(self.budget_bytes)} memory "
-                "budget (--memory-budget). Step times and the step histogram cover every step.")
+                f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): analysing the whole "
+                f"timeline would take about {_bytes(self.estimate_bytes)}, over the {_bytes(self.budget_bytes)} "
+                "memory budget (--memory-budget). Step times and the step histogram cover every step.")
 
 
-def _gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB"
+def _bytes(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
             where &= pc.field("start_us") < int(starts[b])
         tables.append(_window_steps(store, input_id, where, starts[a:b], grads, a, tables[-1]))
     window = AnalysisWindow(steps=k, run_steps=n, spans=len(head), run_spans=int(entry["rows"]["spans"]),
-                            estimate_bytes=need, budget_bytes=budget)
+                            estimate_bytes=need + BASELINE_BYTES, budget_bytes=budget)
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
 
 

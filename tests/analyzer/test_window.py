@@ -99,7 +99,8 @@ def test_report_through_a_window_says_so(long_run: tuple[RunStore, dict]) -> Non
     rep = analyze(store, config={"memory_budget": budget})
     section = rep.timelines[0]
     assert section["window"]["run_steps"] == n == section["steps"]["count"]
-    assert section["window"]["budget_bytes"] == budget
+    assert section["window"]["budget_bytes"] == budget < section["window"]["estimate_bytes"]
+    assert section["window"]["estimate_bytes"] == model_bytes(entry) + BASELINE_BYTES
     assert "read the first 6" in section["window"]["note"]
     assert any(f.code == "timeline.straggler" for f in rep.findings)
     whole = analyze(store)
