@@ -194,20 +194,29 @@ class RunStore:
             where = mine if where is None else where & mine
         return pq.read_table(path, columns=cols, filters=where)
 
-    def input_batches(self, name: str, input_id: str, columns: list[str],
-                      batch_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
-        """One input's rows of a table as record batches of ``columns``, read one at a time:
-        what an analysis streams instead of holding the table (13 M ticks per GB of timeline)."""
+    def input_batches(self, name: str, input_id: str, columns: list[str], batch_rows: int = 1 << 20,
+                      between: tuple[str, int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """One input's rows of a table as record batches of ``columns``, read one at a time and
+        always in file order: what an analysis streams instead of holding the table (13 M ticks
+        per GB of timeline). ``between=(column, lo, hi)`` keeps only the rows whose integer
+        ``column`` is in ``[lo, hi]`` (not null) and skips the row groups whose statistics rule
+        them all out: the ticks of a windowed timeline's first steps are the first row groups."""
         part = self._part_of(name, input_id)
         if part is None:
             return
         path, ids, version = part
         shared = version == 2 and len(ids) > 1
-        for b in pq.ParquetFile(path).iter_batches(batch_size=batch_rows,
-                                                   columns=[*columns, "input_id"] if shared else columns):
-            if shared:
-                b = b.filter(pc.equal(b.column("input_id").cast(pa.string()), input_id)).select(columns)
-            yield b
+        extra = [c for c in ("input_id", between[0] if between else None) if c and (c != "input_id" or shared)]
+        file = pq.ParquetFile(path)
+        groups = _row_groups(file.metadata, *between) if between else None
+        for b in file.iter_batches(batch_size=batch_rows, row_groups=groups,
+                                   columns=list(dict.fromkeys([*columns, *extra]))):
+            keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
+            if between:
+                col = b.column(between[0])
+                inside = pc.and_(pc.greater_equal(col, between[1]), pc.less_equal(col, between[2]))
+                keep = inside if keep is None else pc.and_(keep, inside)
+            yield b if keep is None else b.filter(keep).select(columns)
 
     def _part_of(self, name: str, input_id: str) -> tuple[Path, list[str], int] | None:
         """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
@@ -341,6 +350,21 @@ class RunStore:
         # orjson: 10 ms for the 4 MB manifest of 4096 inputs, where json.dumps takes 150 ms
         tmp.write_bytes(orjson.dumps(self.manifest, option=orjson.OPT_INDENT_2))
         os.replace(tmp, self.root / MANIFEST)
+
+
+def _row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[int]:
+    """The row groups of a Parquet file that may hold a value of ``column`` in ``[lo, hi]``: all
+    but those whose statistics rule it out (values all outside, or all null)."""
+    at = meta.schema.names.index(column)
+    out = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(at).statistics
+        if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
+            continue
+        if stats is None or not stats.has_min_max or stats.min <= hi and stats.max >= lo:
+            out.append(g)
+    return out
 
 
 def _folder(entry: dict[str, Any]) -> str:

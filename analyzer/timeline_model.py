@@ -170,15 +170,17 @@ def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = Non
 
 
 def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts: np.ndarray, grads: pd.Index,
-             seg: Segmentation) -> TimelineModel:
-    """The model of ``spans`` (:func:`read_spans`) cut into the steps that start at ``starts``."""
+             seg: Segmentation, part: bool = False) -> TimelineModel:
+    """The model of ``spans`` (:func:`read_spans`) cut into the steps that start at ``starts``;
+    ``part``: ``spans`` are only some of the input's (a window), so only the ticks within the
+    range of their negotiations' span ids are read."""
     input_id = entry["id"]
     spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
     batch_of, ready_of, batches = find_batches(spans)
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
-    lateness = _lateness(store, input_id, spans)
+    lateness = _lateness(store, input_id, spans, part)
     markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
     return TimelineModel(
         input_id=input_id,
@@ -194,14 +196,19 @@ def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts
     )
 
 
-def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame) -> Lateness:
-    """Lateness of the ticks of the negotiations, read from the store one record batch at a time."""
+def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame, part: bool) -> Lateness:
+    """Lateness of the ticks of the negotiations, read from the store one record batch at a time
+    (``part``: only the ticks within the range of their span ids)."""
     neg = spans[spans["kind"] == "negotiate"]
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
+    ids = neg["span_id"].to_numpy(np.int64)
+    between = None
+    if part:
+        between = ("negotiation_id", int(ids.min()), int(ids.max())) if len(ids) else ("negotiation_id", 0, -1)
 
     def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
-        for b in store.input_batches("ticks", input_id, list(columns)):
+        for b in store.input_batches("ticks", input_id, list(columns), between=between):
             yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
                         for name, c in zip(columns, b.columns, strict=True))
 

@@ -71,7 +71,7 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
     if k >= n:  # too few steps to leave any out: the head would be the whole timeline
         return build_model(store, entry)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
-    model = model_of(store, entry, head, starts[:k], grads, seg)
+    model = model_of(store, entry, head, starts[:k], grads, seg, part=True)
     tables = [model.steps]
     size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
     for a in range(k, n, size):

@@ -87,6 +87,12 @@ def test_window_lateness_is_the_heads_ticks(long_run: tuple[RunStore, dict]) -> 
     k = model.window.steps
     head_negs = whole.lateness.neg_step < k
     assert len(model.lateness) == int(np.diff(whole.lateness.bounds)[head_negs & whole.lateness.keep].sum()) > 0
+    # the same ticks, ranks and lateness as the whole model's first steps (the head reads only
+    # the ticks in its negotiations' span-id range)
+    whole_rows = np.concatenate([np.arange(whole.lateness.bounds[g], whole.lateness.bounds[g + 1])
+                                 for g in np.flatnonzero(head_negs & whole.lateness.keep)])
+    np.testing.assert_array_equal(model.lateness.rank, whole.lateness.rank[whole_rows])
+    np.testing.assert_array_equal(model.lateness.lateness_us, whole.lateness.lateness_us[whole_rows])
     rows = {r.rank: r for r in model.steady_ranks}
     worst = model.steady_ranks[0]
     assert worst.rank == 5 and worst.last_share > 0.9 and rows[0].last_share < 0.2
@@ -163,3 +169,32 @@ def test_cli_memory_budget(long_run: tuple[RunStore, dict], tmp_path: Path) -> N
     res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "lots"])
     assert res.exit_code == 2
     assert "--memory-budget 'lots': expected a size such as 500M or 2G" in res.output
+
+
+def test_input_batches_between_reads_only_the_range(long_run: tuple[RunStore, dict]) -> None:
+    """``between`` keeps exactly the rows in range, in file order, and drops null ids."""
+    store, entry = long_run
+    ticks = store.input_table("ticks", entry["id"], ["negotiation_id", "rank", "ts_us"]).to_pandas()
+    lo, hi = int(ticks["negotiation_id"].quantile(0.2)), int(ticks["negotiation_id"].quantile(0.4))
+    got = pd.concat([b.to_pandas() for b in store.input_batches(
+        "ticks", entry["id"], ["rank", "ts_us"], batch_rows=1000, between=("negotiation_id", lo, hi))],
+        ignore_index=True)
+    want = ticks.loc[ticks["negotiation_id"].between(lo, hi), ["rank", "ts_us"]].reset_index(drop=True)
+    assert 0 < len(got) < len(ticks)
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_row_groups_outside_the_range_are_skipped(tmp_path: Path) -> None:
+    """Row groups whose statistics rule the range out are not read; null-only groups neither."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analyzer.store import _row_groups
+
+    ids = pa.array([*range(1000), *([None] * 100)], pa.int64())
+    pq.write_table(pa.table({"negotiation_id": ids}), tmp_path / "t.parquet", row_group_size=100)
+    meta = pq.ParquetFile(tmp_path / "t.parquet").metadata
+    assert meta.num_row_groups == 11
+    assert _row_groups(meta, "negotiation_id", 150, 349) == [1, 2, 3]
+    assert _row_groups(meta, "negotiation_id", 0, 99) == [0]
+    assert _row_groups(meta, "negotiation_id", 5000, 6000) == []
