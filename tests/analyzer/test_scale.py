@@ -126,6 +126,36 @@ def test_local_dask_workers_run_without_the_profiler_and_the_trim_threshold() ->
     assert list(Executor(dask_workers=1).map(_worker_settings, [0], weight=lambda _: 1)) == [(None, False, False)]
 
 
+def _frozen(_: list[int]) -> list[int]:
+    import gc
+
+    return [gc.get_freeze_count()]
+
+
+def test_local_dask_workers_are_forked_from_a_frozen_heap() -> None:
+    """The workers' collections skip what they inherited; this process's heap is unfrozen again."""
+    import gc
+
+    (count,) = Executor(dask_workers=1).map(_frozen, [0], weight=lambda _: 1)
+    assert count > 10_000
+    assert gc.get_freeze_count() == 0
+
+
+def test_ingest_tasks_taper_to_single_buckets() -> None:
+    """Buckets go out a few per task while much is left, one per task at the end, none twice."""
+    from analyzer.parallel import TASK_BYTES, _tapering
+
+    sizes = [16 << 20] * 45 + [3 << 20, 900 << 20]  # 45 full buckets, a small one, one big input
+    groups = _tapering(list(range(len(sizes))), sizes.__getitem__, 2, TASK_BYTES)
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
+    assert groups[0] == [46]  # the big input first, alone
+    weights = [sum(sizes[i] for i in g) for g in groups]
+    assert all(w <= TASK_BYTES for w in weights[1:])
+    assert len(groups[1]) == 4 and [len(g) for g in groups[-4:]] == [1, 1, 1, 1]
+    assert len(groups) < len(sizes) / 2
+    assert weights[1:] == sorted(weights[1:], reverse=True)
+
+
 def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small_buckets: int) -> None:
     real = analyzer.partition.write_bucket
