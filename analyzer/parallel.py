@@ -10,9 +10,10 @@ Two kinds of work are distributed, never as a shared in-memory state:
   order and written as its bucket;
 * batch: one task per run (:mod:`analyzer.batch`).
 
-Work is handed out largest first: one bucket or chunk per task (a bucket is already 16 MB of
-input or one big input), runs in groups of several per task so that the per-task overhead
-(pickling, scheduling) stays small against the analysis. A timeline is one task: its B/E
+Work is handed out largest first: buckets (16 MB of input, or one big input) and chunks a few
+to a task (up to :data:`TASK_BYTES`) while much is left and one to a task at the end
+(:func:`_tapering`); runs in groups of several per task. Either way the per-task overhead
+(pickling, scheduling) stays small against the work, and the workers finish together. A timeline is one task: its B/E
 pairing is sequential by nature; it streams in bounded memory (:mod:`parsers.timeline`).
 """
 
