@@ -206,7 +206,7 @@ class RunStore:
             return
         path, ids, version = part
         shared = version == 2 and len(ids) > 1
-        extra = [c for c in ("input_id", between[0] if between else None) if c and (c != "input_id" or shared)]
+        extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
         file = pq.ParquetFile(path)
         groups = _row_groups(file.metadata, *between) if between else None
         for b in file.iter_batches(batch_size=batch_rows, row_groups=groups,
