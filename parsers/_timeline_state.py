@@ -1,8 +1,7 @@
 """Scan state of the timeline kernel, and the catalogue of issues the kernel counts.
 
-``ScanState`` owns the arrays :func:`parsers._scan.scan` reads and updates between chunks
-(counters, per-pid stacks and statistics, the open-span slot pool, the intern tables)
-and grows them when the kernel asks.
+``TokenState`` and ``PairState`` own the arrays the two kernels (:mod:`parsers._tokenize`,
+:mod:`parsers._pair`) read and update between buffers, and grow them when a kernel asks.
 """
 
 from __future__ import annotations
@@ -13,83 +12,56 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from parsers import _scan as S
+from parsers import _pair as P
+from parsers import _tokenize as T
 from parsers.issues import IssueSeverity
 
 # (issue index in the kernel, severity, code, message)
 KERNEL_ISSUES = (
-    (S.I_ORPHAN_E, IssueSeverity.DATA_LOSS, "timeline.orphan_end",
+    (T.I_ORPHAN_E, IssueSeverity.DATA_LOSS, "timeline.orphan_end",
      "E event with no open B on its pid (its B was lost or written to an earlier file); dropped"),
-    (S.I_NEG_IN_OP, IssueSeverity.INFO, "timeline.negotiate_inside_op",
+    (T.I_NEG_IN_OP, IssueSeverity.INFO, "timeline.negotiate_inside_op",
      "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
      "E events are anonymous, so LIFO pairing may swap the two spans' ends"),
-    (S.I_TICK_OUTSIDE, IssueSeverity.INFO, "timeline.tick_outside_negotiation",
+    (T.I_TICK_OUTSIDE, IssueSeverity.INFO, "timeline.tick_outside_negotiation",
      "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id"),
-    (S.I_UNESCAPED, IssueSeverity.INFO, "timeline.unescaped_quote",
+    (T.I_UNESCAPED, IssueSeverity.INFO, "timeline.unescaped_quote",
      "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly"),
-    (S.I_FLOAT_TS, IssueSeverity.INFO, "timeline.float_ts",
+    (T.I_FLOAT_TS, IssueSeverity.INFO, "timeline.float_ts",
      "non-integer ts (Horovod writes integers); rounded to the microsecond"),
-    (S.I_UNKNOWN_KEY, IssueSeverity.INFO, "timeline.unknown_key",
+    (T.I_UNKNOWN_KEY, IssueSeverity.INFO, "timeline.unknown_key",
      "record with a key Horovod does not write; the key was ignored"),
-    (S.I_TS_BACK, IssueSeverity.INFO, "timeline.ts_not_monotonic",
+    (T.I_TS_BACK, IssueSeverity.INFO, "timeline.ts_not_monotonic",
      "ts smaller than the previous record's (Horovod's ts never decreases in file order)"),
-    (S.I_UNKNOWN_PH, IssueSeverity.DATA_LOSS, "timeline.unknown_phase",
+    (T.I_UNKNOWN_PH, IssueSeverity.DATA_LOSS, "timeline.unknown_phase",
      "record with a phase Horovod does not write (only M, B, E, X, i); dropped"),
-    (S.I_BAD_RECORD, IssueSeverity.DATA_LOSS, "timeline.bad_record",
+    (T.I_BAD_RECORD, IssueSeverity.DATA_LOSS, "timeline.bad_record",
      "record without the fields its phase needs (ph, ts, pid, name); dropped"),
-    (S.I_X_NOT_RANK, IssueSeverity.DATA_LOSS, "timeline.tick_not_rank",
+    (T.I_X_NOT_RANK, IssueSeverity.DATA_LOSS, "timeline.tick_not_rank",
      "X event whose name is not a rank number; dropped"),
-    (S.I_E_NAMED, IssueSeverity.INFO, "timeline.named_end",
+    (T.I_E_NAMED, IssueSeverity.INFO, "timeline.named_end",
      "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack"),
 )
 
 
 @dataclass(slots=True)
-class ScanState:
+class TokenState:
+    """What :func:`parsers._tokenize.tokenize` keeps between buffers of one input or range."""
+
     ctr: np.ndarray
     iss: np.ndarray
-    top: np.ndarray
-    pstat: np.ndarray
-    slots: np.ndarray
     ikeys: np.ndarray
     ivals: np.ndarray
 
     @classmethod
-    def new(cls) -> ScanState:
-        ctr = np.zeros(S.C_NCTR, np.int64)
-        ctr[S.C_FREE] = -1
-        ctr[S.C_LAST_TS] = np.iinfo(np.int64).min
-        ctr[S.C_FIRST_TS] = -1
-        return cls(
-            ctr=ctr,
-            iss=np.zeros((S.I_NISS, 2), np.int64),
-            top=np.full(1024, -1, np.int64),
-            pstat=new_pstat(1024),
-            slots=np.zeros((4096, S.S_N), np.int64),
-            ikeys=np.zeros((3, 1024), np.uint64),
-            ivals=np.zeros((3, 1024), np.int64),
-        )
+    def new(cls, after: bool = False) -> TokenState:
+        ctr = np.zeros(T.T_NCTR, np.int64)
+        ctr[T.T_LAST_TS] = np.iinfo(np.int64).min
+        ctr[T.T_FIRST_OFF] = -1
+        ctr[T.T_AFTER] = int(after)
+        return cls(ctr=ctr, iss=new_issues(), ikeys=np.zeros((3, 1024), np.uint64), ivals=np.zeros((3, 1024), np.int64))
 
-    def grow(self) -> None:
-        need = int(self.ctr[S.C_NEED])
-        if need == 1:
-            size = max(int(self.ctr[S.C_NEED_PID]) + 1, 2 * len(self.top))
-            top = np.full(size, -1, np.int64)
-            top[: len(self.top)] = self.top
-            pstat = new_pstat(size)
-            pstat[: len(self.pstat)] = self.pstat
-            self.top, self.pstat = top, pstat
-        elif need == 2:
-            slots = np.zeros((2 * len(self.slots), S.S_N), np.int64)
-            slots[: len(self.slots)] = self.slots
-            self.slots = slots
-        elif need == 3:
-            self._grow_intern()
-        else:  # pragma: no cover - kernel contract
-            raise AssertionError(f"kernel asked to grow unknown state {need}")
-        self.ctr[S.C_NEED] = 0
-
-    def _grow_intern(self) -> None:
+    def grow_intern(self) -> None:
         cap = 2 * self.ikeys.shape[1]
         keys = np.zeros((3, cap), np.uint64)
         vals = np.zeros((3, cap), np.int64)
@@ -106,10 +78,58 @@ class ScanState:
         self.ikeys, self.ivals = keys, vals
 
 
+@dataclass(slots=True)
+class PairState:
+    """What :func:`parsers._pair.pair` keeps between blocks: counters, issue counts, per-pid
+    stacks and statistics, the open-span slot pool."""
+
+    ctr: np.ndarray
+    iss: np.ndarray
+    top: np.ndarray
+    pstat: np.ndarray
+    slots: np.ndarray
+
+    @classmethod
+    def new(cls) -> PairState:
+        ctr = np.zeros(P.C_NCTR, np.int64)
+        ctr[P.C_FREE] = -1
+        return cls(ctr=ctr, iss=new_issues(), top=np.full(1024, -1, np.int64), pstat=new_pstat(1024),
+                   slots=np.zeros((4096, P.S_N), np.int64))
+
+    def grow(self) -> None:
+        need = int(self.ctr[P.C_NEED])
+        if need == 1:
+            size = max(int(self.ctr[P.C_NEED_PID]) + 1, 2 * len(self.top))
+            top = np.full(size, -1, np.int64)
+            top[: len(self.top)] = self.top
+            pstat = new_pstat(size)
+            pstat[: len(self.pstat)] = self.pstat
+            self.top, self.pstat = top, pstat
+        elif need == 2:
+            slots = np.zeros((2 * len(self.slots), P.S_N), np.int64)
+            slots[: len(self.slots)] = self.slots
+            self.slots = slots
+        else:  # pragma: no cover - kernel contract
+            raise AssertionError(f"kernel asked to grow unknown state {need}")
+        self.ctr[P.C_NEED] = 0
+
+
+def new_issues() -> np.ndarray:
+    return np.zeros((T.I_NISS, 2), np.int64)
+
+
+def add_issues(into: np.ndarray, more: np.ndarray) -> None:
+    """Add the issue counts ``more`` (read after ``into``'s) to ``into``: counts add up, the
+    first offset stays the earliest one."""
+    first = (into[:, 0] == 0) & (more[:, 0] > 0)
+    into[first, 1] = more[first, 1]
+    into[:, 0] += more[:, 0]
+
+
 def new_pstat(n: int) -> np.ndarray:
-    p = np.zeros((n, S.P_N), np.int64)
-    p[:, S.P_FIRST_TS] = S.MISSING
-    p[:, S.P_OPNAME] = -1
+    p = np.zeros((n, P.P_N), np.int64)
+    p[:, P.P_FIRST_TS] = T.MISSING
+    p[:, P.P_OPNAME] = -1
     return p
 
 

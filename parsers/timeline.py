@@ -17,7 +17,7 @@ Use :class:`TimelineParser` to stream Arrow batches (the store does), or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +27,17 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from parsers import _scan as S
+from parsers import _pair as P
+from parsers import _tokenize as T
 from parsers._timeline_state import (
     KERNEL_ISSUES,
-    ScanState,
-    decode_str,
+    PairState,
+    add_issues,
     dict_column,
+    new_issues,
 )
-from parsers.errors import InputError, describe_bytes
-from parsers.inputs import GUNZIP_PIECE, open_binary, readinto_full
+from parsers.errors import describe_bytes
+from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.schema import arrow_schema
 from parsers.timeline_facts import (
@@ -44,16 +46,24 @@ from parsers.timeline_facts import (
     guess_version,
     uptime_origin,
 )
+from parsers.timeline_tokens import (
+    DEFAULT_CHUNK,
+    RANGE_BYTES,
+    Ending,
+    RangeTask,
+    TokenBlock,
+    TokenizedRange,
+    Tokenizer,
+    timeline_ranges,
+    tokenize_range,
+    tokenize_task,
+)
 
-DEFAULT_CHUNK = 16 * 1024 * 1024
-MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
 KINDS = ("negotiate", "op", "activity")
 DTYPE_BYTES = {
     "bool": 1, "uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "float16": 2, "bfloat16": 2,
     "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8,
 }
-_RESYNC = (b'{"ph"', b'{"name"')
-_FRAGMENT_RE = re.compile(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")')
 _META_RE = re.compile(
     rb'^\{"name": "(?P<kind>process_name|process_sort_index)", "ph": "M", "pid": (?P<pid>\d+), '
     rb'"args": \{"name": "(?P<name>.*)"\}\}$',
@@ -65,7 +75,8 @@ class TimelineParser:
 
     Iterate :meth:`batches` to get ``(table_name, pyarrow.Table)`` pairs for ``spans``,
     ``ticks`` and ``markers``; once exhausted, :attr:`info`, :attr:`issues` and
-    :meth:`tensors_table` describe the whole file.
+    :meth:`tensors_table` describe the whole file. :meth:`batches_in_ranges` does the same with
+    ranges of the file tokenized elsewhere (:func:`parsers.timeline_tokens.tokenize_range`).
 
     Raises:
         InputError: the file is not a Horovod timeline (checked before any batch).
@@ -80,89 +91,149 @@ class TimelineParser:
         self.sink = IssueSink(self.name)
         self.info = TimelineInfo(self.name)
         self._strings: tuple[list[str], list[str], list[str]] = ([], [], [])
+        self._index: tuple[dict[str, int], ...] = ({}, {}, {})
+        self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
+        self._same_ids = True  # so far the current tokenizer's ids are ours
         self._tensor_names: list[str] = []
         self._pid_tensor = np.full(1024, -1, np.int32)
-        self._state = ScanState.new()
+        self._pair = PairState.new()
+        self._tok_iss = new_issues()
+        self._tok = {"records": 0, "nl": 0, "glued": 0}
+        self._first_ts: int | None = None
+        self._last_ts: int | None = None
         self._progress = 0
+        self.rereads = 0  # ranges tokenized again here (see :meth:`batches_in_ranges`)
+        cap = max(1024, self.chunk_bytes // 48)
+        self._outs = {
+            "spans": np.empty((cap, P.SP_N), np.int64),
+            "ticks": np.empty((max(1024, self.chunk_bytes // 64), P.TK_N), np.int64),
+            "markers": np.empty((max(1024, self.chunk_bytes // 64), P.MK_N), np.int64),
+        }
+        self._outn = np.zeros(3, np.int64)
 
     # -- public -------------------------------------------------------------------
     @property
     def issues(self) -> list[ParseIssue]:
         return self.sink.issues
 
+    @property
+    def records(self) -> int:
+        """Records tokenized so far."""
+        return self._tok["records"]
+
     def batches(self, stream: BinaryIO | None = None) -> Iterator[tuple[str, pa.Table]]:
         """Yield ``(table, batch)`` pairs; read ``stream`` (already decompressed) if given."""
-        st = self._state
-        chunk = self.chunk_bytes
-        buf = np.empty(chunk + 64, np.uint8)
-        cap_spans = max(1024, chunk // 48)
-        outs = {
-            "spans": np.empty((cap_spans, S.SP_N), np.int64),
-            "ticks": np.empty((max(1024, chunk // 64), S.TK_N), np.int64),
-            "markers": np.empty((max(1024, chunk // 64), S.MK_N), np.int64),
-            "metas": np.empty((4096, S.MT_N), np.int64),
-            "newstr": np.empty((4096, 4), np.int64),
-        }
-        outn = np.zeros(6, np.int64)
+        tok = Tokenizer(self.name, self.sink, chunk_bytes=self.chunk_bytes)
         with nullcontext(stream) if stream is not None else open_binary(self.path) as f:
-            end = readinto_full(f, memoryview(buf)[:chunk])
-            eof = end < chunk
-            pos = self._open_array(buf, end)
-            if pos < 0:  # empty timeline
-                self._progress = end
-                self._note_gzip_cut(f)
-                self._finish(status="empty")
-                return
-            base = 0
-            while True:
-                status, pos = S.scan(buf, pos, end, base, st.ctr, st.iss, st.top, st.pstat, st.slots,
-                                     st.ikeys, st.ivals, outs["spans"], outs["ticks"], outs["markers"],
-                                     outs["metas"], outs["newstr"], outn)
-                yield from self._flush(buf, base, outs, outn)
-                self._progress = base + pos
-                if status == S.ST_FULL:
-                    continue
-                if status == S.ST_GROW:
-                    st.grow()
-                    continue
-                if status == S.ST_CLOSED:
-                    self._check_trailing(f, buf, pos, end, base)
-                    self._progress = base + end
-                    break
-                if status == S.ST_SYNTAX:
-                    pos = self._resync(buf, int(outn[5]), pos, end, base, eof)
-                    if pos >= 0:
-                        continue
-                    pos = end  # nothing to resync to in this buffer: read on
-                # ST_NEED_MORE (or resync needs more): keep the partial record, read on
-                carry = end - pos
-                if eof:
-                    self._at_eof(buf, pos, end, base)
-                    break
-                if carry > MAX_RECORD:
-                    self._oversized(buf, pos, base)
-                    self._skipped_bytes(carry)
-                    carry = 0
-                    pos = end
-                if carry + chunk > len(buf):
-                    bigger = np.empty(carry + chunk + 64, np.uint8)
-                    bigger[:carry] = buf[pos:end]
-                    buf = bigger
-                else:
-                    buf[:carry] = buf[pos:end]
-                base += pos
-                n = readinto_full(f, memoryview(buf)[carry : carry + chunk])
-                eof = n < chunk
-                pos, end = 0, carry + n
+            for block in tok.blocks(f):
+                yield from self._take(block)
+            self._progress = tok.position
+            self._tokens_done(tok.state.ctr, tok.state.iss, tok.skipped_bytes)
             self._note_gzip_cut(f)
-        spans = np.empty((int(st.ctr[S.C_SLOT_HW]) + 1, S.SP_N), np.int64)
-        n_open = S.drain(st.top, st.pstat, st.slots, spans)
+        yield from self._close(tok.ending)
+
+    def batches_in_ranges(self, tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None,
+                          range_bytes: int = RANGE_BYTES) -> Iterator[tuple[str, pa.Table]]:
+        """The batches of :meth:`batches`, row for row, from an uncompressed file cut into
+        ranges of about ``range_bytes`` (:func:`~parsers.timeline_tokens.timeline_ranges`) that
+        ``tokenized`` turns into :class:`TokenizedRange` s, in their order (several at once
+        on threads or Dask workers: :meth:`analyzer.parallel.Executor.ordered`); this parser
+        pairs them as they come, in bounded memory."""
+        size = self.path.stat().st_size
+        head = np.frombuffer(self.path.open("rb").read(8192), np.uint8)
+        begin = Tokenizer(self.name, self.sink).open_array(head, len(head))
+        if begin < 0:
+            yield from self.batches()
+            return
+        tasks = timeline_ranges(str(self.path), begin, size, range_bytes)
+        yield from self._pair_ranges((tokenized or _tokenize_here)(tasks), size)
+
+    def _pair_ranges(self, ranges: Iterable[TokenizedRange], size: int) -> Iterator[tuple[str, pa.Table]]:
+        """Pair ``ranges`` (consecutive, to ``size``) in file order.
+
+        A range that ends inside a record or at an unreadable one was not cut at a record
+        boundary, or holds damage: it is tokenized again here from there to the end of the
+        next range, skipping what cannot be read, as the single pass does.
+        """
+        again: int | None = None  # re-read from here: the previous range ended inside a record
+        ending: Ending | None = None
+        closed_at = size
+        for r in ranges:
+            if ending is not None:  # after the ']': trailing data, counted below
+                continue
+            if again is not None:
+                r = tokenize_range(str(self.path), again, r.stop, resync=True, records_before=self.records)
+                self.rereads += 1
+                again = None
+            yield from self._take_range(r)
+            e = r.ending
+            if e.kind == "closed":
+                ending, closed_at = e, r.stop
+            elif e.kind == "stopped" or r.stop < size and e.tail.strip(b" \t\r\n,"):
+                again = e.at
+            elif r.stop >= size:
+                ending = e
+        if again is not None:
+            r = tokenize_range(str(self.path), again, size, resync=True, records_before=self.records)
+            self.rereads += 1
+            yield from self._take_range(r)
+            ending = r.ending
+        if ending is None:  # pragma: no cover - ranges must reach size
+            raise AssertionError(f"{self.name}: the ranges end before byte {size}")
+        if ending.kind == "closed" and closed_at < size:
+            ending.trailing += _nonblank(self.path, closed_at, size)
+        self._progress = size
+        yield from self._close(ending)
+
+    def _take_range(self, r: TokenizedRange) -> Iterator[tuple[str, pa.Table]]:
+        for local in self._local:
+            local.clear()
+        self._same_ids = True
+        for block in r.blocks:
+            yield from self._take(block)
+        self._tokens_done(r.ctr, r.iss, r.skipped_bytes)
+        for i in r.issues:
+            self.sink.add(i.severity, i.code, i.message, byte_offset=i.byte_offset, count=i.count)
+
+    def _tokens_done(self, ctr: np.ndarray, iss: np.ndarray, skipped: int) -> None:
+        """Add one tokenizer's counters (a range's, read after the ones before it)."""
+        tok = self._tok
+        tok["records"] += int(ctr[T.T_RECORDS])
+        tok["nl"] += int(ctr[T.T_SEP_NL])
+        tok["glued"] += int(ctr[T.T_SEP_GLUED])
+        if skipped:
+            self._skipped_bytes(skipped)
+        if ctr[T.T_FIRST_OFF] >= 0:
+            if self._last_ts is not None and ctr[T.T_FIRST_TS] < self._last_ts:  # across the cut
+                back = new_issues()
+                back[T.I_TS_BACK] = (1, ctr[T.T_FIRST_OFF])
+                add_issues(self._tok_iss, back)
+            self._first_ts = int(ctr[T.T_FIRST_TS]) if self._first_ts is None else self._first_ts
+            self._last_ts = int(ctr[T.T_LAST_TS])
+        add_issues(self._tok_iss, iss)
+
+    def _close(self, ending: Ending) -> Iterator[tuple[str, pa.Table]]:
+        """The end of the input: its status and issues, then the spans still open."""
+        if ending.kind == "empty":
+            self._finish(status="empty")
+            return
+        if ending.kind == "closed":
+            self.info.status = "closed"
+            if ending.trailing:
+                self.sink.add(IssueSeverity.DATA_LOSS, "timeline.trailing_data",
+                              f"{ending.trailing} non-blank bytes after the closing ']' were ignored",
+                              byte_offset=ending.at)
+        else:
+            self._at_eof(ending.tail, ending.at)
+        st = self._pair
+        spans = np.empty((int(st.ctr[P.C_SLOT_HW]) + 1, P.SP_N), np.int64)
+        n_open = P.drain(st.top, st.pstat, st.slots, spans)
         if n_open:
             self.sink.add(
                 IssueSeverity.DATA_LOSS, "timeline.unclosed_spans",
                 "spans whose E never came (the job stopped, or Horovod's writer did not drain its "
                 "queue at exit); kept with closed=false and no end",
-                byte_offset=int(spans[:n_open, S.SP_SOFF].min()), count=n_open,
+                byte_offset=int(spans[:n_open, P.SP_SOFF].min()), count=n_open,
             )
             yield "spans", self._spans_table(spans[:n_open])
         self.info.counts["spans"] = self.info.counts.get("spans", 0) + n_open
@@ -181,81 +252,36 @@ class TimelineParser:
 
     def tensors_table(self) -> pa.Table:
         """One row per pid seen in metadata or events (call after :meth:`batches`)."""
-        st = self._state
+        st = self._pair
         n_pid = max(len(self._pid_tensor), len(st.top))
         pids = np.arange(n_pid)
-        stat = np.zeros((n_pid, S.P_N), np.int64)
-        stat[:, S.P_FIRST_TS] = S.MISSING
-        stat[:, S.P_OPNAME] = -1
+        stat = np.zeros((n_pid, P.P_N), np.int64)
+        stat[:, P.P_FIRST_TS] = T.MISSING
+        stat[:, P.P_OPNAME] = -1
         stat[: len(st.pstat)] = st.pstat
         tix = np.full(n_pid, -1, np.int32)
         tix[: len(self._pid_tensor)] = self._pid_tensor
-        seen = (tix >= 0) | (stat[:, S.P_NEG] + stat[:, S.P_OPS] > 0) | (stat[:, S.P_FIRST_TS] != S.MISSING)
+        seen = (tix >= 0) | (stat[:, P.P_NEG] + stat[:, P.P_OPS] > 0) | (stat[:, P.P_FIRST_TS] != T.MISSING)
         keep = np.flatnonzero(seen)
         names = np.array(self._tensor_names + [None], dtype=object)
-        opname = stat[keep, S.P_OPNAME]
-        first = stat[keep, S.P_FIRST_TS]
+        opname = stat[keep, P.P_OPNAME]
+        first = stat[keep, P.P_FIRST_TS]
         return pa.Table.from_arrays(
             [
                 self._input_col(len(keep)),
                 pa.array(pids[keep].astype(np.int32)),
                 pa.array(names[tix[keep]], type=pa.string()),
-                dict_column(opname, self._strings[S.CAT_NAME]),
-                pa.array(stat[keep, S.P_NEG]),
-                pa.array(stat[keep, S.P_TICKED]),
-                pa.array(stat[keep, S.P_OPS]),
-                pa.array(first, mask=first == S.MISSING, type=pa.int64()),
+                dict_column(opname, self._strings[T.CAT_NAME]),
+                pa.array(stat[keep, P.P_NEG]),
+                pa.array(stat[keep, P.P_TICKED]),
+                pa.array(stat[keep, P.P_OPS]),
+                pa.array(first, mask=first == T.MISSING, type=pa.int64()),
             ],
             schema=arrow_schema("tensors"),
         )
 
-    # -- start and end of the array ---------------------------------------------------
-    def _open_array(self, buf: np.ndarray, end: int) -> int:
-        """Position after '[', or -1 for an empty timeline. Raises InputError otherwise."""
-        head = bytes(buf[: min(end, 4096)])
-        skip = 3 if head.startswith(b"\xef\xbb\xbf") else 0
-        body = head[skip:].lstrip(b" \t\r\n")
-        at = len(head) - len(body)
-        if not body:
-            if end > len(head):  # 4 KiB of whitespace and more: keep looking in the scan
-                raise InputError(self.name, "expected '[' (a Horovod timeline), found only whitespace in the first 4 KiB",
-                                 offset=at)
-            return -1
-        if body[:1] == b"[":
-            rest = body[1:].lstrip(b" \t\r\n")
-            if not rest and end <= len(head):
-                return -1
-            return at + 1
-        if _FRAGMENT_RE.match(body):
-            self.sink.add(
-                IssueSeverity.INFO, "timeline.headless_fragment",
-                "the file starts with a trace event instead of '[': a piece cut out of a larger timeline; "
-                "spans whose B lies before the cut show up as orphan E events",
-                byte_offset=at,
-            )
-            return at
-        if body[:1] == b"{":
-            raise InputError(
-                self.name, "found a JSON object, expected a JSON array of trace events ('[')", offset=at,
-                hint="Horovod writes a bare array. A {\"traceEvents\": ...} file comes from another profiler "
-                     "(e.g. the PyTorch profiler), which hvd-analyze does not read.",
-            )
-        raise InputError(
-            self.name, f"expected '[' (a Horovod timeline), found {describe_bytes(body)}", offset=at,
-            hint="pass the file named by HOROVOD_TIMELINE (written on rank 0 only)",
-        )
-
-    def _check_trailing(self, f: BinaryIO, buf: np.ndarray, pos: int, end: int, base: int) -> None:
-        self.info.status = "closed"
-        extra = len(bytes(buf[pos:end]).strip())
-        while more := f.read(1 << 20):
-            extra += len(more.strip())
-        if extra:
-            self.sink.add(IssueSeverity.DATA_LOSS, "timeline.trailing_data",
-                          f"{extra} non-blank bytes after the closing ']' were ignored", byte_offset=base + pos)
-
-    def _at_eof(self, buf: np.ndarray, pos: int, end: int, base: int) -> None:
-        tail = bytes(buf[pos:end])
+    # -- end of the input ---------------------------------------------------------------
+    def _at_eof(self, tail: bytes, at: int) -> None:
         rest = tail.lstrip(b" \t\r\n,")
         self.info.status = "unterminated"
         if rest.strip():
@@ -264,60 +290,57 @@ class TimelineParser:
                 IssueSeverity.DATA_LOSS, "timeline.truncated_record",
                 f"the file ends inside a record ({len(rest)} bytes: {describe_bytes(rest)}); that record is "
                 "lost, every record before it was read",
-                byte_offset=base + pos + len(tail) - len(rest),
+                byte_offset=at + len(tail) - len(rest),
             )
         elif self.info.layout == "glued" or self.info.start_time_since_epoch_us is not None:
             self.sink.add(
                 IssueSeverity.DATA_LOSS, "timeline.unterminated",
                 "the file ends without ']' although Horovod >=0.20.1 closes it after every event: the "
                 "writer was killed; records still in its queue are lost",
-                byte_offset=base + end,
+                byte_offset=at + len(tail),
             )
         else:
             self.sink.add(IssueSeverity.INFO, "timeline.unterminated",
                           "no closing ']' (normal for Horovod <=0.20.0, which never closes the array)",
-                          byte_offset=base + end)
-
-    def _resync(self, buf: np.ndarray, err: int, pos: int, end: int, base: int, eof: bool) -> int:
-        """After a syntax error: skip to the next record start, or raise if nothing was read yet."""
-        found = describe_bytes(bytes(buf[err : min(end, err + 24)]))
-        if self._state.ctr[S.C_RECORDS] == 0:
-            raise InputError(self.name, f"expected a trace event object, found {found}", offset=base + err,
-                             hint="this is not a Horovod timeline (a JSON array of {\"ph\": ...} events)")
-        data = bytes(buf[pos + 1 : end])
-        hits = [k for k in (data.find(p) for p in _RESYNC) if k >= 0]
-        nxt = pos + 1 + min(hits) if hits else -1
-        skipped = (nxt if nxt >= 0 else end) - pos
-        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
-                      f"unreadable record ({found} at byte {base + err}); skipped to the next record",
-                      byte_offset=base + pos)
-        self._skipped_bytes(skipped)
-        if nxt < 0 and eof:
-            return end
-        return nxt
-
-    def _oversized(self, buf: np.ndarray, pos: int, base: int) -> None:
-        if self._state.ctr[S.C_RECORDS] == 0:
-            raise InputError(self.name, f"the first record is larger than {MAX_RECORD >> 20} MiB without closing",
-                             offset=base + pos, hint="this is not a Horovod timeline")
-        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
-                      f"a record longer than {MAX_RECORD >> 20} MiB was skipped", byte_offset=base + pos)
+                          byte_offset=at + len(tail))
 
     def _skipped_bytes(self, n: int) -> None:
         self.info.counts["skipped_bytes"] = self.info.counts.get("skipped_bytes", 0) + n
 
-    # -- flushing kernel output ----------------------------------------------------------
-    def _flush(self, buf: np.ndarray, base: int, outs: dict[str, np.ndarray],
-               outn: np.ndarray) -> Iterator[tuple[str, pa.Table]]:
-        ns, nt, nm, nx, nn = (int(v) for v in outn[:5])
-        for cat, sid, s, e in outs["newstr"][:nn]:
-            raw = bytes(buf[s:e])
-            text = decode_str(raw)
-            strings = self._strings[cat]
-            assert sid == len(strings), "kernel interning out of order"
-            strings.append(text)
-        for s, e, _ph, _fl in outs["metas"][:nx]:
-            self._meta(bytes(buf[s:e]), base + int(s))  # s is a buffer index, not a file offset
+    # -- pairing the event rows -------------------------------------------------------------
+    def _take(self, block: TokenBlock) -> Iterator[tuple[str, pa.Table]]:
+        """One block of event rows: its strings and metadata, then its rows paired."""
+        for cat, sid, text in block.strings:
+            local = self._local[cat]
+            assert sid == len(local), "kernel interning out of order"
+            gid = self._index[cat].get(text)
+            if gid is None:
+                gid = self._index[cat][text] = len(self._strings[cat])
+                self._strings[cat].append(text)
+            self._same_ids &= gid == sid
+            local.append(gid)
+        ev = block.events
+        if not self._same_ids:
+            _renumber(ev, self._local)
+        for offset, raw in block.metas:
+            self._meta(raw, offset)
+        st, outs, outn = self._pair, self._outs, self._outn
+        at, n = 0, len(ev)
+        while True:
+            status, at = P.pair(ev, at, n, st.ctr, st.iss, st.top, st.pstat, st.slots, outs["spans"],
+                                outs["ticks"], outs["markers"], outn)
+            yield from self._flush()
+            if status == P.ST_FULL:
+                continue
+            if status == P.ST_GROW:
+                st.grow()
+                continue
+            return
+
+    def _flush(self) -> Iterator[tuple[str, pa.Table]]:
+        outs = self._outs
+        ns, nt, nm = (int(v) for v in self._outn)
+        self._outn[:] = 0
         for key, n in (("spans", ns), ("ticks", nt), ("markers", nm)):
             self.info.counts[key] = self.info.counts.get(key, 0) + n
         if ns:
@@ -327,11 +350,10 @@ class TimelineParser:
         if nm:
             t = outs["markers"][:nm]
             yield "markers", pa.Table.from_arrays(
-                [self._input_col(nm), dict_column(t[:, S.MK_NAME], self._strings[S.CAT_NAME]),
-                 pa.array(t[:, S.MK_TS].copy()), pa.array(t[:, S.MK_OFF].copy())],
+                [self._input_col(nm), dict_column(t[:, P.MK_NAME], self._strings[T.CAT_NAME]),
+                 pa.array(t[:, P.MK_TS].copy()), pa.array(t[:, P.MK_OFF].copy())],
                 schema=arrow_schema("markers"),
             )
-        outn[:] = 0
 
     def _meta(self, raw: bytes, offset: int) -> None:
         try:
@@ -382,89 +404,91 @@ class TimelineParser:
         return dict_column(idx, self._tensor_names)
 
     def _spans_table(self, a: np.ndarray) -> pa.Table:
-        c = {k: np.ascontiguousarray(a[:, k]) for k in range(S.SP_N)}
-        closed = c[S.SP_END] != -1
-        dtypes = self._strings[S.CAT_DTYPE]
+        c = {k: np.ascontiguousarray(a[:, k]) for k in range(P.SP_N)}
+        closed = c[P.SP_END] != -1
+        dtypes = self._strings[T.CAT_DTYPE]
         sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
-        numel = c[S.SP_NUMEL]
-        nbytes = numel * sizes[c[S.SP_DTYPE]]
-        nbytes_null = (numel < 0) | (c[S.SP_DTYPE] < 0) | (sizes[c[S.SP_DTYPE]] < 0)
+        numel = c[P.SP_NUMEL]
+        nbytes = numel * sizes[c[P.SP_DTYPE]]
+        nbytes_null = (numel < 0) | (c[P.SP_DTYPE] < 0) | (sizes[c[P.SP_DTYPE]] < 0)
         return pa.Table.from_arrays(
             [
                 self._input_col(len(a)),
-                pa.array(c[S.SP_ID]),
-                pa.array(c[S.SP_PID].astype(np.int32)),
-                self._tensor_col(c[S.SP_PID]),
-                dict_column(c[S.SP_NAME], self._strings[S.CAT_NAME]),
-                dict_column(c[S.SP_KIND], list(KINDS)),
-                pa.array(c[S.SP_DEPTH].astype(np.int16)),
-                pa.array(c[S.SP_START]),
-                pa.array(c[S.SP_END], mask=~closed),
-                pa.array(c[S.SP_END] - c[S.SP_START], mask=~closed),
+                pa.array(c[P.SP_ID]),
+                pa.array(c[P.SP_PID].astype(np.int32)),
+                self._tensor_col(c[P.SP_PID]),
+                dict_column(c[P.SP_NAME], self._strings[T.CAT_NAME]),
+                dict_column(c[P.SP_KIND], list(KINDS)),
+                pa.array(c[P.SP_DEPTH].astype(np.int16)),
+                pa.array(c[P.SP_START]),
+                pa.array(c[P.SP_END], mask=~closed),
+                pa.array(c[P.SP_END] - c[P.SP_START], mask=~closed),
                 pa.array(closed),
-                pa.array(c[S.SP_PARENT], mask=c[S.SP_PARENT] < 0),
-                pa.array(c[S.SP_OP], mask=c[S.SP_OP] < 0),
-                dict_column(c[S.SP_DTYPE], dtypes),
-                dict_column(c[S.SP_SHAPE], self._strings[S.CAT_SHAPE]),
+                pa.array(c[P.SP_PARENT], mask=c[P.SP_PARENT] < 0),
+                pa.array(c[P.SP_OP], mask=c[P.SP_OP] < 0),
+                dict_column(c[P.SP_DTYPE], dtypes),
+                dict_column(c[P.SP_SHAPE], self._strings[T.CAT_SHAPE]),
                 pa.array(numel, mask=numel < 0),
                 pa.array(nbytes, mask=nbytes_null),
-                pa.array(c[S.SP_SOFF]),
-                pa.array(c[S.SP_EOFF], mask=~closed),
+                pa.array(c[P.SP_SOFF]),
+                pa.array(c[P.SP_EOFF], mask=~closed),
             ],
             schema=arrow_schema("spans"),
         )
 
     def _ticks_table(self, t: np.ndarray) -> pa.Table:
-        c = {k: np.ascontiguousarray(t[:, k]) for k in range(S.TK_N)}
+        c = {k: np.ascontiguousarray(t[:, k]) for k in range(P.TK_N)}
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
-                pa.array(c[S.TK_PID].astype(np.int32)),
-                self._tensor_col(c[S.TK_PID]),
-                pa.array(c[S.TK_NEG], mask=c[S.TK_NEG] < 0),
-                pa.array(c[S.TK_RANK].astype(np.int32)),
-                pa.array(c[S.TK_TS]),
-                pa.array(c[S.TK_ORDER].astype(np.int32)),
-                pa.array(c[S.TK_OFF]),
+                pa.array(c[P.TK_PID].astype(np.int32)),
+                self._tensor_col(c[P.TK_PID]),
+                pa.array(c[P.TK_NEG], mask=c[P.TK_NEG] < 0),
+                pa.array(c[P.TK_RANK].astype(np.int32)),
+                pa.array(c[P.TK_TS]),
+                pa.array(c[P.TK_ORDER].astype(np.int32)),
+                pa.array(c[P.TK_OFF]),
             ],
             schema=arrow_schema("ticks"),
         )
 
     # -- summary ----------------------------------------------------------------------
     def _finish(self, status: str) -> None:
-        st = self._state
+        st = self._pair
+        iss = self._tok_iss.copy()
+        add_issues(iss, st.iss)  # the pairer counts other issues than the tokenizer
         info = self.info
         info.status = status
         info.bytes_read = self._progress
-        info.records = int(st.ctr[S.C_RECORDS])
-        nl, glued = int(st.ctr[S.C_SEP_NL]), int(st.ctr[S.C_SEP_GLUED])
+        info.records = self._tok["records"]
+        nl, glued = self._tok["nl"], self._tok["glued"]
         if glued > 0:
             info.layout = "glued"
         elif nl > 0:
             info.layout = "line_per_event"
         elif info.start_time_since_epoch_us is not None:
             info.layout = "glued"
-        info.first_ts_us = int(st.ctr[S.C_FIRST_TS]) if st.ctr[S.C_FIRST_TS] != -1 else None
-        info.last_ts_us = int(st.ctr[S.C_LAST_TS]) if info.first_ts_us is not None else None
-        info.max_depth = int(st.ctr[S.C_MAX_DEPTH])
+        info.first_ts_us = self._first_ts
+        info.last_ts_us = self._last_ts
+        info.max_depth = int(st.ctr[P.C_MAX_DEPTH])
         info.uptime_origin = uptime_origin(info.first_ts_us, info.start_time_since_epoch_us is not None)
-        neg = st.pstat[:, S.P_NEG]
-        ticked = st.pstat[:, S.P_TICKED]
+        neg = st.pstat[:, P.P_NEG]
+        ticked = st.pstat[:, P.P_TICKED]
         info.cache = cache_verdict(neg, ticked)
         # A legacy file written by the event-per-line writer has a newline after every
         # record; metadata lines alone also end in newlines in the glued layout.
         info.version = guess_version(
-            names=self._strings[S.CAT_NAME],
+            names=self._strings[T.CAT_NAME],
             has_start_time_header=info.start_time_since_epoch_us is not None,
             glued=info.layout == "glued",
             line_per_event=info.layout == "line_per_event",
-            e_named=bool(st.iss[S.I_E_NAMED, 0]),
+            e_named=bool(iss[T.I_E_NAMED, 0]),
             uptime_origin=info.uptime_origin,
-            has_markers="CYCLE_START" in self._strings[S.CAT_NAME],
+            has_markers="CYCLE_START" in self._strings[T.CAT_NAME],
             ticks_every_negotiation=info.cache.steady_state_ticks,
         )
         for k, sev, code, msg in KERNEL_ISSUES:
-            count, first = int(st.iss[k, 0]), int(st.iss[k, 1])
+            count, first = int(iss[k, 0]), int(iss[k, 1])
             self.sink.add(sev, code, msg, byte_offset=first, count=count)
         if status == "empty":
             self.sink.add(IssueSeverity.INFO, "timeline.empty",
@@ -479,11 +503,16 @@ class ParsedTimeline:
     issues: list[ParseIssue]
 
 
-def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK) -> ParsedTimeline:
-    """Parse a whole timeline into in-memory tables (for small files and tests)."""
+def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK,
+                   range_bytes: int | None = None,
+                   tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None) -> ParsedTimeline:
+    """Parse a whole timeline into in-memory tables (for small files and tests); in ranges
+    (:meth:`TimelineParser.batches_in_ranges`) if ``range_bytes`` or ``tokenized`` is given."""
     parser = TimelineParser(path, input_id=input_id, chunk_bytes=chunk_bytes)
     parts: dict[str, list[pa.Table]] = {"spans": [], "ticks": [], "markers": []}
-    for name, table in parser.batches():
+    ranged = range_bytes is not None or tokenized is not None
+    batches = parser.batches_in_ranges(tokenized, range_bytes or RANGE_BYTES) if ranged else parser.batches()
+    for name, table in batches:
         parts[name].append(table)
     tables = {
         name: (pa.concat_tables(ts).unify_dictionaries().combine_chunks() if ts
@@ -492,3 +521,32 @@ def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = D
     }
     tables["tensors"] = parser.tensors_table()
     return ParsedTimeline(tables, parser.info, parser.issues)
+
+
+def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> None:
+    """Rewrite a block's string ids from its tokenizer's to the parser's, in place."""
+    maps = [np.asarray(ids, np.int64) for ids in local]
+    ph = ev[:, T.EV_PH]
+    named = (ph == T.PH_B) | (ph == T.PH_I)
+    ev[named, T.EV_A] = maps[T.CAT_NAME][ev[named, T.EV_A]]
+    ends = ph == T.PH_E
+    for col, cat in ((T.EV_A, T.CAT_DTYPE), (T.EV_B, T.CAT_SHAPE)):
+        sel = ends & (ev[:, col] >= 0)
+        ev[sel, col] = maps[cat][ev[sel, col]]
+
+
+def _nonblank(path: Path, start: int, stop: int) -> int:
+    """Bytes in ``path[start:stop]`` other than blanks around each MiB read (as
+    :class:`~parsers.timeline_tokens.Tokenizer` counts what follows the ``]``)."""
+    n = 0
+    with path.open("rb") as f:
+        f.seek(start)
+        left = stop - start
+        while left > 0 and (piece := f.read(min(1 << 20, left))):
+            left -= len(piece)
+            n += len(piece.strip())
+    return n
+
+
+def _tokenize_here(tasks: list[RangeTask]) -> Iterator[TokenizedRange]:
+    return map(tokenize_task, tasks)

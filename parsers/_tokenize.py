@@ -1,34 +1,30 @@
-"""Compiled single-pass tokenizer and B/E pairer for Horovod timelines.
+"""Compiled tolerant tokenizer for Horovod timelines: bytes -> one event row per record.
 
 Why compiled: a timeline is a JSON array of tens of millions of tiny objects. Decoding
 them into Python objects (``json``/``orjson``) costs ~10x the input in memory and is
 slower than DuckDB; a general columnar JSON reader cannot survive a cut file. This module
-is a tolerant tokenizer for the Chrome-trace subset Horovod writes, compiled by numba,
-that pairs B/E events per pid while it scans and emits finished rows straight into
-preallocated integer arrays. Python only sees column arrays.
+is a tolerant tokenizer for the Chrome-trace subset Horovod writes, compiled by numba. It
+turns every usable record into one row of integers (:data:`EV_N` columns: phase, pid, ts,
+interned name / rank / dtype and shape, byte offset); :mod:`parsers._pair` then pairs the
+B/E rows per pid. The two halves are separate so that several threads or workers can
+tokenize ranges of one file at once while one pairer takes their rows in file order.
 
-Contract of :func:`scan`:
-    * ``buf[pos:end]`` is scanned record by record; a record is applied to the pairing
-      state only after its closing ``}`` was read, so a buffer that ends inside a record
-      returns ``ST_NEED_MORE`` with ``pos`` at that record's first byte and no side effect.
-    * Output arrays are filled from row 0; when one is full the call returns ``ST_FULL``
-      at a record boundary and the caller flushes and calls again.
-    * Strings are never copied: names are interned by FNV-1a hash into ``ikeys``/``ivals``
-      and every new string is reported once in ``newstr`` (id, start, end) so the caller
-      can decode it from the current buffer.
+Contract of :func:`tokenize`:
+    * ``buf[pos:end]`` is scanned record by record; a record is emitted only after its
+      closing ``}`` was read, so a buffer that ends inside a record returns ``ST_NEED_MORE``
+      with ``pos`` at that record's first byte and no side effect.
+    * ``events`` (and ``metas``, ``newstr``) are filled from row 0; when one is full the call
+      returns ``ST_FULL`` at a record boundary and the caller takes the rows and calls again.
+    * Strings are never copied: names, dtypes and shapes are interned by FNV-1a hash into
+      ``ikeys``/``ivals`` and every new string is reported once in ``newstr`` (category, id,
+      start, end) so the caller can decode it from the current buffer.
     * Anything the tokenizer tolerates or drops is counted in ``iss`` (count, first offset).
+    * A record's decisions never look past its closing ``}``: a range that ends right after
+      a record tokenizes exactly as that part of the whole file does.
 
-Both kernels release the GIL (``nogil``), so a caller can write the previous batch in
-another thread while the next chunk is scanned.
-
-This module stays one file (about 740 lines, past the ~400-line guideline) on purpose:
-moving the lexing helpers and the record parser into a second module made the compiled
-kernel 2x slower (0.93 s -> 1.9 s on a 392 MB file, measured), numba no longer
-optimising across the module boundary.
-
-The tokenizer accepts any whitespace and key order; Horovod's exact byte layout is just
-the common case. It tolerates the unescaped quotes Horovod writes into tensor names
-(a ``"`` not followed by ``, } ] :`` is taken as part of the string).
+The kernel releases the GIL (``nogil``). It accepts any whitespace and key order; Horovod's
+exact byte layout is just the common case. It tolerates the unescaped quotes Horovod writes
+into tensor names (a ``"`` not followed by ``, } ] :`` is taken as part of the string).
 """
 
 from __future__ import annotations
@@ -39,32 +35,27 @@ from numba import njit
 # --- return status -----------------------------------------------------------------
 ST_NEED_MORE = 0  # buffer ended between or inside records
 ST_CLOSED = 1  # the closing ']' of the array was read
-ST_FULL = 2  # an output array is full; flush and call again
-ST_SYNTAX = 3  # not the JSON this reader accepts, at out_err
-ST_GROW = 4  # a state array is too small; grow and call again
+ST_FULL = 2  # an output array is full; take the rows and call again
+ST_SYNTAX = 3  # not the JSON this reader accepts, at outn[3]
+ST_GROW = 4  # the intern table is too small; grow and call again
 
 # --- counters (ctr) ---------------------------------------------------------------
-C_SPAN_ID = 0  # next span id
-C_LAST_TS = 1  # last ts seen (monotonicity check)
-C_FREE = 2  # head of the slot free list (-1 = none)
-C_SLOT_HW = 3  # slots ever used
-C_NEXT_STR = 4  # next interned string id of category 0 (names); 13, 14: dtypes, shapes
-C_RECORDS = 5  # complete records read
-C_SEP_NL = 6  # separators between records that contain a newline
-C_SEP_GLUED = 7  # separators without newline
-C_FIRST_TS = 8  # first ts seen (-1 = none yet)
-C_NEED = 9  # with ST_GROW: 1 = pid arrays, 2 = slots, 3 = intern table
-C_NEED_PID = 10  # with ST_GROW/1: the pid that did not fit
-C_MAX_DEPTH = 11  # deepest stack seen (1-based)
-C_TICKS = 12  # ticks emitted
-C_NCTR = 16
+T_LAST_TS = 0  # last ts seen (monotonicity check; int64 min = none)
+T_RECORDS = 1  # complete records read
+T_SEP_NL = 2  # separators between records that contain a newline
+T_SEP_GLUED = 3  # separators without newline
+T_FIRST_TS = 4  # first ts seen
+T_FIRST_OFF = 5  # its record's offset (-1 = no ts seen yet)
+T_AFTER = 6  # 1: records precede this range (its first separator counts as one)
+T_NEXT_STR = 8  # next interned string id of category 0 (names); 9, 10: dtypes, shapes
+T_NCTR = 12
 CAT_NAME, CAT_DTYPE, CAT_SHAPE = 0, 1, 2
-_CAT_CTR = (C_NEXT_STR, 13, 14)
+_CAT_CTR = (T_NEXT_STR, 9, 10)
 
 # --- issue counters (iss[k] = count, first offset) ---------------------------------
-I_ORPHAN_E = 0  # E with no open B on its pid
-I_NEG_IN_OP = 1  # NEGOTIATE_* B while the pid's stack was not empty (#316)
-I_TICK_OUTSIDE = 2  # rank tick with no open NEGOTIATE_* on its pid
+I_ORPHAN_E = 0  # E with no open B on its pid (pairer)
+I_NEG_IN_OP = 1  # NEGOTIATE_* B while the pid's stack was not empty (#316) (pairer)
+I_TICK_OUTSIDE = 2  # rank tick with no open NEGOTIATE_* on its pid (pairer)
 I_UNESCAPED = 3  # string with an unescaped quote (tolerated)
 I_FLOAT_TS = 4  # non-integer ts (rounded to us)
 I_UNKNOWN_KEY = 5  # key Horovod does not write (ignored)
@@ -75,27 +66,17 @@ I_X_NOT_RANK = 9  # X event whose name is not a rank number (dropped)
 I_E_NAMED = 10  # E carrying a name (0.9.2 writer)
 I_NISS = 12
 
-# --- slot fields (open spans) ------------------------------------------------------
-S_SPAN, S_TS, S_NAME, S_DEPTH, S_OP, S_OFF, S_PREV, S_NEG, S_TICKS, S_PID = range(10)
-S_N = 10
+# --- event rows ---------------------------------------------------------------------
+# EV_PH is the phase byte: B (66) -> A = name id, B = 1 if NEGOTIATE_*; E (69) -> A = dtype
+# id, B = shape id (-1: none), C = numel (-1: no shape); X (88) -> A = rank; i (105) -> A =
+# name id (no pid). Records that are dropped or metadata make no row.
+EV_PH, EV_PID, EV_TS, EV_A, EV_B, EV_C, EV_OFF = range(7)
+EV_N = 7
+PH_B, PH_E, PH_X, PH_I = 66, 69, 88, 105
 
-# --- span rows ---------------------------------------------------------------------
-SP_ID, SP_PID, SP_NAME, SP_DEPTH, SP_KIND, SP_START, SP_END, SP_PARENT, SP_OP = range(9)
-SP_DTYPE, SP_SHAPE, SP_NUMEL, SP_SOFF, SP_EOFF = range(9, 14)
-SP_N = 14
-KIND_NEGOTIATE, KIND_OP, KIND_ACTIVITY = 0, 1, 2
-
-# --- tick rows / marker rows / meta rows ------------------------------------------
-TK_PID, TK_NEG, TK_RANK, TK_TS, TK_ORDER, TK_OFF = range(6)
-TK_N = 6
-MK_NAME, MK_TS, MK_OFF = range(3)
-MK_N = 3
-MT_START, MT_END, MT_PH, MT_FLAGS = range(4)  # record byte range in buf, for Python decoding
+# --- metadata rows: the record's byte range in buf, for Python to decode ---------------
+MT_START, MT_END, MT_PH, MT_FLAGS = range(4)
 MT_N = 4
-
-# --- per-pid statistics ------------------------------------------------------------
-P_NEG, P_TICKED, P_OPS, P_FIRST_TS, P_OPNAME = range(5)
-P_N = 5
 
 MISSING = np.int64(-(2**62))
 F_UNESCAPED = 1
@@ -310,53 +291,22 @@ def _issue(iss, k, off):
     iss[k, 0] += 1
 
 
-@njit(cache=True)
-def _emit_span(spans, ns, slots, slot, end_ts, end_off, dtype_id, shape_id, numel):
-    spans[ns, SP_ID] = slots[slot, S_SPAN]
-    spans[ns, SP_PID] = slots[slot, S_PID]
-    spans[ns, SP_NAME] = slots[slot, S_NAME]
-    spans[ns, SP_DEPTH] = slots[slot, S_DEPTH]
-    if slots[slot, S_NEG] == 1:
-        spans[ns, SP_KIND] = KIND_NEGOTIATE
-    elif slots[slot, S_OP] == slots[slot, S_SPAN]:
-        spans[ns, SP_KIND] = KIND_OP
-    else:
-        spans[ns, SP_KIND] = KIND_ACTIVITY
-    spans[ns, SP_START] = slots[slot, S_TS]
-    spans[ns, SP_END] = end_ts
-    prev = slots[slot, S_PREV]
-    spans[ns, SP_PARENT] = slots[prev, S_SPAN] if prev >= 0 else -1
-    spans[ns, SP_OP] = slots[slot, S_OP]
-    spans[ns, SP_DTYPE] = dtype_id
-    spans[ns, SP_SHAPE] = shape_id
-    spans[ns, SP_NUMEL] = numel
-    spans[ns, SP_SOFF] = slots[slot, S_OFF]
-    spans[ns, SP_EOFF] = end_off
-
-
-@njit(cache=True)
-def _close_negotiation_stats(pstat, slots, slot):
-    if slots[slot, S_NEG] == 1 and slots[slot, S_TICKS] > 0:
-        pstat[slots[slot, S_PID], P_TICKED] += 1
-
-
 @njit(cache=True, nogil=True)
-def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
-         spans, ticks, marks, metas, newstr, outn):
-    """Scan records in buf[pos:end]; see the module docstring. Returns (status, pos).
+def tokenize(buf, pos, end, base, ctr, iss, ikeys, ivals, events, metas, newstr, outn):
+    """Tokenize records in buf[pos:end]; see the module docstring. Returns (status, pos).
 
-    ``outn`` receives the number of rows written: [spans, ticks, marks, metas, newstr,
-    error offset (with ST_SYNTAX)].
+    ``outn`` receives the number of rows written: [events, metas, newstr, error offset
+    (with ST_SYNTAX)]. Except with ST_SYNTAX, ``pos`` is returned before the separator that
+    precedes the next record, so that the next call sees whether it held a newline.
     """
-    ns = 0
-    nt = 0
-    nm = 0
+    ne = 0
     nx = 0
     nn = 0
     status = ST_NEED_MORE
     i = pos
     while True:
         # ---- separators --------------------------------------------------------
+        sep = i
         nl = False
         while i < end:
             c = buf[i]
@@ -366,6 +316,7 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
                 break
             i += 1
         if i >= end:
+            i = sep
             status = ST_NEED_MORE
             break
         c = buf[i]
@@ -374,12 +325,12 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
             status = ST_CLOSED
             break
         if c != 123:
-            outn[5] = i
+            outn[3] = i
             status = ST_SYNTAX
             break
         # room for the worst case of one record in every output
-        if ns >= spans.shape[0] or nt >= ticks.shape[0] or nm >= marks.shape[0] \
-                or nx >= metas.shape[0] or nn + 4 > newstr.shape[0]:
+        if ne >= events.shape[0] or nx >= metas.shape[0] or nn + 4 > newstr.shape[0]:
+            i = sep
             status = ST_FULL
             break
         rec = i
@@ -559,37 +510,25 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
                     break
                 bad = True
                 break
-        if cut:
-            i = rec
+        if cut:  # the separator before it is read again with the record
+            i = sep
             status = ST_NEED_MORE
             break
         if bad:
-            outn[5] = i
+            outn[3] = i
             i = rec
             status = ST_SYNTAX
             break
-        # ---- the record is complete: make room first, then apply it -------------
-        if ph == 66 and pid != MISSING and pid >= top.shape[0]:
-            ctr[C_NEED] = 1
-            ctr[C_NEED_PID] = pid
-            i = rec
-            status = ST_GROW
-            break
-        if ph == 66 and ctr[C_FREE] < 0 and ctr[C_SLOT_HW] >= slots.shape[0]:
-            ctr[C_NEED] = 2
-            i = rec
-            status = ST_GROW
-            break
-        if (max(ctr[C_NEXT_STR], ctr[13], ctr[14]) + 2) * 2 > ikeys.shape[1]:
-            ctr[C_NEED] = 3
-            i = rec
+        # ---- the record is complete: make room first, then emit it ----------------
+        if (max(ctr[T_NEXT_STR], ctr[9], ctr[10]) + 2) * 2 > ikeys.shape[1]:
+            i = sep
             status = ST_GROW
             break
         off = base + rec
         if nl:
-            ctr[C_SEP_NL] += 1
-        elif ctr[C_RECORDS] > 0:
-            ctr[C_SEP_GLUED] += 1
+            ctr[T_SEP_NL] += 1
+        elif ctr[T_RECORDS] > 0 or ctr[T_AFTER] == 1:
+            ctr[T_SEP_GLUED] += 1
         if rflags & F_UNESCAPED:
             _issue(iss, I_UNESCAPED, off)
         if rflags & F_FLOAT:
@@ -597,11 +536,16 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
         if unknown_key:
             _issue(iss, I_UNKNOWN_KEY, off)
         if ts != MISSING:
-            if ts < ctr[C_LAST_TS]:
+            if ts < ctr[T_LAST_TS]:
                 _issue(iss, I_TS_BACK, off)
-            ctr[C_LAST_TS] = ts
-            if ctr[C_FIRST_TS] == -1:
-                ctr[C_FIRST_TS] = ts
+            ctr[T_LAST_TS] = ts
+            if ctr[T_FIRST_OFF] == -1:
+                ctr[T_FIRST_TS] = ts
+                ctr[T_FIRST_OFF] = off
+        a = np.int64(-1)
+        b = np.int64(-1)
+        cc = np.int64(-1)
+        row = False
         if ph == 77 or (ph == 0 and name_s >= 0 and ts == MISSING):  # 'M' metadata
             metas[nx, MT_START] = rec
             metas[nx, MT_END] = i
@@ -612,66 +556,21 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
             if pid == MISSING or ts == MISSING or name_s < 0 or pid < 0:
                 _issue(iss, I_BAD_RECORD, off)
             else:
-                slot = ctr[C_FREE]
-                nid, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
-                if slot >= 0:
-                    ctr[C_FREE] = slots[slot, S_PREV]
-                else:
-                    slot = ctr[C_SLOT_HW]
-                    ctr[C_SLOT_HW] += 1
-                is_neg = name_e - name_s > 10 and _key_is(buf, name_s, name_s + 10, _NEGOTIATE)
-                parent = top[pid]
-                sid = ctr[C_SPAN_ID]
-                ctr[C_SPAN_ID] = sid + 1
-                slots[slot, S_SPAN] = sid
-                slots[slot, S_TS] = ts
-                slots[slot, S_NAME] = nid
-                slots[slot, S_DEPTH] = slots[parent, S_DEPTH] + 1 if parent >= 0 else 0
-                slots[slot, S_OFF] = off
-                slots[slot, S_PREV] = parent
-                slots[slot, S_NEG] = 1 if is_neg else 0
-                slots[slot, S_TICKS] = 0
-                slots[slot, S_PID] = pid
-                ctr[C_MAX_DEPTH] = max(ctr[C_MAX_DEPTH], slots[slot, S_DEPTH] + 1)
-                parent_op = slots[parent, S_OP] if parent >= 0 else -1
-                if is_neg:
-                    if parent >= 0:
-                        _issue(iss, I_NEG_IN_OP, off)
-                    slots[slot, S_OP] = -1
-                    pstat[pid, P_NEG] += 1
-                elif parent_op >= 0:
-                    slots[slot, S_OP] = parent_op
-                else:
-                    slots[slot, S_OP] = sid
-                    pstat[pid, P_OPS] += 1
-                    if pstat[pid, P_OPNAME] < 0:
-                        pstat[pid, P_OPNAME] = nid
-                if pstat[pid, P_FIRST_TS] == MISSING:
-                    pstat[pid, P_FIRST_TS] = ts
-                top[pid] = slot
+                a, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
+                b = 1 if name_e - name_s > 10 and _key_is(buf, name_s, name_s + 10, _NEGOTIATE) else 0
+                row = True
         elif ph == 69:  # 'E'
             if name_s >= 0:
                 _issue(iss, I_E_NAMED, off)
             if pid == MISSING or ts == MISSING:
                 _issue(iss, I_BAD_RECORD, off)
-            elif pid < 0 or pid >= top.shape[0] or top[pid] < 0:
-                _issue(iss, I_ORPHAN_E, off)
             else:
-                dtype_id = -1
-                shape_id = -1
-                numel = -1
                 if dt_s >= 0:
-                    dtype_id, nn = _intern(buf, dt_s, dt_e, CAT_DTYPE, ikeys, ivals, ctr, newstr, nn)
+                    a, nn = _intern(buf, dt_s, dt_e, CAT_DTYPE, ikeys, ivals, ctr, newstr, nn)
                 if sh_s >= 0:
-                    shape_id, nn = _intern(buf, sh_s, sh_e, CAT_SHAPE, ikeys, ivals, ctr, newstr, nn)
-                    numel = _shape_numel(buf, sh_s, sh_e)
-                slot = top[pid]
-                _emit_span(spans, ns, slots, slot, ts, off, dtype_id, shape_id, numel)
-                ns += 1
-                _close_negotiation_stats(pstat, slots, slot)
-                top[pid] = slots[slot, S_PREV]
-                slots[slot, S_PREV] = ctr[C_FREE]
-                ctr[C_FREE] = slot
+                    b, nn = _intern(buf, sh_s, sh_e, CAT_SHAPE, ikeys, ivals, ctr, newstr, nn)
+                    cc = _shape_numel(buf, sh_s, sh_e)
+                row = True
         elif ph == 88:  # 'X'
             rank = np.int64(-1)
             if name_s >= 0 and name_e > name_s and name_e - name_s < 10:
@@ -687,58 +586,31 @@ def scan(buf, pos, end, base, ctr, iss, top, pstat, slots, ikeys, ivals,
             elif rank < 0:
                 _issue(iss, I_X_NOT_RANK, off)
             else:
-                neg = -1
-                order = 0
-                if 0 <= pid < top.shape[0]:
-                    s = top[pid]
-                    while s >= 0 and slots[s, S_NEG] == 0:
-                        s = slots[s, S_PREV]
-                    if s >= 0:
-                        neg = slots[s, S_SPAN]
-                        order = slots[s, S_TICKS]
-                        slots[s, S_TICKS] = order + 1
-                if neg < 0:
-                    _issue(iss, I_TICK_OUTSIDE, off)
-                ticks[nt, TK_PID] = pid
-                ticks[nt, TK_NEG] = neg
-                ticks[nt, TK_RANK] = rank
-                ticks[nt, TK_TS] = ts
-                ticks[nt, TK_ORDER] = order
-                ticks[nt, TK_OFF] = off
-                nt += 1
-                ctr[C_TICKS] += 1
+                a = rank
+                row = True
         elif ph == 105 or ph == 73:  # 'i' / 'I' instant
             if ts == MISSING or name_s < 0:
                 _issue(iss, I_BAD_RECORD, off)
             else:
-                nid, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
-                marks[nm, MK_NAME] = nid
-                marks[nm, MK_TS] = ts
-                marks[nm, MK_OFF] = off
-                nm += 1
+                a, nn = _intern(buf, name_s, name_e, CAT_NAME, ikeys, ivals, ctr, newstr, nn)
+                ph = PH_I
+                pid = -1
+                row = True
         elif ph == 0:
             _issue(iss, I_BAD_RECORD, off)
         else:
             _issue(iss, I_UNKNOWN_PH, off)
-        ctr[C_RECORDS] += 1
-    outn[0] = ns
-    outn[1] = nt
-    outn[2] = nm
-    outn[3] = nx
-    outn[4] = nn
+        if row:
+            events[ne, EV_PH] = ph
+            events[ne, EV_PID] = pid
+            events[ne, EV_TS] = ts
+            events[ne, EV_A] = a
+            events[ne, EV_B] = b
+            events[ne, EV_C] = cc
+            events[ne, EV_OFF] = off
+            ne += 1
+        ctr[T_RECORDS] += 1
+    outn[0] = ne
+    outn[1] = nx
+    outn[2] = nn
     return status, i
-
-
-@njit(cache=True, nogil=True)
-def drain(top, pstat, slots, spans):
-    """Emit every still-open span as unclosed (end = -1). Returns the number of rows."""
-    ns = 0
-    for pid in range(top.shape[0]):
-        s = top[pid]
-        while s >= 0 and ns < spans.shape[0]:
-            _emit_span(spans, ns, slots, s, -1, -1, -1, -1, -1)
-            _close_negotiation_stats(pstat, slots, s)
-            ns += 1
-            s = slots[s, S_PREV]
-        top[pid] = -1
-    return ns
