@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -30,14 +31,21 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
 from analyzer.discover import InputFile
 from analyzer.errors import UsageError
 from analyzer.hashing import file_sha256
-from analyzer.partition import Bucket, write_bucket, write_merged_log
+from analyzer.partition import (
+    Bucket,
+    write_bucket,
+    write_merged_log,
+    write_ranged_timeline,
+)
 from parsers.inputs import InputKind
 from parsers.nccl_chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
 
@@ -93,6 +101,19 @@ class Executor:
         if self.jobs <= 1 or len(groups) == 1:
             return (r for g in groups for r in fn(g))
         return _pool_map(fn, groups, self.jobs)
+
+
+    def ordered(self, fn: Callable[[T], R], items: Sequence[T], window: int | None = None) -> Iterator[R]:
+        """``fn(item)`` for each item, yielded in the items' order, at most ``window`` (by
+        default two per worker) computed ahead of the consumer, so that memory stays bounded
+        however many items there are. Local workers are threads of this process: ``fn`` must
+        spend its time outside the GIL (the timeline tokenizer does); on Dask, tasks."""
+        ahead = window or 2 * max(1, self.workers)
+        if self.uses_dask:
+            return _dask_ordered(fn, items, ahead, self.scheduler, self.dask_workers)
+        if self.jobs <= 1:
+            return map(fn, items)
+        return _thread_ordered(fn, items, ahead, self.jobs)
 
 
 def default_jobs() -> int:
@@ -186,10 +207,12 @@ _LOCAL_CLUSTER_CONFIG = {
 }
 
 
-def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
-              workers: int | None) -> Iterator[R]:
+@contextmanager
+def _dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A client of the cluster at ``scheduler``, or of a local cluster of ``workers`` processes
+    (see :data:`_LOCAL_CLUSTER_CONFIG`) that lives as long as the client."""
     import dask
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, LocalCluster
 
     cluster = None
     if scheduler is None:
@@ -203,13 +226,46 @@ def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler
             gc.unfreeze()
     client = Client(scheduler or cluster)
     try:
-        futures = client.map(fn, groups, pure=False)
-        for f in as_completed(futures):
-            yield from f.result()
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
+              workers: int | None) -> Iterator[R]:
+    from dask.distributed import as_completed
+
+    with _dask_client(scheduler, workers) as client:
+        futures = client.map(fn, groups, pure=False)
+        for f in as_completed(futures):
+            yield from f.result()
+
+
+def _dask_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, scheduler: str | None,
+                  workers: int | None) -> Iterator[R]:
+    with _dask_client(scheduler, workers) as client:
+        yield from _windowed(lambda item: client.submit(fn, item, pure=False), items, ahead)
+
+
+def _thread_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, jobs: int) -> Iterator[R]:
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hvd-analyze-worker") as ex:
+        try:
+            yield from _windowed(lambda item: ex.submit(fn, item), items, ahead)
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _windowed(submit: Callable[[T], Any], items: Sequence[T], ahead: int) -> Iterator[Any]:
+    """Results of ``submit(item)`` futures in the items' order, ``ahead`` submitted at a time."""
+    todo = iter(items)
+    pending = deque(submit(item) for item in islice(todo, ahead))
+    while pending:
+        result = pending.popleft().result()
+        for item in islice(todo, 1):
+            pending.append(submit(item))
+        yield result
 
 
 def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
@@ -230,28 +286,48 @@ def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
 
 def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
     """Whether ``item`` is parsed in chunks when several workers are there: an uncompressed log
-    (gzip cannot be entered mid-stream; a timeline's B/E pairing is sequential) of at least
-    two chunks (by default more than makes a bucket of its own, :data:`analyzer.partition.BUCKET_BYTES`)."""
-    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes
+    of at least two chunks (by default more than makes a bucket of its own,
+    :data:`analyzer.partition.BUCKET_BYTES`), or an uncompressed timeline of at least two
+    ranges (:func:`ranged`). gzip cannot be entered mid-stream."""
+    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes or ranged(item)
+
+
+def ranged(item: InputFile, range_bytes: int | None = None) -> bool:
+    """Whether ``item`` is a timeline big enough to tokenize in ranges at once
+    (:mod:`parsers.timeline_tokens`; uncompressed, two ranges or more)."""
+    # imported here: it loads numba, which reading logs never needs
+    from parsers.timeline_tokens import RANGE_BYTES
+
+    return (item.kind is InputKind.HOROVOD_TIMELINE and not item.compressed
+            and item.size >= 2 * (range_bytes or RANGE_BYTES))
 
 
 def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) -> int:
-    """How many pieces of work ``items`` make: a file each, a chunkable log a task per chunk."""
-    return sum(-(-i.size // chunk_bytes) if chunkable(i, chunk_bytes) else 1 for i in items)
+    """How many pieces of work ``items`` make: a file each, a chunkable log a task per chunk, a
+    big timeline a task per range."""
+    from parsers.timeline_tokens import RANGE_BYTES
+
+    return sum(-(-i.size // RANGE_BYTES) if ranged(i) else -(-i.size // chunk_bytes) if chunkable(i, chunk_bytes)
+               else 1 for i in items)
 
 
-def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
+def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
                   ) -> Callable[[Path, list[Bucket]], Iterator[tuple[InputFile, dict[str, Any]]]]:
     """A :data:`analyzer.store.Runner` that parses the buckets with ``executor``; a big log's
     bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
-    come back, while this process hashes the file."""
+    come back, while this process hashes the file; a big timeline is tokenized in ranges
+    on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
     def run(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
         tasks: list[tuple[Any, ...]] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
+        timelines: list[Bucket] = []
         hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
         try:
             for number, b in enumerate(buckets):
                 item = b.inputs[0]
+                if b.stream and ranged(item, range_bytes):
+                    timelines.append(b)
+                    continue
                 if not (b.stream and chunkable(item, chunk_bytes)):
                     tasks.append(("bucket", str(root), b, number))
                     continue
@@ -263,8 +339,10 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
             def weight(task: tuple[Any, ...]) -> int:
                 return task[2].size if task[0] == "bucket" else task[4] - task[3]
 
+            # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
+            here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
             # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
-            for kind, result in executor.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
+            for kind, result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
                 if kind == "entries":
                     number, entries = result
                     yield from zip(buckets[number].inputs, entries, strict=True)
@@ -274,6 +352,12 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES
                 merger.add(index, parser)
                 if merger.complete:
                     yield from write_merged_log(root, item, merger, sha.result(), run)
+            if timelines:
+                from parsers.timeline_tokens import tokenize_task
+            for b in timelines:
+                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
+                yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
+                                                 sha.result, b.run, range_bytes)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
     return run

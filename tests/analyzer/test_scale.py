@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -230,3 +231,40 @@ def test_batch_on_dask_equals_batch_here(tmp_path: Path) -> None:
     ra = json.loads((tmp_path / "a" / "runs" / "job-003.json").read_text())
     rb = json.loads((tmp_path / "b" / "runs" / "job-003.json").read_text())
     assert ra["findings"] == rb["findings"]
+
+
+def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int) -> None:
+    """A timeline is cut into ranges tokenized on threads (``--jobs``) or Dask workers and
+    paired here in file order: the same manifest entry (id, sha256, rows, issues, facts) and
+    the same tables as streaming it here."""
+    src = tmp_path / "src"
+    src.mkdir()
+    path = src / "timeline.json"
+    write_timeline(path, TimelineSpec(ranks=8, tensors=8, steps=12, cache=False, seed=5, truncate_at=0.9))
+    size = path.stat().st_size
+    assert size > small_buckets  # a bucket of its own, streamed
+    ranges: list[int] = []
+    real = analyzer.parallel.write_ranged_timeline
+
+    def counting(root: Path, item: object, tokenized: Any, *args: Any) -> Any:
+        def count(tasks: list[Any]) -> Any:
+            for r in tokenized(tasks):
+                ranges.append(r.start)
+                yield r
+        return real(root, item, count, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyzer.parallel, "write_ranged_timeline", counting)
+    single = _ingest(tmp_path / "single", src, None)
+    assert single.inputs[0]["timeline"]["status"] == "truncated"
+    for name, executor in (("threads", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
+        root = tmp_path / name
+        RunStore.create_or_open(root).ingest(*discover([src]), runner=ingest_runner(executor, range_bytes=16 * 1024))
+        ranged = RunStore.open(root)
+        assert len(ranges) >= size // (16 * 1024) - 1 and ranges == sorted(ranges)  # paired in file order
+        ranges.clear()
+        _same(single, ranged)
+        (a,), (b,) = single.inputs, ranged.inputs
+        same = {k: v for k, v in a.items() if k not in ("ingested_at", "run")}
+        assert same == {k: v for k, v in b.items() if k not in ("ingested_at", "run")}
+        assert b["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
