@@ -74,7 +74,8 @@ def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
                       help="Run on this Dask cluster (its workers must see the same filesystem paths).")(fn)
     return click.option("-j", "--jobs", type=int, default=None,
-                        help="Local worker processes (default: all cores; 1: this process only).")(fn)
+                        help="Local workers (default: all cores; 1: this process only): processes for files, runs "
+                             "and log chunks, threads for a big timeline's ranges.")(fn)
 
 
 @cli.command()

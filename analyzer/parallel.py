@@ -13,8 +13,10 @@ Two kinds of work are distributed, never as a shared in-memory state:
 Work is handed out largest first: buckets (16 MB of input, or one big input) and chunks a few
 to a task (up to :data:`TASK_BYTES`) while much is left and one to a task at the end
 (:func:`_tapering`); runs in groups of several per task. Either way the per-task overhead
-(pickling, scheduling) stays small against the work, and the workers finish together. A timeline is one task: its B/E
-pairing is sequential by nature; it streams in bounded memory (:mod:`parsers.timeline`).
+(pickling, scheduling) stays small against the work, and the workers finish together. A big
+uncompressed timeline is cut into 32 MB ranges tokenized on threads (``--jobs``) or Dask workers
+and paired here in file order as they come (:meth:`Executor.ordered`, a few ranges ahead; its
+B/E pairing is sequential by nature, and cheap: a quarter of the single pass).
 """
 
 from __future__ import annotations
@@ -285,11 +287,10 @@ def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
 
 
 def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
-    """Whether ``item`` is parsed in chunks when several workers are there: an uncompressed log
-    of at least two chunks (by default more than makes a bucket of its own,
-    :data:`analyzer.partition.BUCKET_BYTES`), or an uncompressed timeline of at least two
-    ranges (:func:`ranged`). gzip cannot be entered mid-stream."""
-    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes or ranged(item)
+    """Whether ``item`` is a log parsed in chunks when several workers are there: uncompressed
+    (gzip cannot be entered mid-stream) and of at least two chunks (by default more than makes
+    a bucket of its own, :data:`analyzer.partition.BUCKET_BYTES`). Timelines: :func:`ranged`."""
+    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes
 
 
 def ranged(item: InputFile, range_bytes: int | None = None) -> bool:

@@ -20,6 +20,9 @@ memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask Local
 4. One combined ``mpirun`` stdout of 1024 ranks (``--combined-mb``, default 1 GB, the log of
    bench/nccl_log.py), the same three modes: ``-j 2`` and Dask parse it in 32 MB chunks merged in
    file order (:mod:`parsers.nccl_chunks`), ``-j 1`` streams it in one pass; identical tables.
+5. One timeline (``--timeline-mb``, default 1 GB, the file of part 1), the same three modes: ``-j 2``
+   tokenizes it in 32 MB ranges on two threads, Dask on two workers, and this process pairs them in
+   file order (:mod:`parsers.timeline_tokens`); ``-j 1`` streams it in one pass; identical tables.
 """
 
 from __future__ import annotations
@@ -112,20 +115,23 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--big-mb", type=int, default=5120)
     ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
-    ap.add_argument("--only-nccl", action="store_true", help="only parts 3 and 4 (NCCL logs)")
+    ap.add_argument("--only-nccl", action="store_true", help="only parts 3, 4 and 5 (scaling)")
     ap.add_argument("--repeat", type=int, default=3, help="part 3: runs per mode, interleaved (best and median reported)")
     ap.add_argument("--collectives", type=int, nargs="*", default=[1000],
                     help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB; none: skip)")
     ap.add_argument("--combined-mb", type=int, default=1024, help="part 4: size of the combined log (0: skip)")
+    ap.add_argument("--timeline-mb", type=int, default=1024, help="part 5: size of the timeline (0: skip)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     if not args.only_nccl:
         timelines(args)
     for n in args.collectives:
         folder = nccl_logs(n)
-        nccl_scaling(folder, f"3. {len(list(folder.iterdir()))} NCCL logs (one per rank)", args.repeat)
+        scaling(folder, f"3. {len(list(folder.iterdir()))} NCCL logs (one per rank)", args.repeat, "Dask >= 1.7x")
     if args.combined_mb:
-        nccl_scaling(big_nccl_log(args.combined_mb), "4. one combined NCCL log of 1024 ranks", args.repeat)
+        scaling(big_nccl_log(args.combined_mb), "4. one combined NCCL log of 1024 ranks", args.repeat)
+    if args.timeline_mb:
+        scaling(big_timeline(args.timeline_mb), "5. one timeline, tokenized in ranges", args.repeat)
 
 
 def timelines(args: argparse.Namespace) -> None:
@@ -151,7 +157,7 @@ def timelines(args: argparse.Namespace) -> None:
 
 
 
-def nccl_scaling(src: Path, title: str, repeat: int) -> None:
+def scaling(src: Path, title: str, repeat: int, target: str | None = None) -> None:
     size = _size(src)
     print(f"\n{title}, {size / 1e6:.0f} MB, `hvd-analyze ingest`:")
     modes = (("-j 1", ("-j", "1")), ("-j 2", ("-j", "2")), ("--dask-workers 2", ("--dask-workers", "2")))
@@ -178,7 +184,7 @@ def nccl_scaling(src: Path, title: str, repeat: int) -> None:
             for key, what in (("seconds", "process start to exit"), ("ingest_seconds", "the ingest's own time")):
                 print(f"  speed-up {label} ({what}): {ratio(label, min, key):.2f}x best against best, "
                       f"{ratio(label, statistics.median, key):.2f}x median against median ({repeat} runs each)")
-        print(f"  target: Dask >= 1.7x; identical tables: {same}")
+        print(f"  {f'target: {target}; ' if target else ''}identical tables: {same}")
 
 
 if __name__ == "__main__":
