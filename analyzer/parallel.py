@@ -313,12 +313,22 @@ def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) ->
 
 
 def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
-                  ) -> Callable[[Path, list[Bucket]], Iterator[tuple[InputFile, dict[str, Any]]]]:
+                  ) -> Callable[[Path, list[Bucket], Callable[[int], None] | None],
+                                Iterator[tuple[InputFile, dict[str, Any]]]]:
     """A :data:`analyzer.store.Runner` that parses the buckets with ``executor``; a big log's
     bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
     come back, while this process hashes the file; a big timeline is tokenized in ranges
     on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
-    def run(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+    def run(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
+            ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        streamed = {b.inputs[0].path for b in buckets if b.stream and ranged(b.inputs[0], range_bytes)}
+        for item, entry in _parse(root, buckets, progress):
+            if progress and item.path not in streamed:  # a ranged timeline reports as it goes
+                progress(item.size)
+            yield item, entry
+
+    def _parse(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None
+               ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
         tasks: list[tuple[Any, ...]] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
         timelines: list[Bucket] = []
@@ -358,7 +368,7 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
             for b in timelines:
                 sha = hasher.submit(file_sha256, str(b.inputs[0].path))
                 yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
-                                                 sha.result, b.run, range_bytes)
+                                                 sha.result, b.run, range_bytes, progress)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
     return run

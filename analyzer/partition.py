@@ -122,24 +122,37 @@ def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: s
 
 
 def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list[Any]], Iterable[Any]],
-                          sha256: Callable[[], str], run: str | None = None, range_bytes: int | None = None
-                          ) -> list[tuple[InputFile, dict[str, Any]]]:
+                          sha256: Callable[[], str], run: str | None = None, range_bytes: int | None = None,
+                          progress: Callable[[int], None] | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
     """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
     :meth:`analyzer.parallel.Executor.ordered`) and paired here in file order
     (:meth:`parsers.timeline.TimelineParser.batches_in_ranges`), written as the bucket that
     streaming it would have written: same id, rows and manifest entry. ``sha256()`` gives the
     file's hash once the rows are written (it is computed meanwhile). ``range_bytes``: the
-    ranges' size (default :data:`parsers.timeline_tokens.RANGE_BYTES`)."""
+    ranges' size (default :data:`parsers.timeline_tokens.RANGE_BYTES`); ``progress`` gets the
+    bytes of each range as it is paired, and of the file's head at the end."""
     from parsers.timeline import TimelineParser
     from parsers.timeline_tokens import RANGE_BYTES
+
+    done = [0]
+
+    def counted(tasks: list[Any]) -> Iterator[Any]:
+        for r in tokenized(tasks):
+            if progress:
+                progress(r.stop - r.start)
+            done[0] += r.stop - r.start
+            yield r
 
     def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
         iid = prefix_id(item.path, item.size)
         parser = TimelineParser(item.path, display_name=str(item.path))
         rows: dict[str, int] = {}
-        for name, table in _with_issues(_in_background(parser.batches_in_ranges(tokenized, range_bytes or RANGE_BYTES)), parser):
+        batches = parser.batches_in_ranges(counted, range_bytes or RANGE_BYTES)
+        for name, table in _with_issues(_in_background(batches), parser):
             _write(root, writers, name, tmp, _with_id(table, iid))
             rows[name] = rows.get(name, 0) + table.num_rows
+        if progress:
+            progress(item.size - done[0])
         return [(item, {**_entry(item, sha256(), rows, parser), "id": iid})]
     return _bucket(root, run, fill)
 

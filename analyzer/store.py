@@ -69,8 +69,9 @@ READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most this often (and at the end)
 
 #: runs :func:`analyzer.partition.write_bucket` for each bucket somewhere (a process pool, Dask) and
-#: yields ``(input, entry)`` as each bucket completes, in any order
-Runner = Callable[[Path, list[Bucket]], Iterable[tuple[InputFile, dict[str, Any]]]]
+#: yields ``(input, entry)`` as each bucket completes, in any order; reports the bytes parsed to
+#: the progress callback (third argument) as it goes
+Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterable[tuple[InputFile, dict[str, Any]]]]
 
 
 @dataclass
@@ -281,13 +282,11 @@ class RunStore:
         if buckets:  # version-3 buckets from here on (a version-1/2 store stays readable)
             self.manifest["schema_version"] = SCHEMA_VERSION
             self.manifest.setdefault("run", self.run)
-        results = runner(self.root, buckets) if runner else (
+        results = runner(self.root, buckets, progress) if runner else (
             pair for b in buckets for pair in write_bucket(self.root, b, progress))
         last = time.monotonic()
         try:
             for item, entry in results:
-                if runner and progress:
-                    progress(item.size)
                 if (dup := by_sha.get(entry["sha256"])) is not None:  # same bytes, new name
                     if dup.get("bucket") != entry["bucket"]:  # parsed twice at once: drop the second copy
                         self._drop_rows(entry)

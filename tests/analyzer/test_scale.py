@@ -259,7 +259,10 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
     assert single.inputs[0]["timeline"]["status"] == "truncated"
     for name, executor in (("threads", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
         root = tmp_path / name
-        RunStore.create_or_open(root).ingest(*discover([src]), runner=ingest_runner(executor, range_bytes=16 * 1024))
+        steps: list[int] = []
+        RunStore.create_or_open(root).ingest(*discover([src]), progress=steps.append,
+                                             runner=ingest_runner(executor, range_bytes=16 * 1024))
+        assert sum(steps) == size and len(steps) > 3  # reported range by range
         ranged = RunStore.open(root)
         assert len(ranges) >= size // (16 * 1024) - 1 and ranges == sorted(ranges)  # paired in file order
         ranges.clear()
