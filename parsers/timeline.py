@@ -140,7 +140,8 @@ class TimelineParser:
         on threads or Dask workers: :meth:`analyzer.parallel.Executor.ordered`); this parser
         pairs them as they come, in bounded memory."""
         size = self.path.stat().st_size
-        head = np.frombuffer(self.path.open("rb").read(8192), np.uint8)
+        with self.path.open("rb") as f:
+            head = np.frombuffer(f.read(8192), np.uint8)
         begin = Tokenizer(self.name, self.sink).open_array(head, len(head))
         if begin < 0:
             yield from self.batches()
