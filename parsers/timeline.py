@@ -54,6 +54,7 @@ from parsers.timeline_tokens import (
     TokenBlock,
     TokenizedRange,
     Tokenizer,
+    nonblank,
     timeline_ranges,
     tokenize_range,
     tokenize_task,
@@ -182,7 +183,9 @@ class TimelineParser:
         if ending is None:  # pragma: no cover - ranges must reach size
             raise AssertionError(f"{self.name}: the ranges end before byte {size}")
         if ending.kind == "closed" and closed_at < size:
-            ending.trailing += _nonblank(self.path, closed_at, size)
+            with self.path.open("rb") as f:
+                f.seek(closed_at)
+                ending.trailing += nonblank(f, size - closed_at)[0]
         self._progress = size
         yield from self._close(ending)
 
@@ -534,19 +537,6 @@ def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> 
     for col, cat in ((T.EV_A, T.CAT_DTYPE), (T.EV_B, T.CAT_SHAPE)):
         sel = ends & (ev[:, col] >= 0)
         ev[sel, col] = maps[cat][ev[sel, col]]
-
-
-def _nonblank(path: Path, start: int, stop: int) -> int:
-    """Bytes in ``path[start:stop]`` other than blanks around each MiB read (as
-    :class:`~parsers.timeline_tokens.Tokenizer` counts what follows the ``]``)."""
-    n = 0
-    with path.open("rb") as f:
-        f.seek(start)
-        left = stop - start
-        while left > 0 and (piece := f.read(min(1 << 20, left))):
-            left -= len(piece)
-            n += len(piece.strip())
-    return n
 
 
 def _tokenize_here(tasks: list[RangeTask]) -> Iterator[TokenizedRange]:

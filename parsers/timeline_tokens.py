@@ -236,17 +236,8 @@ class Tokenizer:
     def _trailing(f: BinaryIO, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
         """Non-blank bytes after the closing ']' to the end of the input or range, and the
         bytes read past the buffer to count them."""
-        extra = len(bytes(buf[pos:end]).strip())
-        read = 0
-        while left is None or left > 0:
-            more = f.read(1 << 20 if left is None else min(1 << 20, left))
-            if not more:
-                break
-            if left is not None:
-                left -= len(more)
-            read += len(more)
-            extra += len(more.strip())
-        return extra, read
+        extra, read = nonblank(f, left)
+        return len(bytes(buf[pos:end]).strip()) + extra, read
 
     # -- kernel output ------------------------------------------------------------------
     @staticmethod
@@ -257,6 +248,21 @@ class Tokenizer:
         raw = [(base + int(s), bytes(buf[s:e])) for s, e, _ph, _fl in metas[:nx]]
         outn[:] = 0
         return TokenBlock(events[:ne].copy(), strings, raw)
+
+
+def nonblank(f: BinaryIO, left: int | None = None) -> tuple[int, int]:
+    """The bytes of ``f`` from where it is (``left`` of them, or to its end) other than blanks
+    around each MiB read, and how many were read."""
+    extra = read = 0
+    while left is None or left > 0:
+        more = f.read(1 << 20 if left is None else min(1 << 20, left))
+        if not more:
+            break
+        if left is not None:
+            left -= len(more)
+        read += len(more)
+        extra += len(more.strip())
+    return extra, read
 
 
 @dataclass(slots=True)
