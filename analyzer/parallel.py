@@ -252,11 +252,11 @@ def _dask_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, schedule
 
 
 def _thread_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, jobs: int) -> Iterator[R]:
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hvd-analyze-worker") as ex:
-        try:
-            yield from _windowed(lambda item: ex.submit(fn, item), items, ahead)
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+    ex = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hvd-analyze-worker")
+    try:
+        yield from _windowed(lambda item: ex.submit(fn, item), items, ahead)
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _windowed(submit: Callable[[T], Any], items: Sequence[T], ahead: int) -> Iterator[Any]:
@@ -321,24 +321,31 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
     on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
     def run(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
             ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
-        streamed = {b.inputs[0].path for b in buckets if b.stream and ranged(b.inputs[0], range_bytes)}
-        for item, entry in _parse(root, buckets, progress):
-            if progress and item.path not in streamed:  # a ranged timeline reports as it goes
+        rest: list[Bucket] = []
+        timelines: list[Bucket] = []
+        for b in buckets:
+            (timelines if b.stream and ranged(b.inputs[0], range_bytes) else rest).append(b)
+        for item, entry in _parse(root, rest):
+            if progress:
                 progress(item.size)
             yield item, entry
+        if not timelines:
+            return
+        from parsers.timeline_tokens import tokenize_task
 
-    def _parse(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None
-               ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256") as hasher:
+            for b in timelines:  # each reports its progress range by range
+                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
+                yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
+                                                 sha.result, b.run, range_bytes, progress)
+
+    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
         tasks: list[tuple[Any, ...]] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
-        timelines: list[Bucket] = []
         hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
         try:
             for number, b in enumerate(buckets):
                 item = b.inputs[0]
-                if b.stream and ranged(item, range_bytes):
-                    timelines.append(b)
-                    continue
                 if not (b.stream and chunkable(item, chunk_bytes)):
                     tasks.append(("bucket", str(root), b, number))
                     continue
@@ -363,12 +370,6 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
                 merger.add(index, parser)
                 if merger.complete:
                     yield from write_merged_log(root, item, merger, sha.result(), run)
-            if timelines:
-                from parsers.timeline_tokens import tokenize_task
-            for b in timelines:
-                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
-                yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
-                                                 sha.result, b.run, range_bytes, progress)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
     return run

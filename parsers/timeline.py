@@ -164,9 +164,7 @@ class TimelineParser:
             if ending is not None:  # after the ']': trailing data, counted below
                 continue
             if again is not None:
-                r = tokenize_range(str(self.path), again, r.stop, resync=True, records_before=self.records)
-                self.rereads += 1
-                again = None
+                r, again = self._reread(again, r.stop), None
             yield from self._take_range(r)
             e = r.ending
             if e.kind == "closed":
@@ -176,8 +174,7 @@ class TimelineParser:
             elif r.stop >= size:
                 ending = e
         if again is not None:
-            r = tokenize_range(str(self.path), again, size, resync=True, records_before=self.records)
-            self.rereads += 1
+            r = self._reread(again, size)
             yield from self._take_range(r)
             ending = r.ending
         if ending is None:  # pragma: no cover - ranges must reach size
@@ -188,6 +185,11 @@ class TimelineParser:
                 ending.trailing += nonblank(f, size - closed_at)[0]
         self._progress = size
         yield from self._close(ending)
+
+    def _reread(self, start: int, stop: int) -> TokenizedRange:
+        """Tokenize ``[start, stop)`` here, in file order, skipping what cannot be read."""
+        self.rereads += 1
+        return tokenize_range(str(self.path), start, stop, resync=True, records_before=self.records)
 
     def _take_range(self, r: TokenizedRange) -> Iterator[tuple[str, pa.Table]]:
         for local in self._local:
