@@ -185,10 +185,11 @@ class RunLibrary:
         return str(meta["id"])
 
     def _stage(self, meta: dict[str, Any], job: Job, stage: str) -> None:
-        with job.lock:
-            job.stage = stage
+        """Record ``stage`` in run.json, then in the job: whoever sees the job finished sees the run list agree."""
         meta["status"] = stage
         self._write_meta(meta)
+        with job.lock:
+            job.stage = stage
 
     def _run_job(self, meta: dict[str, Any], job: Job, collect: Callable[[Job], list[SavedFile]] | None,
                  cleanup: Path | None) -> None:

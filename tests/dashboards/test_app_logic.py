@@ -77,6 +77,26 @@ def test_upload_ingests_analyses_and_lists_the_run(lib: RunLibrary) -> None:
     assert not (lib.root / "runs" / run_id / "uploads").exists()  # the uploaded copy is removed after ingest
 
 
+def test_a_finished_job_is_never_listed_as_still_running(lib: RunLibrary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Polling races the job thread: the moment a job reads finished, the run list must agree."""
+    import time
+
+    write = RunLibrary._write_meta
+
+    def slow_final_write(self: RunLibrary, meta: dict[str, Any]) -> None:
+        if meta["status"] in ("done", "failed"):
+            time.sleep(0.3)  # a slow disk: the window a poll used to fall into
+        write(self, meta)
+
+    monkeypatch.setattr(RunLibrary, "_write_meta", slow_final_write)
+    for files in ({"timeline.json": REAL_STRAGGLER.read_bytes()}, {"notes.txt": b"nothing to read"}):
+        run_id = _upload(lib, files)
+        status = lib.meta(run_id)["status"]
+        assert status == ("done" if "timeline.json" in files else "failed")
+        assert next(o["label"] for o in run_options(lib) if o["value"] == run_id) == (
+            "timeline.json" if status == "done" else "notes.txt (failed)")
+
+
 def test_runs_persist_across_restarts(lib: RunLibrary, tmp_path: Path) -> None:
     run_id = _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()})
     again = RunLibrary(lib.root)
