@@ -4,8 +4,10 @@ Streaming and tolerant, following ``../shared/docs/horovod-timeline-format.md``:
 
 * both layouts (<=0.20.0 one event per line, never closed; >=0.20.1 glued on one line and
   closed by ``]``), 0-byte and ``[``-only files, gzip, files cut anywhere;
-* B/E paired per pid with a LIFO stack while scanning (``parsers._scan``), so memory is
-  bounded by the chunk size, not the file size;
+* bytes tokenized into integer rows (``parsers._tokenize``, driven by
+  :mod:`parsers.timeline_tokens`), then B/E paired per pid with a LIFO stack
+  (``parsers._pair``), so memory is bounded by the chunk size, not the file size; the rows
+  are named and turned into Arrow tables by :mod:`parsers.timeline_tables`;
 * every record that cannot be used, and every tolerated oddity, is counted as a
   :class:`~parsers.issues.ParseIssue`; a file that is not a timeline at all raises
   :class:`~parsers.errors.InputError` naming the file, the byte, and what was expected.
@@ -29,13 +31,7 @@ import pyarrow as pa
 
 from parsers import _pair as P
 from parsers import _tokenize as T
-from parsers._timeline_state import (
-    KERNEL_ISSUES,
-    PairState,
-    add_issues,
-    dict_column,
-    new_issues,
-)
+from parsers._timeline_state import KERNEL_ISSUES, PairState, add_issues, new_issues
 from parsers.errors import describe_bytes
 from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
@@ -46,6 +42,7 @@ from parsers.timeline_facts import (
     guess_version,
     uptime_origin,
 )
+from parsers.timeline_tables import TimelineNames
 from parsers.timeline_tokens import (
     DEFAULT_CHUNK,
     RANGE_BYTES,
@@ -60,11 +57,6 @@ from parsers.timeline_tokens import (
     tokenize_task,
 )
 
-KINDS = ("negotiate", "op", "activity")
-DTYPE_BYTES = {
-    "bool": 1, "uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "float16": 2, "bfloat16": 2,
-    "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8,
-}
 _META_RE = re.compile(
     rb'^\{"name": "(?P<kind>process_name|process_sort_index)", "ph": "M", "pid": (?P<pid>\d+), '
     rb'"args": \{"name": "(?P<name>.*)"\}\}$',
@@ -91,12 +83,7 @@ class TimelineParser:
         self.chunk_bytes = max(4096, chunk_bytes)
         self.sink = IssueSink(self.name)
         self.info = TimelineInfo(self.name)
-        self._strings: tuple[list[str], list[str], list[str]] = ([], [], [])
-        self._index: tuple[dict[str, int], ...] = ({}, {}, {})
-        self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
-        self._same_ids = True  # so far the current tokenizer's ids are ours
-        self._tensor_names: list[str] = []
-        self._pid_tensor = np.full(1024, -1, np.int32)
+        self.names = TimelineNames(input_id)
         self._pair = PairState.new()
         self._tok_iss = new_issues()
         self._tok = {"records": 0, "nl": 0, "glued": 0}
@@ -192,9 +179,7 @@ class TimelineParser:
         return tokenize_range(str(self.path), start, stop, resync=True, records_before=self.records)
 
     def _take_range(self, r: TokenizedRange) -> Iterator[tuple[str, pa.Table]]:
-        for local in self._local:
-            local.clear()
-        self._same_ids = True
+        self.names.new_tokenizer()
         for block in r.blocks:
             yield from self._take(block)
         self._tokens_done(r.ctr, r.iss, r.skipped_bytes)
@@ -241,7 +226,7 @@ class TimelineParser:
                 "queue at exit); kept with closed=false and no end",
                 byte_offset=int(spans[:n_open, P.SP_SOFF].min()), count=n_open,
             )
-            yield "spans", self._spans_table(spans[:n_open])
+            yield "spans", self.names.spans(spans[:n_open])
         self.info.counts["spans"] = self.info.counts.get("spans", 0) + n_open
         self.info.counts["unclosed_spans"] = n_open
         self._finish(status=self.info.status)
@@ -258,33 +243,7 @@ class TimelineParser:
 
     def tensors_table(self) -> pa.Table:
         """One row per pid seen in metadata or events (call after :meth:`batches`)."""
-        st = self._pair
-        n_pid = max(len(self._pid_tensor), len(st.top))
-        pids = np.arange(n_pid)
-        stat = np.zeros((n_pid, P.P_N), np.int64)
-        stat[:, P.P_FIRST_TS] = T.MISSING
-        stat[:, P.P_OPNAME] = -1
-        stat[: len(st.pstat)] = st.pstat
-        tix = np.full(n_pid, -1, np.int32)
-        tix[: len(self._pid_tensor)] = self._pid_tensor
-        seen = (tix >= 0) | (stat[:, P.P_NEG] + stat[:, P.P_OPS] > 0) | (stat[:, P.P_FIRST_TS] != T.MISSING)
-        keep = np.flatnonzero(seen)
-        names = np.array(self._tensor_names + [None], dtype=object)
-        opname = stat[keep, P.P_OPNAME]
-        first = stat[keep, P.P_FIRST_TS]
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(keep)),
-                pa.array(pids[keep].astype(np.int32)),
-                pa.array(names[tix[keep]], type=pa.string()),
-                dict_column(opname, self._strings[T.CAT_NAME]),
-                pa.array(stat[keep, P.P_NEG]),
-                pa.array(stat[keep, P.P_TICKED]),
-                pa.array(stat[keep, P.P_OPS]),
-                pa.array(first, mask=first == T.MISSING, type=pa.int64()),
-            ],
-            schema=arrow_schema("tensors"),
-        )
+        return self.names.tensors(self._pair.pstat, len(self._pair.top))
 
     # -- end of the input ---------------------------------------------------------------
     def _at_eof(self, tail: bytes, at: int) -> None:
@@ -316,18 +275,8 @@ class TimelineParser:
     # -- pairing the event rows -------------------------------------------------------------
     def _take(self, block: TokenBlock) -> Iterator[tuple[str, pa.Table]]:
         """One block of event rows: its strings and metadata, then its rows paired."""
-        for cat, sid, text in block.strings:
-            local = self._local[cat]
-            assert sid == len(local), "kernel interning out of order"
-            gid = self._index[cat].get(text)
-            if gid is None:
-                gid = self._index[cat][text] = len(self._strings[cat])
-                self._strings[cat].append(text)
-            self._same_ids &= gid == sid
-            local.append(gid)
         ev = block.events
-        if not self._same_ids:
-            _renumber(ev, self._local)
+        self.names.intern(block.strings, ev)
         for offset, raw in block.metas:
             self._meta(raw, offset)
         st, outs, outn = self._pair, self._outs, self._outn
@@ -350,16 +299,11 @@ class TimelineParser:
         for key, n in (("spans", ns), ("ticks", nt), ("markers", nm)):
             self.info.counts[key] = self.info.counts.get(key, 0) + n
         if ns:
-            yield "spans", self._spans_table(outs["spans"][:ns])
+            yield "spans", self.names.spans(outs["spans"][:ns])
         if nt:
-            yield "ticks", self._ticks_table(outs["ticks"][:nt])
+            yield "ticks", self.names.ticks(outs["ticks"][:nt])
         if nm:
-            t = outs["markers"][:nm]
-            yield "markers", pa.Table.from_arrays(
-                [self._input_col(nm), dict_column(t[:, P.MK_NAME], self._strings[T.CAT_NAME]),
-                 pa.array(t[:, P.MK_TS].copy()), pa.array(t[:, P.MK_OFF].copy())],
-                schema=arrow_schema("markers"),
-            )
+            yield "markers", self.names.markers(outs["markers"][:nm])
 
     def _meta(self, raw: bytes, offset: int) -> None:
         try:
@@ -378,85 +322,15 @@ class TimelineParser:
         if kind == "process_name" and isinstance(pid, int):
             if "start_time_since_epoch_in_micros" in args:
                 self.info.start_time_since_epoch_us = int(args["start_time_since_epoch_in_micros"])
-            elif isinstance(args.get("name"), str):
-                self._name_pid(pid, args["name"], offset)
+            elif isinstance(args.get("name"), str) and self.names.name_pid(pid, args["name"]):
+                self.sink.add(IssueSeverity.INFO, "timeline.pid_renamed",
+                              "a pid was given a second tensor name (a restarted timeline appended to the "
+                              "same file?)", byte_offset=offset)
             return
         if kind == "process_sort_index":
             return
         self.sink.add(IssueSeverity.INFO, "timeline.unknown_metadata",
                       f"metadata record {kind!r} is not one Horovod writes; ignored", byte_offset=offset)
-
-    def _name_pid(self, pid: int, name: str, offset: int) -> None:
-        if pid >= len(self._pid_tensor):
-            grown = np.full(max(pid + 1, 2 * len(self._pid_tensor)), -1, np.int32)
-            grown[: len(self._pid_tensor)] = self._pid_tensor
-            self._pid_tensor = grown
-        old = self._pid_tensor[pid]
-        if old >= 0 and self._tensor_names[old] != name:
-            self.sink.add(IssueSeverity.INFO, "timeline.pid_renamed",
-                          "a pid was given a second tensor name (a restarted timeline appended to the same file?)",
-                          byte_offset=offset)
-        self._pid_tensor[pid] = len(self._tensor_names)
-        self._tensor_names.append(name)
-
-    def _input_col(self, n: int) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.input_id]))
-
-    def _tensor_col(self, pids: np.ndarray) -> pa.Array:
-        pt = self._pid_tensor
-        idx = np.full(len(pids), -1, np.int32)
-        ok = pids < len(pt)
-        idx[ok] = pt[pids[ok]]
-        return dict_column(idx, self._tensor_names)
-
-    def _spans_table(self, a: np.ndarray) -> pa.Table:
-        c = {k: np.ascontiguousarray(a[:, k]) for k in range(P.SP_N)}
-        closed = c[P.SP_END] != -1
-        dtypes = self._strings[T.CAT_DTYPE]
-        sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
-        numel = c[P.SP_NUMEL]
-        nbytes = numel * sizes[c[P.SP_DTYPE]]
-        nbytes_null = (numel < 0) | (c[P.SP_DTYPE] < 0) | (sizes[c[P.SP_DTYPE]] < 0)
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(a)),
-                pa.array(c[P.SP_ID]),
-                pa.array(c[P.SP_PID].astype(np.int32)),
-                self._tensor_col(c[P.SP_PID]),
-                dict_column(c[P.SP_NAME], self._strings[T.CAT_NAME]),
-                dict_column(c[P.SP_KIND], list(KINDS)),
-                pa.array(c[P.SP_DEPTH].astype(np.int16)),
-                pa.array(c[P.SP_START]),
-                pa.array(c[P.SP_END], mask=~closed),
-                pa.array(c[P.SP_END] - c[P.SP_START], mask=~closed),
-                pa.array(closed),
-                pa.array(c[P.SP_PARENT], mask=c[P.SP_PARENT] < 0),
-                pa.array(c[P.SP_OP], mask=c[P.SP_OP] < 0),
-                dict_column(c[P.SP_DTYPE], dtypes),
-                dict_column(c[P.SP_SHAPE], self._strings[T.CAT_SHAPE]),
-                pa.array(numel, mask=numel < 0),
-                pa.array(nbytes, mask=nbytes_null),
-                pa.array(c[P.SP_SOFF]),
-                pa.array(c[P.SP_EOFF], mask=~closed),
-            ],
-            schema=arrow_schema("spans"),
-        )
-
-    def _ticks_table(self, t: np.ndarray) -> pa.Table:
-        c = {k: np.ascontiguousarray(t[:, k]) for k in range(P.TK_N)}
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(t)),
-                pa.array(c[P.TK_PID].astype(np.int32)),
-                self._tensor_col(c[P.TK_PID]),
-                pa.array(c[P.TK_NEG], mask=c[P.TK_NEG] < 0),
-                pa.array(c[P.TK_RANK].astype(np.int32)),
-                pa.array(c[P.TK_TS]),
-                pa.array(c[P.TK_ORDER].astype(np.int32)),
-                pa.array(c[P.TK_OFF]),
-            ],
-            schema=arrow_schema("ticks"),
-        )
 
     # -- summary ----------------------------------------------------------------------
     def _finish(self, status: str) -> None:
@@ -484,13 +358,13 @@ class TimelineParser:
         # A legacy file written by the event-per-line writer has a newline after every
         # record; metadata lines alone also end in newlines in the glued layout.
         info.version = guess_version(
-            names=self._strings[T.CAT_NAME],
+            names=self.names.strings[T.CAT_NAME],
             has_start_time_header=info.start_time_since_epoch_us is not None,
             glued=info.layout == "glued",
             line_per_event=info.layout == "line_per_event",
             e_named=bool(iss[T.I_E_NAMED, 0]),
             uptime_origin=info.uptime_origin,
-            has_markers="CYCLE_START" in self._strings[T.CAT_NAME],
+            has_markers="CYCLE_START" in self.names.strings[T.CAT_NAME],
             ticks_every_negotiation=info.cache.steady_state_ticks,
         )
         for k, sev, code, msg in KERNEL_ISSUES:
@@ -527,18 +401,6 @@ def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = D
     }
     tables["tensors"] = parser.tensors_table()
     return ParsedTimeline(tables, parser.info, parser.issues)
-
-
-def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> None:
-    """Rewrite a block's string ids from its tokenizer's to the parser's, in place."""
-    maps = [np.asarray(ids, np.int64) for ids in local]
-    ph = ev[:, T.EV_PH]
-    named = (ph == T.PH_B) | (ph == T.PH_I)
-    ev[named, T.EV_A] = maps[T.CAT_NAME][ev[named, T.EV_A]]
-    ends = ph == T.PH_E
-    for col, cat in ((T.EV_A, T.CAT_DTYPE), (T.EV_B, T.CAT_SHAPE)):
-        sel = ends & (ev[:, col] >= 0)
-        ev[sel, col] = maps[cat][ev[sel, col]]
 
 
 def _tokenize_here(tasks: list[RangeTask]) -> Iterator[TokenizedRange]:
