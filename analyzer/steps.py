@@ -28,7 +28,8 @@ GRADIENT_SHARE = 0.5  # a gradient tensor recurs in >= this share of the busiest
 NO_END = -1  # end_us of a span whose E never came
 INIT_ACTIVITIES = ("INIT_NCCL", "INIT_FUSION_BUFFER", "NCCL_INIT")  # one-off set-up work
 STEP_COLUMNS = (
-    "step", "start_us", "ready_us", "end_us", "duration_us", "busy_us", "negotiation_us", "comm_us", "exposed_comm_us",
+    "step", "start_us", "ready_us", "end_us", "duration_us", "busy_us", "negotiation_us", "wait_us", "comm_us",
+    "exposed_comm_us",
     "init_us", "tensors", "batches", "bytes", "complete", "warmup", "steady",
 )
 
@@ -108,7 +109,9 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     the rows are then those of the whole run's table (:mod:`analyzer.window` relies on it).
 
     Times in us; ``ready_us`` is when the step's last negotiation ended (every rank had
-    submitted every gradient: backward is over everywhere), ``exposed_comm_us`` the
+    submitted every gradient: backward is over everywhere), ``wait_us`` how long that
+    negotiation lasted (from the first rank ready with the gradient to the last: the wait for
+    the slowest rank at the end of backward; the longest of those ending last), ``exposed_comm_us`` the
     communication after that point, which nothing overlaps; ``duration_us`` is null for the first step in the file and for
     incomplete steps; ``steady`` marks the steps that steady-state statistics use
     (complete, with a duration, not the warm-up step).
@@ -140,6 +143,7 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     duration = np.where(complete & prev_ok, end_us - prev_end, NO_END)
 
     last_neg_end = _max_by(step[neg & closed], end[neg & closed], n, NO_END)
+    wait = _last_wait(step[neg & closed], spans["start_us"].to_numpy()[neg & closed], end[neg & closed], n)
     lo_all = np.where(prev_ok, prev_end, starts)
     hi = np.where(end_us == NO_END, np.iinfo(np.int64).max, end_us)
     negotiation = union_per_step(spans[neg], starts, hi, n)
@@ -162,6 +166,7 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
         "duration_us": pd.array(np.where(duration == NO_END, None, duration), dtype="Int64"),
         "busy_us": pd.array(np.where(end_us == NO_END, None, end_us - starts), dtype="Int64"),
         "negotiation_us": negotiation,
+        "wait_us": pd.array(np.where(wait == NO_END, None, wait), dtype="Int64"),
         "comm_us": comm,
         "exposed_comm_us": exposed,
         "init_us": init,
@@ -173,6 +178,17 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     })
     table["steady"] = table["complete"] & table["duration_us"].notna() & ~table["warmup"]
     return table
+
+
+def _last_wait(group: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Per group, the length of the span that ends last (the longest of those ending last); NO_END for none."""
+    out = np.full(n, NO_END, np.int64)
+    if len(group):
+        order = np.lexsort((-start, end, group))
+        g = group[order]
+        last = np.r_[g[1:] != g[:-1], True]
+        out[g[last]] = (end - start)[order][last]
+    return out
 
 
 def _max_by(group: np.ndarray, values: np.ndarray, n: int, empty: int) -> np.ndarray:

@@ -68,6 +68,13 @@ def test_steps_recur_and_durations_are_end_to_end(tmp_path: Path) -> None:
     assert first["tensors"] == 2 and first["batches"] == 1 and first["bytes"] == (256 + 1024 * 1024) * 4
     assert first["comm_us"] == 511  # the two copies of the fused op count once
     assert first["negotiation_us"] == 20  # two 10 us negotiations; the gap between them is not counted
+    assert first["wait_us"] == 10  # the last one to end (pid 2) waited 10 us for its last rank
+
+
+def test_wait_us_is_the_last_negotiations_wait_for_the_late_rank(tmp_path: Path) -> None:
+    m = _model(tmp_path, *_run(4, ranks_late={1: 300}))
+    assert m.steps["wait_us"].tolist() == [310] * 4  # rank 1 ticks 300 us late: pid 2's negotiation ends last
+    assert m.steps["negotiation_us"].tolist() == [410] * 4  # the union: pid 1 [0, 310) and pid 2 [100, 410)
 
 
 def test_unfused_ops_are_separate_batches_and_threshold_is_bracketed(tmp_path: Path) -> None:
