@@ -53,6 +53,17 @@ class TimelineSpec:
     seed: int = 42
     uptime_origin_us: int = 1_410_488_741_507  # line_per_event ts origin (host uptime)
     truncate_at: float | None = None  # keep this fraction of the bytes (cut mid-record)
+    # a change part-way through the run (timeline.slowdown), in steps [slow_from_step, slow_until_step)
+    slow_from_step: int | None = None
+    slow_until_step: int | None = None  # None: to the end
+    slow_ranks: tuple[int, ...] = ()  # these ranks' gradients are ready slow_delay_us later
+    slow_delay_us: int = 0
+    slow_bandwidth_bytes_per_us: float | None = None  # NCCL_ALLREDUCE speed in those steps
+
+    def slow(self, step: int) -> bool:
+        """Whether ``step`` is in the slow stretch."""
+        return self.slow_from_step is not None and self.slow_from_step <= step < (
+            self.slow_until_step if self.slow_until_step is not None else step + 1)
 
     def sizes(self) -> list[int]:
         if self.tensor_bytes:
@@ -134,7 +145,7 @@ def _negotiation(events: list[tuple[int, int, str]], clock: _Clock, pid: int, na
 
 
 def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Random, batch: list[int],
-        sizes: list[int], start: int, first_op: bool, truth: GroundTruth) -> int:
+        sizes: list[int], start: int, first_op: bool, truth: GroundTruth, bandwidth: float) -> int:
     """One fused batch: every tensor gets its own copy of the op and activity records."""
     nbytes = sum(sizes[x] for x in batch)
     acts: list[tuple[str, int]] = [(a, 5 + rnd.randint(0, 20)) for a in GPU_ALLREDUCE[:2]]
@@ -143,7 +154,7 @@ def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Rand
     acts.append(("QUEUE", spec.queue_us + rnd.randint(0, spec.queue_us // 4 + 1)))
     if len(batch) > 1:
         acts.append(("MEMCPY_IN_FUSION_BUFFER", 10 + nbytes // 50_000))
-    wire = int(nbytes / spec.bandwidth_bytes_per_us) + spec.op_overhead_us
+    wire = int(nbytes / bandwidth) + spec.op_overhead_us
     if spec.hierarchical:
         acts += [(a, max(5, wire // len(HIERARCHICAL))) for a in HIERARCHICAL]
     else:
@@ -206,6 +217,9 @@ def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[in
     for step in range(spec.steps):
         step_start = t
         events: list[tuple[int, int, str]] = []
+        slow = spec.slow(step)
+        late = set(spec.slow_ranks) if slow else set()
+        bandwidth = (spec.slow_bandwidth_bytes_per_us or spec.bandwidth_bytes_per_us) if slow else spec.bandwidth_bytes_per_us
         # backward: wave w's gradients become ready at the same time on a rank (plus jitter and delay)
         ready0 = step_start + spec.compute_us // 2
         free = step_start  # the GPU stream is free from here
@@ -215,13 +229,14 @@ def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[in
             for tensor in wave:
                 pid = tensor + 1
                 ready = [base + rnd.randint(0, spec.jitter_us)
-                         + (spec.straggler_delay_us if r in spec.straggler_ranks else 0) for r in range(spec.ranks)]
+                         + (spec.straggler_delay_us if r in spec.straggler_ranks else 0)
+                         + (spec.slow_delay_us if r in late else 0) for r in range(spec.ranks)]
                 tick = not spec.cache or pid not in ticked
                 ticked.add(pid)
                 neg_end = max(neg_end, _negotiation(events, clock, pid, "NEGOTIATE_ALLREDUCE", ready, tick, truth))
             for batch in _fuse(wave, sizes, spec.fusion_threshold):
                 start = max(neg_end + 5 + rnd.randint(0, 20), free)
-                free = _op(events, spec, rnd, batch, sizes, start, first_op, truth)
+                free = _op(events, spec, rnd, batch, sizes, start, first_op, truth, bandwidth)
                 first_op = False
         step_end = max(free, step_start + spec.compute_us) + 100
         if spec.mark_cycles:
