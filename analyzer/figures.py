@@ -68,7 +68,8 @@ def _title(text: str, note: str | None) -> dict[str, Any]:
 
 
 def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: float | None = None) -> go.Figure:
-    """Step time over the run; warm-up and incomplete-window steps in grey, median and p90 marked."""
+    """Step time over the run; warm-up and incomplete-window steps in grey, median and p90 marked,
+    the slow stretches of ``timeline.slowdown`` shaded with their rise over the steps before."""
     steady = view["steady"]
     fig = go.Figure(go.Scattergl(
         x=view["step"], y=view["ms"], mode="markers", name="steps",
@@ -78,6 +79,10 @@ def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: f
         if value is not None:
             fig.add_hline(y=value * 1e3, line_dash=dash, line_color="#c0392b",
                           annotation_text=f"{label} {value * 1e3:.1f} ms")
+    for g in view.get("slow", []):
+        fig.add_vrect(x0=g["first"] - 0.5, x1=g["last"] + 0.5, fillcolor="#e67e22", opacity=0.15, line_width=0,
+                      annotation_text=f"slow: {g['ms']:.1f} ms (+{g['ms'] / view['baseline_ms'] - 1:.0%})",
+                      annotation_position="top left")
     fig.update_layout(title=_title("Step time over the run", view["note"]), xaxis_title="step",
                       yaxis_title="step time (ms)", **_LAYOUT)
     return fig

@@ -25,6 +25,7 @@ from analyzer.lateness import (
     rank_summary,
     tick_lateness,
 )
+from analyzer.slowdown import Slowdown, find_slowdown
 from analyzer.steps import (
     NO_END,
     Segmentation,
@@ -146,6 +147,11 @@ class TimelineModel:
         return estimate_threshold(self.steady_batches)
 
     @cached_property
+    def slowdown(self) -> Slowdown | None:
+        """:func:`analyzer.slowdown.find_slowdown` of every step of the run, computed once."""
+        return find_slowdown(self.all_steps)
+
+    @cached_property
     def cycle(self) -> CycleEstimate | None:
         """:func:`analyzer.cycles.estimate_cycle`, computed once."""
         return estimate_cycle(self)
@@ -180,7 +186,7 @@ def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
-    lateness = _lateness(store, input_id, spans, part)
+    lateness = negotiation_lateness(store, input_id, spans, part)
     markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
     return TimelineModel(
         input_id=input_id,
@@ -196,7 +202,7 @@ def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts
     )
 
 
-def _lateness(store: RunStore, input_id: str, spans: pd.DataFrame, part: bool) -> Lateness:
+def negotiation_lateness(store: RunStore, input_id: str, spans: pd.DataFrame, part: bool) -> Lateness:
     """Lateness of the ticks of the negotiations, read from the store one record batch at a time
     (``part``: only the ticks within the range of their span ids)."""
     neg = spans[spans["kind"] == "negotiate"]

@@ -39,7 +39,9 @@ def timeline_views(model: TimelineModel) -> dict[str, Any]:
 
 
 def step_series(model: TimelineModel) -> dict[str, Any]:
-    """Step time over the run: every complete step, or per bucket of steps its fastest and slowest."""
+    """Step time over the run: every complete step, or per bucket of steps its fastest and slowest;
+    ``slow``: the stretches ``timeline.slowdown`` reports (first and last step, median ms), and
+    ``baseline_ms``, the median before them (:attr:`TimelineModel.slowdown`)."""
     steps = model.all_steps
     s = steps[steps["duration_us"].notna()]
     step = s["step"].to_numpy(np.int64)
@@ -54,8 +56,12 @@ def step_series(model: TimelineModel) -> dict[str, Any]:
                                frame.loc[frame.groupby("g")["ms"].idxmax(), "i"]])
         step, ms, steady = step[keep], ms[keep], steady[keep]
         note = f"{len(s)} steps shown as the fastest and slowest of each run of {k} steps"
+    found = model.slowdown
+    slow = [] if found is None else [{"first": g.first_step, "last": g.last_step, "ms": round(g.median_us / 1e3, 4)}
+                                     for g in found.slow]
     return {"step": step.tolist(), "ms": [round(v, 4) for v in ms.tolist()], "steady": steady.tolist(),
-            "note": note}
+            "note": note, "slow": slow,
+            "baseline_ms": None if found is None else round(found.baseline.median_us / 1e3, 4)}
 
 
 def rank_box(lat: Lateness) -> dict[str, Any]:

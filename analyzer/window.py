@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from analyzer.batches import find_batches
+from analyzer.lateness import Lateness
 from analyzer.steps import NO_END, find_steps, step_of, step_table
 from analyzer.store import RunStore
 from analyzer.timeline_model import (
@@ -35,6 +36,7 @@ from analyzer.timeline_model import (
     TimelineModel,
     build_model,
     model_of,
+    negotiation_lateness,
     read_spans,
 )
 
@@ -83,6 +85,24 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
     window = AnalysisWindow(steps=k, run_steps=n, spans=len(head), run_spans=int(entry["rows"]["spans"]),
                             estimate_bytes=need + BASELINE_BYTES, budget_bytes=budget)
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
+
+
+def lateness_of_steps(store: RunStore, entry: dict[str, Any], model: TimelineModel, first: int, last: int,
+                      budget: int = DEFAULT_MEMORY_BUDGET) -> Lateness:
+    """Rank lateness of the negotiations of steps ``first..last`` of the run (numbered as in
+    :attr:`TimelineModel.all_steps`), read from the store: what a windowed model's detail lacks
+    about a later stretch. At most as many steps as the streaming share of ``budget`` holds."""
+    run = model.all_steps
+    starts = run["start_us"].to_numpy(dtype=np.int64)
+    per_step = model_bytes(entry) / max(len(run), 1)
+    room = max(budget - BASELINE_BYTES, 0) * (1 - DETAIL_SHARE)
+    last = min(last, first + max(MIN_DETAIL_STEPS, int(room / max(per_step, 1.0))) - 1)
+    where = (pc.field("kind") == "negotiate") & (pc.field("start_us") >= int(starts[first]))
+    if last + 1 < len(starts):
+        where &= pc.field("start_us") < int(starts[last + 1])
+    neg = read_spans(store, entry["id"], where)
+    neg["step"] = step_of(neg["start_us"].to_numpy(), starts)
+    return negotiation_lateness(store, entry["id"], neg, part=True)
 
 
 def _segment_rows(store: RunStore, input_id: str) -> pd.DataFrame:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
+
+import pandas as pd
 
 HEADER = ('{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros":1700000000000000}},\n'
           '{"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},\n')
@@ -59,3 +62,16 @@ def write(tmp_path: Path, text: str | bytes, name: str = "timeline.json") -> Pat
     path = tmp_path / name
     path.write_bytes(text.encode() if isinstance(text, str) else text)
     return path
+
+
+def truth_steps(steps_csv: Path) -> pd.DataFrame:
+    """A step table (``step``, ``duration_us``, ``steady``) from a capture's ground-truth steps.csv:
+    per step the slowest rank's own step time; step 0 (warm-up) is not steady."""
+    slowest: dict[int, float] = {}
+    with open(steps_csv, newline="") as f:
+        for r in csv.DictReader(f):
+            k = int(r["step"])
+            slowest[k] = max(slowest.get(k, 0.0), float(r["step_time_s"]))
+    steps = sorted(slowest)
+    return pd.DataFrame({"step": steps, "duration_us": [slowest[k] * 1e6 for k in steps],
+                         "steady": [k >= 1 for k in steps]})

@@ -18,6 +18,7 @@ from analyzer.detectors.nccl_version_mismatch import VersionMismatch
 from analyzer.detectors.nccl_watchdog import WatchdogTimeout
 from analyzer.detectors.negotiation_wait import NegotiationWait
 from analyzer.detectors.over_threshold import TensorOverFusionThreshold
+from analyzer.detectors.slowdown import StepSlowdown
 from analyzer.detectors.startup_skew import StartupSkew
 from analyzer.detectors.straggler import Straggler
 from analyzer.detectors.truncated import TruncatedTimeline
@@ -26,6 +27,7 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     TruncatedTimeline(),
     Straggler(),
     NegotiationWait(),
+    StepSlowdown(),
     LongQueue(),
     FusionFragmented(),
     TensorOverFusionThreshold(),

@@ -1,0 +1,231 @@
+"""``timeline.slowdown``: the step time rose part-way through the run.
+
+Signal: change points of the whole run's steady step durations (:mod:`analyzer.slowdown`):
+a later stretch of at least :data:`~analyzer.slowdown.MIN_SEGMENT_STEPS` steps (and 5% of
+them) runs at least :data:`~analyzer.slowdown.MIN_RATIO` slower than the fastest speed the run
+sustained. Covers every step, also when the span-level analyses read a window of a timeline
+too big for memory. A throttled GPU, a degraded link or a noisy neighbour starts at a moment;
+the run-wide statistics of the other detectors average it away.
+
+What the added time is spent on (:func:`analyzer.slowdown.attribute`): waiting for a late
+rank at the end of backward, exposed communication, or every rank computing slower alike.
+When rank ticks cover the slow steps (``HOROVOD_CACHE_CAPACITY=0``), the rank(s) that became
+late are named: last ready in at least :data:`MIN_LAST_SHARE` of the slow steps' negotiations,
+and later behind the median rank than before by at least half the added wait.
+
+Impact: the time the slow stretches took beyond the baseline's speed, per steady step of
+the run (medium confidence: medians, and it assumes the cause can be removed).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow.compute as pc
+
+from analyzer.detectors._common import ms
+from analyzer.detectors.base import Context, TimelineDetector
+from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
+from analyzer.lateness import (
+    MIN_TICKED_STEPS,
+    SAME_CYCLE_US,
+    Lateness,
+    RankLateness,
+    rank_summary,
+)
+from analyzer.slowdown import Attribution, Segment, Slowdown, attribute
+from analyzer.steps import steady_durations
+from analyzer.timeline_model import TimelineModel
+from analyzer.window import DEFAULT_MEMORY_BUDGET, lateness_of_steps
+
+CODE = "timeline.slowdown"
+CRITICAL_SHARE = 0.25  # time lost per steady step, as a share of the median step
+MIN_LAST_SHARE = 0.5
+CAUSE_TEXT = {
+    "wait": "waiting for late rank(s) at the end of backward",
+    "exposed": "communication after backward (nothing overlaps it)",
+    "compute": "every rank computing slower alike, before its gradients are ready",
+}
+
+
+def duration_text(us: float) -> str:
+    """``850 ms``, ``12.4 s``, ``7.5 min`` or ``2.3 h``."""
+    s = us / 1e6
+    return ms(us) if s < 10 else f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+class StepSlowdown(TimelineDetector):
+    name = "slowdown"
+
+    def detect(self, ctx: Context) -> list[Finding]:
+        budget = int(ctx.config.get("memory_budget", DEFAULT_MEMORY_BUDGET))
+        out = []
+        for model in ctx.timelines():
+            found = model.slowdown
+            if found is not None:
+                out.append(self._finding(ctx, model, found, budget))
+        return out
+
+    def _finding(self, ctx: Context, model: TimelineModel, s: Slowdown, budget: int) -> Finding:
+        run = model.all_steps
+        split = attribute(run, s)
+        late = self._late_ranks(ctx, model, s, split, budget) if split.cause == "wait" else None
+        median_us = float(np.median(steady_durations(run)))
+        per_step = s.lost_us / s.steady_steps
+        base, onset = s.baseline, s.onset
+        when = self._when(model, onset.first_step)
+        if len(s.slow) == 1:
+            course = (f"it took {ms(onset.median_us)}, " + (
+                f"until step {onset.last_step:,} (then back to {ms(s.segments[-1].median_us)})" if s.recovered
+                else "to the end of the run"))
+        else:
+            course = (f"it ran slow in {len(s.slow)} stretches (" + "; ".join(
+                f"steps {g.first_step:,}–{g.last_step:,}: {ms(g.median_us)}" for g in s.slow) + "), "
+                + ("then recovered" if s.recovered else "the last one to the end of the run"))
+        cause = CAUSE_TEXT[split.cause]
+        who = f"rank{'s' if late and len(late) > 1 else ''} {', '.join(str(r.rank) for r in late)}" if late else ""
+        title = (f"Step time rose {s.ratio - 1:.0%} from step {onset.first_step:,} "
+                 f"({ms(base.median_us)} → {ms(onset.median_us)}): "
+                 + (f"{who} became late" if late else cause.split(" (")[0].split(",")[0]))
+        summary = (f"{model.path}: the run held {ms(base.median_us)} per step (median, steps "
+                   f"{base.first_step:,}–{base.last_step:,}); from step {onset.first_step:,} ({when}) {course}. "
+                   f"The {s.slow_steps:,} slow steps cost {duration_text(s.lost_us)} in all. "
+                   f"The added {ms(split.added_us)} per step is mostly {cause}.")
+        evidence = (self._segments_evidence(ctx, model, s), self._split_evidence(split))
+        if late:
+            evidence += tuple(self._rank_evidence(r, before) for r, before in late.items())
+        return Finding(
+            code=CODE,
+            severity=Severity.CRITICAL if per_step >= CRITICAL_SHARE * median_us else Severity.WARNING,
+            title=title,
+            summary=summary,
+            detector=self.name,
+            evidence=evidence,
+            impact=Impact(seconds_per_step=per_step / 1e6, fraction_of_step=min(1.0, per_step / median_us),
+                          confidence="medium",
+                          assumptions=f"the {s.slow_steps:,} slow steps would run at the "
+                                      f"{ms(base.median_us)} median of steps {base.first_step:,}–{base.last_step:,}; "
+                                      f"spread over all {s.steady_steps:,} steady steps"),
+            suggestions=self._suggestions(model, split, late, when),
+            ranks=tuple(r.rank for r in late) if late else (),
+        )
+
+    # -- evidence -----------------------------------------------------------------------------
+    @staticmethod
+    def _when(model: TimelineModel, step: int) -> str:
+        """When ``step`` started: UTC when the file has Horovod's start-time header, and into the run."""
+        run = model.all_steps
+        start = int(run.loc[run["step"] == step, "start_us"].iloc[0])
+        into = f"{duration_text(start - int(run['start_us'].iloc[0]))} after the first step"
+        epoch = model.facts.get("start_time_since_epoch_us")
+        if epoch is None:
+            return into
+        at = datetime.fromtimestamp((int(epoch) + start) / 1e6, tz=UTC)
+        return f"{at:%Y-%m-%d %H:%M:%S} UTC, {into}"
+
+    @staticmethod
+    def _segments_evidence(ctx: Context, model: TimelineModel, s: Slowdown) -> Evidence:
+        def line(g: Segment) -> str:
+            return f"steps {g.first_step:,}–{g.last_step:,}: {ms(g.median_us)}{' (slow)' if g in s.slow else ''}"
+
+        run = model.all_steps
+        starts = run["start_us"].to_numpy(dtype=np.int64)
+        k = int(np.searchsorted(run["step"].to_numpy(), s.onset.first_step))
+        where = pc.field("start_us") >= int(starts[k])
+        if k + 1 < len(starts):
+            where &= pc.field("start_us") < int(starts[k + 1])
+        offsets = ctx.store.input_table("spans", model.input_id, ["start_offset"], where).column("start_offset")
+        first = pc.min(offsets).as_py() if len(offsets) else None
+        return Evidence(
+            summary=(f"baseline {ms(s.baseline.median_us)}: the median of the steady steps before step "
+                     f"{s.onset.first_step:,}; median step time per stretch between change points: "
+                     + "; ".join(map(line, s.segments))),
+            sources=() if first is None else (SourceRef(model.path, byte_offset=int(first)),),
+            metrics={"baseline_ms": s.baseline.median_us / 1e3, "onset_ms": s.onset.median_us / 1e3,
+                     "ratio": s.ratio, "onset_step": float(s.onset.first_step),
+                     "worst_ms": s.worst.median_us / 1e3, "slow_steps": float(s.slow_steps),
+                     "lost_s": s.lost_us / 1e6},
+        )
+
+    @staticmethod
+    def _split_evidence(a: Attribution) -> Evidence:
+        return Evidence(
+            summary=(f"added median time per step {ms(a.added_us)}: wait for the last rank at the end of backward "
+                     f"{a.wait_us / 1e3:+.1f} ms, exposed communication {a.exposed_us / 1e3:+.1f} ms, compute up to "
+                     f"the first rank's last gradient {a.compute_us / 1e3:+.1f} ms"),
+            metrics={"added_ms": a.added_us / 1e3, "wait_ms": a.wait_us / 1e3, "exposed_ms": a.exposed_us / 1e3,
+                     "compute_ms": a.compute_us / 1e3},
+        )
+
+    @staticmethod
+    def _rank_evidence(r: RankLateness, before: float | None) -> Evidence:
+        was = "no ticks before" if before is None else f"{ms(before)} before"
+        return Evidence(
+            summary=(f"rank {r.rank} in the slow steps: last ready in {r.last}/{r.negotiations} negotiations "
+                     f"({r.last_share:.0%}), {ms(r.median_vs_median_us)} behind the median rank ({was})"),
+            metrics={"rank": float(r.rank), "last_share": r.last_share, "vs_median_ms": r.median_vs_median_us / 1e3,
+                     **({} if before is None else {"vs_median_before_ms": before / 1e3})},
+        )
+
+    # -- which rank -----------------------------------------------------------------------------
+    @staticmethod
+    def _late_ranks(ctx: Context, model: TimelineModel, s: Slowdown, split: Attribution,
+                    budget: int) -> dict[RankLateness, float | None] | None:
+        """The ranks that became late in the slow steps, with their lateness behind the median
+        rank in the baseline (None: no ticks there); None when ticks do not cover the slow steps."""
+        first, last = s.onset.first_step, s.slow[-1].last_step
+        lat: Lateness = model.lateness
+        if model.window is not None and first >= model.window.steps:  # beyond the detail: read those steps
+            lat = lateness_of_steps(ctx.store, ctx.input_entry(model.input_id), model, first, last, budget)
+
+        def between(a: int, b: int) -> Lateness:
+            return lat.where_negotiations((lat.neg_step >= a) & (lat.neg_step <= b))
+
+        slow = between(first, last)
+        if len(slow.steps()) < MIN_TICKED_STEPS:
+            return None
+        before = {r.rank: r.median_vs_median_us for r in rank_summary(between(s.baseline.first_step,
+                                                                              s.baseline.last_step))}
+        threshold = max(SAME_CYCLE_US, 0.5 * split.wait_us)
+        return {r: before.get(r.rank) for r in rank_summary(slow)
+                if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold}
+
+    # -- what to do ------------------------------------------------------------------------------
+    @staticmethod
+    def _suggestions(model: TimelineModel, split: Attribution, late: dict[RankLateness, float | None] | None,
+                     when: str) -> tuple[Suggestion, ...]:
+        if split.cause == "wait" and late:
+            who = ", ".join(str(r.rank) for r in late)
+            return (Suggestion(
+                action=f"Look at what changed on rank {who}'s host at {when}: GPU clocks and temperature "
+                       "(nvidia-smi -q -d PERFORMANCE,TEMPERATURE; thermal or power throttling), other processes "
+                       "on the host, its input pipeline. Map rank to host with horovodrun --verbose or the job log.",
+                rationale="The rank was on time before; a delay that starts at one moment on one rank is a change "
+                          "on its host, not in Horovod's settings."),)
+        if split.cause == "wait":
+            covered = model.facts.get("steady_state_ticks") is True
+            return (Suggestion(
+                action=("Rank ticks cover these steps but no single rank is late in most of them: the late rank "
+                        "changes. Look for host-wide contention (shared storage, network) starting at " + when + "."
+                        ) if covered else (
+                        "Rerun with HOROVOD_CACHE_CAPACITY=0 for a while past the step where it slowed down: the "
+                        "response cache removes the rank ticks that name the late rank. Meanwhile compare GPU clocks "
+                        f"and temperatures across hosts around {when}."),
+                env={} if covered else {"HOROVOD_CACHE_CAPACITY": "0"},
+                rationale="The last negotiation of each step waits longer for its slowest rank: one or more ranks "
+                          "finish backward later than the others since then."),)
+        if split.cause == "exposed":
+            return (Suggestion(
+                action=f"The collectives got slower at {when}: check the network then (NIC errors and link flaps "
+                       "in the hosts' logs, other traffic on shared links), and whether NCCL changed transport "
+                       "(NCCL_DEBUG=INFO: NET/IB vs NET/Socket; see the nccl.* findings).",
+                env={"NCCL_DEBUG": "INFO"},
+                rationale="The time after the last gradient is ready, which is communication nothing overlaps, "
+                          "grew; the ranks were not later than before."),)
+        return (Suggestion(
+            action=f"Every rank got slower alike at {when}: look at the input pipeline (data loading, storage "
+                   "throughput, cache eviction), a change in the work per step (sequence length, curriculum, "
+                   "evaluation inside the loop) or host-wide throttling on all nodes.",
+            rationale="Neither waiting for a late rank nor communication grew: the ranks take longer to produce "
+                      "their gradients."),)
