@@ -6,8 +6,8 @@ with ``--keep-stores``, into ``REPORTS_DIR/stores/<run>``, whose tables are part
 that all of them read as one dataset), analyse, write ``REPORTS_DIR/runs/<name>.json`` and
 return a small summary. The fleet summary (``fleet.json``, ``fleet.md``) says which runs fell
 back to sockets, which had stragglers, which failed to analyse, every run with a finding at
-warning or above, and the worst step-time regressions within a run (the last quarter of its
-steady steps against the first quarter).
+warning or above, and the worst step-time regressions within a run: its ``timeline.slowdown``
+findings (:mod:`analyzer.slowdown`), by the time the slow steps lost.
 """
 
 from __future__ import annotations
@@ -18,21 +18,18 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from analyzer.detectors import Context
+from analyzer.detectors.slowdown import CODE as SLOWDOWN
 from analyzer.discover import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
-from analyzer.findings import Severity
+from analyzer.findings import Finding, Severity
 from analyzer.parallel import Executor
 from analyzer.render import jsonreport
 from analyzer.run import analyze_in
-from analyzer.steps import steady_durations
 from analyzer.store import MANIFEST, RunStore, safe_name, temporary_store
 from analyzer.window import DEFAULT_MEMORY_BUDGET
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
-REGRESSION_MIN = 1.10  # slowdown ratios below this are noise, not regressions
 TOP = 10
 
 
@@ -83,13 +80,8 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any])
     report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
     report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     steps = doc["timeline"]["steps"] if doc.get("timeline") else None
-    slowdown = None
-    main = next((m for m in ctx.timelines() if steps and m.input_id == doc["timeline"]["input_id"]), None)
-    if main is not None:  # the timeline the report's steps describe
-        d = steady_durations(main.all_steps)
-        q = len(d) // 4
-        if q >= 2:
-            slowdown = float(np.median(d[-q:]) / np.median(d[:q]))
+    slowdown = max((_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"],
+                   default=None)
     findings = [{"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks),
                  "hosts": list(f.hosts)} for f in report.findings]
     return {
@@ -100,6 +92,13 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any])
         "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
         "slowdown": slowdown,
     }
+
+
+def _slowdown(f: Finding) -> dict[str, Any]:
+    """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
+    m = next(e.metrics for e in f.evidence if "onset_step" in e.metrics)
+    return {"ratio": m["ratio"], "onset_step": int(m["onset_step"]), "baseline_ms": m["baseline_ms"],
+            "onset_ms": m["onset_ms"], "lost_s": m["lost_s"], "title": f.title}
 
 
 def fleet_summary(summaries: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -118,16 +117,15 @@ def fleet_summary(summaries: list[Mapping[str, Any]]) -> dict[str, Any]:
     faulty = [{"run": s["run"], "worst": s["worst"],
                "codes": sorted({f["code"] for f in s["findings"] if Severity.parse(f["severity"]) >= warn})}
               for s in ok if s["worst"] is not None and Severity.parse(s["worst"]) >= warn]
-    regress = sorted((s for s in ok if s["slowdown"] is not None and s["slowdown"] >= REGRESSION_MIN),
-                     key=lambda s: -s["slowdown"])[:TOP]
+    regress = sorted((s for s in ok if s["slowdown"] is not None), key=lambda s: -s["slowdown"]["lost_s"])[:TOP]
     return {
         "runs": len(summaries), "analysed": len(ok),
         "failed": [{"run": s["run"], "error": s["error"]} for s in summaries if s["status"] == "failed"],
         "with_findings": faulty,
         "socket_fallback": with_code("nccl.socket_fallback"),
         "stragglers": with_code("timeline.straggler"),
-        "worst_regressions": [{"run": s["run"], "slowdown": round(s["slowdown"], 3),
-                               "median_step_ms": s["median_step_ms"]} for s in regress],
+        "worst_regressions": [{"run": s["run"], **s["slowdown"], "median_step_ms": s["median_step_ms"]}
+                              for s in regress],
         "slowest_steps": [{"run": s["run"], "median_step_ms": s["median_step_ms"]} for s in sorted(
             (s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[:TOP]],
     }
@@ -143,9 +141,9 @@ def fleet_markdown(fleet: Mapping[str, Any]) -> str:
 
     section("Socket fallback", [f"- `{r['run']}`: {r['title']}" for r in fleet["socket_fallback"]])
     section("Stragglers", [f"- `{r['run']}`: rank(s) {', '.join(map(str, r['ranks']))}" for r in fleet["stragglers"]])
-    section("Worst step-time regressions (last quarter of the run vs first)",
-            [f"- `{r['run']}`: {r['slowdown']:.2f}x (median step {r['median_step_ms']:.1f} ms)"
-             for r in fleet["worst_regressions"]])
+    section("Worst step-time regressions within a run (timeline.slowdown, by time lost)",
+            [f"- `{r['run']}`: {r['ratio']:.2f}x from step {r['onset_step']:,} ({r['baseline_ms']:.1f} → "
+             f"{r['onset_ms']:.1f} ms), {r['lost_s']:.1f} s lost: {r['title']}" for r in fleet["worst_regressions"]])
     section("Runs with findings", [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}"
                                    for r in fleet["with_findings"]])
     section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])

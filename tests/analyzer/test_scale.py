@@ -188,43 +188,54 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Pa
     _same(resumed, _ingest(tmp_path / "clean", inputs, None))
 
 
-def _fleet(root: Path, n: int) -> tuple[set[str], set[str]]:
-    """``n`` tiny runs; every 7th has a straggler, every 11th falls back to sockets."""
-    stragglers, sockets = set(), set()
+def _fleet(root: Path, n: int) -> tuple[set[str], set[str], set[str]]:
+    """``n`` tiny runs; every 7th has a straggler, every 11th falls back to sockets, every 23rd
+    slows down half-way (every rank 20 ms later from step 30 of 60)."""
+    stragglers, sockets, slowdowns = set(), set(), set()
     for i in range(n):
         name = f"job-{i:03d}"
         d = root / name
         d.mkdir(parents=True)
         strag = i % 7 == 3
-        write_timeline(d / "timeline.json", TimelineSpec(ranks=4, tensors=6, steps=10, cache=False, seed=i,
+        slow = ({"steps": 60, "slow_from_step": 30, "slow_ranks": (0, 1, 2, 3), "slow_delay_us": 20_000}
+                if i % 23 == 8 else {})
+        write_timeline(d / "timeline.json", TimelineSpec(ranks=4, tensors=6, cache=False, seed=i,
                                                          straggler_ranks=(1,) if strag else (),
-                                                         straggler_delay_us=20_000 if strag else 0))
+                                                         straggler_delay_us=20_000 if strag else 0,
+                                                         **{"steps": 10, **slow}))
+        if slow:
+            slowdowns.add(name)
         if i % 11 == 5:
             write_nccl_log(d / "job.log", NcclLogSpec(hosts=2, gpus_per_host=2, network="Socket", seed=i))
             sockets.add(name)
         if strag:
             stragglers.add(name)
-    return stragglers, sockets
+    return stragglers, sockets, slowdowns
 
 
 def test_batch_over_200_runs_lists_exactly_the_injected_faults(tmp_path: Path) -> None:
-    stragglers, sockets = _fleet(tmp_path / "runs", 200)
+    stragglers, sockets, slowdowns = _fleet(tmp_path / "runs", 200)
     (tmp_path / "runs" / "job-broken").mkdir()
     (tmp_path / "runs" / "job-broken" / "timeline.json").write_bytes(b"\x00\x01 not a timeline")
     fleet = run_batch(tmp_path / "runs", tmp_path / "out", Executor(jobs=2))
     assert fleet["runs"] == 201 and fleet["analysed"] == 200
     assert {r["run"] for r in fleet["stragglers"]} == stragglers and all(r["ranks"] == [1] for r in fleet["stragglers"])
     assert {r["run"] for r in fleet["socket_fallback"]} == sockets
-    assert {r["run"] for r in fleet["with_findings"]} == stragglers | sockets
+    assert {r["run"] for r in fleet["with_findings"]} == stragglers | sockets | slowdowns
     assert [r["run"] for r in fleet["failed"]] == ["job-broken"] and "not an input" in fleet["failed"][0]["error"]
-    assert fleet["worst_regressions"] == []
+    regressions = fleet["worst_regressions"]
+    assert {r["run"] for r in regressions} == slowdowns and len(slowdowns) == 9
+    assert all(r["onset_step"] == 30 and 1.2 < r["ratio"] < 1.45 for r in regressions)  # 20 ms on ~60 ms steps
+    assert [r["lost_s"] for r in regressions] == sorted((r["lost_s"] for r in regressions), reverse=True)
     assert len(list((tmp_path / "out" / "runs").glob("*.json"))) == 200
     md = (tmp_path / "out" / "fleet.md").read_text()
-    assert all(f"`{r}`" in md for r in stragglers | sockets)
+    assert all(f"`{r}`" in md for r in stragglers | sockets | slowdowns)
+    worst = regressions[0]
+    assert f"- `{worst['run']}`: {worst['ratio']:.2f}x from step 30 ({worst['baseline_ms']:.1f} → " in md
 
 
 def test_batch_on_dask_equals_batch_here(tmp_path: Path) -> None:
-    _fleet(tmp_path / "runs", 16)
+    _fleet(tmp_path / "runs", 16)  # job-008 slows down
     here = run_batch(tmp_path / "runs", tmp_path / "a", Executor(jobs=1))
     dask = run_batch(tmp_path / "runs", tmp_path / "b", Executor(dask_workers=2))
     assert here == dask
