@@ -49,6 +49,11 @@ def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str) -
         data = (SYNTH / name / "timeline.json").read_bytes()
         tick = json.loads(data[src.byte_offset:data.index(b"}", src.byte_offset) + 1])
         assert (tick["ph"], tick["name"]) == ("X", "5")
+    if name == "slowdown_rank_late":
+        (f,) = report.findings
+        metrics = {k: v for e in f.evidence for k, v in e.metrics.items()}
+        assert f.ranks == (2,) and metrics["onset_step"] == 60 and metrics["wait_ms"] == pytest.approx(25, abs=1)
+        assert "(2026-11-22 07:10:42 UTC, " in f.summary  # the header's start time + the step's ts
     if name == "straggler_cached":
         (f,) = report.findings
         assert f.suggestions[0].env == {"HOROVOD_CACHE_CAPACITY": "0"} and f.ranks == ()

@@ -88,6 +88,15 @@ SAMPLES: dict[str, Sample] = {
         "broadcast_parameters waits 400 ms for rank 7, and INIT_NCCL takes 2 s.",
         expect=("timeline.init_overhead", "timeline.startup_skew"),
         notes=("`timeline.startup_skew` naming rank 7 and `timeline.init_overhead`, both info",)),
+    "slowdown_rank_late": Sample(
+        TimelineSpec(ranks=4, tensors=8, steps=100, cache=False, slow_from_step=60, slow_ranks=(2,),
+                     slow_delay_us=25_000, seed=22),
+        "Rank 2 becomes 25 ms late from step 60 on (a GPU that starts throttling); `HOROVOD_CACHE_CAPACITY=0`, "
+        "so the slow steps' ticks name it. Late in 40% of the steps only: the run-wide straggler test stays "
+        "below its 50% bar.",
+        expect=("timeline.slowdown",),
+        notes=("`timeline.slowdown` from step 60 (about 50 ms to 70 ms), the added time on waiting for a late "
+               "rank, rank 2 named, its onset in UTC from the start-time header",)),
     "nccl_healthy_ib": Sample(
         None,
         "NCCL 2.19.3 over InfiniBand with GPUDirect RDMA, 2 hosts x 8 GPUs, mpirun-prefixed stdout: the negative "
