@@ -34,8 +34,6 @@ from itertools import pairwise
 
 import numpy as np
 import pandas as pd
-import ruptures
-from scipy.stats import mannwhitneyu
 
 MIN_STEPS = 30  # steady steps needed to look for a shift at all
 MIN_SEGMENT_STEPS = 10
@@ -43,7 +41,7 @@ MIN_SEGMENT_SHARE = 0.05
 MIN_RATIO = 1.10  # a segment this much slower than the baseline is a slowdown
 MAX_P = 1e-3  # Mann-Whitney U: the onset's steps are slower than the baseline's
 MERGE_RATIO = 1.05  # neighbouring segments closer than this are one
-MAX_BLOCKS = 400
+MAX_BLOCKS = 200  # PELT (pure Python) costs ~ blocks^2: 0.13 s at 200; the refinement restores the step
 PENALTY = 6.0  # PELT penalty, in units of sigma^2 * log(blocks)
 NOISE_FLOOR = 0.01  # sigma is at least this share of the median block: smaller shifts are not looked for
 
@@ -145,6 +143,9 @@ def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
 def stretch_test(d: np.ndarray, first: int, stop: int) -> tuple[float, float]:
     """How much slower the durations ``d[first:stop]`` are than every one before them: the ratio
     of the medians, and the p-value of a one-sided Mann-Whitney U test (the onset's criteria)."""
+    # imported here, like ruptures in _segments: scipy.stats takes 0.5 s, paid only by runs it judges
+    from scipy.stats import mannwhitneyu
+
     stretch, before = d[first:stop], d[:first]
     ratio = float(np.median(stretch) / np.median(before))
     return ratio, float(mannwhitneyu(stretch, before, alternative="greater").pvalue)
@@ -174,6 +175,8 @@ def _median(x: np.ndarray) -> float:
 
 def _segments(d: np.ndarray) -> list[tuple[int, int]]:
     """``[first, stop)`` index ranges of the durations ``d`` between change points."""
+    import ruptures  # here: 0.5 s to import (with scipy.stats), paid only by a run with steps to segment
+
     n = len(d)
     block = max(1, -(-n // MAX_BLOCKS))
     blocks = n // block

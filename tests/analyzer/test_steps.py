@@ -77,6 +77,20 @@ def test_wait_us_is_the_last_negotiations_wait_for_the_late_rank(tmp_path: Path)
     assert m.steps["negotiation_us"].tolist() == [410] * 4  # the union: pid 1 [0, 310) and pid 2 [100, 410)
 
 
+def test_wait_us_is_the_negotiation_that_ends_last_not_the_longest(tmp_path: Path) -> None:
+    records = [meta(1, "allreduce.b"), meta(2, "allreduce.w")]
+    for k in range(4):
+        t = 1_000_000 + k * 10_000
+        records += [B("NEGOTIATE_ALLREDUCE", t, 1), X(0, t, 1), X(1, t + 500, 1), E(t + 500, 1),  # long, ends first
+                    B("NEGOTIATE_ALLREDUCE", t + 600, 2), X(0, t + 600, 2), X(1, t + 610, 2), E(t + 610, 2)]
+        for pid in (1, 2):
+            s = t + 1000 + pid * 500
+            records += [B("ALLREDUCE", s, pid), B("NCCL_ALLREDUCE", s + 1, pid), E(s + 400, pid),
+                        E(s + 410, pid, "float32", "[256]")]
+    m = _model(tmp_path, *records)
+    assert m.steps["wait_us"].tolist() == [10] * 4
+
+
 def test_unfused_ops_are_separate_batches_and_threshold_is_bracketed(tmp_path: Path) -> None:
     m = _model(tmp_path, *_run(5, fuse=False))
     assert m.steady["batches"].tolist() == [2] * 4
