@@ -70,6 +70,7 @@ class Slowdown:
     baseline: Segment
     slow: tuple[Segment, ...]
     steady_steps: int
+    min_steps: int  # a segment this long lasts
 
     @property
     def onset(self) -> Segment:
@@ -94,9 +95,15 @@ class Slowdown:
         return float(sum((s.median_us - self.baseline.median_us) * s.steps for s in self.slow))
 
     @property
+    def after(self) -> tuple[Segment, ...]:
+        """The lasting segments after the last slow one."""
+        return tuple(g for g in self.segments if g.first >= self.slow[-1].stop and g.steps >= self.min_steps)
+
+    @property
     def recovered(self) -> bool:
-        """The run ends in a segment that is not slow."""
-        return self.segments[-1] not in self.slow
+        """The run went back under :data:`MIN_RATIO` times the baseline after its last slow stretch
+        (short blips aside, as for the slow stretches)."""
+        return bool(self.after) and all(g.median_us < MIN_RATIO * self.baseline.median_us for g in self.after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +143,7 @@ def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
         baseline = Segment(first=0, stop=onset.first, first_step=int(numbers[0]),
                            last_step=int(numbers[onset.first - 1]), median_us=base)
         slow = tuple(s for s in lasting if s.first >= onset.first and s.median_us >= MIN_RATIO * base)
-        return Slowdown(segments=tuple(segments), baseline=baseline, slow=slow, steady_steps=n)
+        return Slowdown(segments=tuple(segments), baseline=baseline, slow=slow, steady_steps=n, min_steps=min_steps)
     return None
 
 

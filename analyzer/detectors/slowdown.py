@@ -77,7 +77,7 @@ class StepSlowdown(TimelineDetector):
         when = self._when(model, onset.first_step)
         if len(s.slow) == 1:
             course = (f"it took {ms(onset.median_us)}, " + (
-                f"until step {onset.last_step:,} (then back to {ms(s.segments[-1].median_us)})" if s.recovered
+                f"until step {onset.last_step:,} (then back to {ms(s.after[0].median_us)})" if s.recovered
                 else "to the end of the run"))
         else:
             course = (f"it ran slow in {len(s.slow)} stretches (" + "; ".join(
@@ -175,18 +175,19 @@ class StepSlowdown(TimelineDetector):
         """The ranks that became late in the slow steps, with their lateness behind the median
         rank in the baseline (None: no ticks there); None when ticks do not cover the slow steps."""
         first, last = s.onset.first_step, s.slow[-1].last_step
-        lat: Lateness = model.lateness
+        head: Lateness = model.lateness  # a window's: its first steps, where the baseline starts
+        lat = head
         if model.window is not None and first >= model.window.steps:  # beyond the detail: read those steps
             lat = lateness_of_steps(ctx.store, ctx.input_entry(model.input_id), model, first, last, budget)
 
-        def between(a: int, b: int) -> Lateness:
-            return lat.where_negotiations((lat.neg_step >= a) & (lat.neg_step <= b))
+        def between(ticks: Lateness, a: int, b: int) -> Lateness:
+            return ticks.where_negotiations((ticks.neg_step >= a) & (ticks.neg_step <= b))
 
-        slow = between(first, last)
+        slow = between(lat, first, last)
         if len(slow.steps()) < MIN_TICKED_STEPS:
             return None
-        before = {r.rank: r.median_vs_median_us for r in rank_summary(between(s.baseline.first_step,
-                                                                              s.baseline.last_step))}
+        before = {r.rank: r.median_vs_median_us
+                  for r in rank_summary(between(head, s.baseline.first_step, s.baseline.last_step))}
         threshold = max(SAME_CYCLE_US, 0.5 * split.wait_us)
         return {r: before.get(r.rank) for r in rank_summary(slow)
                 if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold}

@@ -107,6 +107,7 @@ def test_a_window_that_ends_before_the_slowdown_still_names_the_rank(tmp_path: P
     assert b.summary.replace("/b/", "/a/") == a.summary
     assert [e.metrics for e in b.evidence[:2]] == [e.metrics for e in a.evidence[:2]]  # from every step
     assert _metrics(b)["vs_median_ms"] == pytest.approx(20, abs=1)  # from the slow steps' ticks, read for it
+    assert _metrics(b)["vs_median_before_ms"] < 1  # from the window's ticks, before the onset
 
 
 def test_the_step_series_shades_the_slow_stretches(tmp_path: Path) -> None:
@@ -169,6 +170,14 @@ def test_the_baseline_is_the_runs_speed_before_the_onset_not_its_fastest_stretch
     s = find_slowdown(_table(d))
     assert s is not None and abs(s.onset.first_step - 700) <= 3
     assert s.baseline.median_us == pytest.approx(np.median(d[1:s.onset.first_step]) * 1e3)
+
+
+def test_recovery_ignores_a_short_blip_at_the_end() -> None:
+    rng = np.random.default_rng(6)
+    d = np.r_[rng.normal(100, 2, 300), rng.normal(140, 2, 100), rng.normal(100, 2, 192), np.full(8, 300.0)]
+    s = find_slowdown(_table(d))
+    assert s is not None and [(g.first_step, g.last_step) for g in s.slow] == [(300, 399)]
+    assert s.recovered and s.after[0].median_us == pytest.approx(100e3, rel=0.01)
 
 
 def test_a_shift_in_a_long_noisy_run_is_placed_at_its_step() -> None:
