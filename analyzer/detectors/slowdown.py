@@ -2,8 +2,8 @@
 
 Signal: change points of the whole run's steady step durations (:mod:`analyzer.slowdown`):
 a later stretch of at least :data:`~analyzer.slowdown.MIN_SEGMENT_STEPS` steps (and 5% of
-them) runs at least :data:`~analyzer.slowdown.MIN_RATIO` slower than the fastest speed the run
-sustained. Covers every step, also when the span-level analyses read a window of a timeline
+them) runs at least :data:`~analyzer.slowdown.MIN_RATIO` times slower than every steady step
+before it (their median), and significantly so (Mann-Whitney). Covers every step, also when the span-level analyses read a window of a timeline
 too big for memory. A throttled GPU, a degraded link or a noisy neighbour starts at a moment;
 the run-wide statistics of the other detectors average it away.
 
@@ -42,6 +42,7 @@ from analyzer.window import DEFAULT_MEMORY_BUDGET, lateness_of_steps
 CODE = "timeline.slowdown"
 CRITICAL_SHARE = 0.25  # time lost per steady step, as a share of the median step
 MIN_LAST_SHARE = 0.5
+MAX_LISTED = 12  # stretches listed in the evidence; beyond, the slow ones only
 CAUSE_TEXT = {
     "wait": "waiting for late rank(s) at the end of backward",
     "exposed": "communication after backward (nothing overlaps it)",
@@ -137,10 +138,12 @@ class StepSlowdown(TimelineDetector):
             where &= pc.field("start_us") < int(starts[k + 1])
         offsets = ctx.store.input_table("spans", model.input_id, ["start_offset"], where).column("start_offset")
         first = pc.min(offsets).as_py() if len(offsets) else None
+        listed = s.segments if len(s.segments) <= MAX_LISTED else s.slow
+        more = "" if listed is s.segments else f" (the {len(s.slow)} slow ones of {len(s.segments)} stretches)"
         return Evidence(
             summary=(f"baseline {ms(s.baseline.median_us)}: the median of the steady steps before step "
-                     f"{s.onset.first_step:,}; median step time per stretch between change points: "
-                     + "; ".join(map(line, s.segments))),
+                     f"{s.onset.first_step:,}; median step time per stretch between change points{more}: "
+                     + "; ".join(map(line, listed))),
             sources=() if first is None else (SourceRef(model.path, byte_offset=int(first)),),
             metrics={"baseline_ms": s.baseline.median_us / 1e3, "onset_ms": s.onset.median_us / 1e3,
                      "ratio": s.ratio, "onset_step": float(s.onset.first_step),
