@@ -15,17 +15,17 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
-from analyzer.parallel import (
+from analyzer.store.parallel import (
     Executor,
     executor_from_options,
     ingest_pieces,
     ingest_runner,
 )
 from analyzer.render import RENDERERS, renderer_for
-from analyzer.store import MANIFEST, IngestReport, RunStore, temporary_store
+from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
 
 
 class CliError(click.ClickException):
@@ -138,7 +138,7 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
            memory_budget: str) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
-    from analyzer.run import analyze
+    from analyzer.report.analyze import analyze
 
     with _errors():
         renderer = renderer_for(fmt, output)
@@ -174,7 +174,7 @@ def batch(runs_dir: str, out_dir: str, fail_on: str | None, keep_stores: bool, j
           scheduler: str | None, dask_workers: int | None, memory_budget: str) -> None:
     """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary.
     Each worker analyses one run at a time within --memory-budget."""
-    from analyzer.batch import run_batch
+    from analyzer.fleet import run_batch
 
     with _errors():
         budget = _size(memory_budget, "--memory-budget")

@@ -110,8 +110,8 @@ class AnalysisReport:
     skipped: tuple[Skipped, ...]
     parse_issues: tuple[Mapping[str, Any], ...]
     skipped_files: tuple[Mapping[str, str], ...] = ()
-    timelines: tuple[Mapping[str, Any], ...] = ()  # analyzer.summary.timeline_section, main timeline first
-    nccl: Mapping[str, Any] | None = None  # analyzer.nccl_summary.nccl_section
+    timelines: tuple[Mapping[str, Any], ...] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
+    nccl: Mapping[str, Any] | None = None  # analyzer.report.nccl_section.nccl_section
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)

@@ -32,8 +32,8 @@ UNLIMITED = 1 << 60
 
 def child(store_dir: str, budget: int) -> None:
     from analyzer.render import RENDERERS
-    from analyzer.run import analyze
-    from analyzer.store import RunStore
+    from analyzer.report.analyze import analyze
+    from analyzer.store.run_store import RunStore
 
     t = time.perf_counter()
     rep = analyze(RunStore.open(store_dir), config={"memory_budget": budget})
@@ -62,8 +62,8 @@ def store_for(path: Path) -> Path:
 
 def main() -> None:
     from analyzer.cli import _size
-    from analyzer.store import RunStore
-    from analyzer.window import model_bytes
+    from analyzer.store.run_store import RunStore
+    from analyzer.timeline.load import model_bytes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, nargs="+", default=[1024, 5120, 20480])

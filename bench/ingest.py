@@ -20,8 +20,8 @@ from bench.common import big_timeline, entry, measure_all
 
 
 def ours(path: Path) -> None:
-    from analyzer.discover import discover
-    from analyzer.store import RunStore
+    from analyzer.store.discover import discover
+    from analyzer.store.run_store import RunStore
 
     with tempfile.TemporaryDirectory() as d:
         store = RunStore.create_or_open(Path(d) / "store")

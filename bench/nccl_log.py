@@ -5,7 +5,7 @@
 The log is mpirun-style interleaved stdout of 1024 ranks (128 hosts x 8 GPUs): every rank's
 init block (bootstrap, network, channels, Init START/COMPLETE), then one COLL trace line per
 rank per collective (``NCCL_DEBUG_SUBSYS=COLL``). Each method runs in a fresh process.
-``parse`` = :class:`parsers.nccl_log.JobLogParser` to Arrow tables; ``ingest`` = the whole
+``parse`` = :class:`parsers.nccl.parser.JobLogParser` to Arrow tables; ``ingest`` = the whole
 ``hvd-analyze ingest`` path (parse, sha256, Parquet store); ``grep -c`` only counts lines.
 Target (issue #3): parse >= 50 MB/s with peak RSS < 300 MB.
 """
@@ -24,15 +24,15 @@ from bench.common import big_nccl_log, entry, measure_all
 
 
 def parse(path: Path) -> None:
-    from parsers.nccl_log import JobLogParser
+    from parsers.nccl.parser import JobLogParser
 
     with open(path, "rb") as f:
         JobLogParser(path).parse(f)
 
 
 def ingest(path: Path) -> None:
-    from analyzer.discover import discover
-    from analyzer.store import RunStore
+    from analyzer.store.discover import discover
+    from analyzer.store.run_store import RunStore
 
     with tempfile.TemporaryDirectory() as d:
         RunStore.create_or_open(Path(d) / "store").ingest(*discover([path]))

@@ -22,10 +22,10 @@ from bench.ingest import duckdb_arrow
 
 
 def ours(path: Path) -> None:
-    from analyzer.discover import discover
+    from analyzer.store.discover import discover
     from analyzer.render import RENDERERS
-    from analyzer.run import analyze
-    from analyzer.store import temporary_store
+    from analyzer.report.analyze import analyze
+    from analyzer.store.run_store import temporary_store
 
     with temporary_store() as store:
         store.ingest(*discover([path]))

@@ -19,10 +19,10 @@ memory, and NCCL logs of 4096 ranks on 1 vs 2 processes vs a 2-worker Dask Local
    stays in).
 4. One combined ``mpirun`` stdout of 1024 ranks (``--combined-mb``, default 1 GB, the log of
    bench/nccl_log.py), the same three modes: ``-j 2`` and Dask parse it in 32 MB chunks merged in
-   file order (:mod:`parsers.nccl_chunks`), ``-j 1`` streams it in one pass; identical tables.
+   file order (:mod:`parsers.nccl.chunks`), ``-j 1`` streams it in one pass; identical tables.
 5. One timeline (``--timeline-mb``, default 1 GB, the file of part 1), the same three modes: ``-j 2``
    tokenizes it in 32 MB ranges on two threads, Dask on two workers, and this process pairs them in
-   file order (:mod:`parsers.timeline_tokens`); ``-j 1`` streams it in one pass; identical tables.
+   file order (:mod:`parsers.timeline.tokens`); ``-j 1`` streams it in one pass; identical tables.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def tables_digest(store: Path) -> dict[str, list[str]]:
     """Per table, the sorted row digests of every input (buckets complete in any order)."""
     import hashlib
 
-    from analyzer.store import RunStore
+    from analyzer.store.run_store import RunStore
     from parsers.schema import TABLES
 
     rs = RunStore.open(store)

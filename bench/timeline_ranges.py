@@ -6,7 +6,7 @@ On the timeline of bench/ingest.py (``--mb``), parsing only (no Parquet, no sha2
 timed on its own, one thread:
 
 * baseline: the single pass (``TimelineParser.batches``: tokenize, pair, Arrow batches);
-* tokenizing every 32 MB range (:func:`parsers.timeline_tokens.tokenize_task`): the work that
+* tokenizing every 32 MB range (:func:`parsers.timeline.tokens.tokenize_task`): the work that
   ``-j N`` threads or Dask workers share;
 * pairing the tokenized ranges in file order into the same Arrow batches: the work left to the
   coordinating thread, however many workers there are.
@@ -37,9 +37,9 @@ def _rows(batches: object) -> int:
 
 
 def main() -> None:
-    from analyzer.parallel import Executor
-    from parsers.timeline import TimelineParser
-    from parsers.timeline_tokens import timeline_ranges, tokenize_task
+    from analyzer.store.parallel import Executor
+    from parsers.timeline.parser import TimelineParser
+    from parsers.timeline.tokens import timeline_ranges, tokenize_task
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=1024)

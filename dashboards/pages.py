@@ -1,7 +1,7 @@
 """The content of each page of a run, from its analysis document (pure: no I/O, no callbacks).
 
-Every number comes from the analyzer (the report document and :mod:`analyzer.views`); every
-figure is built by :mod:`analyzer.figures`, the functions the HTML report uses. User strings
+Every number comes from the analyzer (the report document and :mod:`analyzer.report.views`); every
+figure is built by :mod:`analyzer.render.figures`, the functions the HTML report uses. User strings
 (file and tensor names, hosts, log lines) only ever go into component children or table
 cells, which Dash renders as text, never as HTML. Uploaded files already carry the user's names
 in the document (:func:`dashboards.runs.relabel`).
@@ -14,7 +14,7 @@ from typing import Any
 
 from dash import dash_table, dcc, html
 
-from analyzer import figures
+from analyzer.render import figures
 from analyzer.findings import SourceRef
 from analyzer.render import nccl_rows
 from analyzer.render.base import export_lines, format_impact

@@ -3,7 +3,7 @@
 Layout of the store folder::
 
     DIR/runs/<run-id>/run.json        name, created, status, labels of its files, error
-    DIR/runs/<run-id>/store/          the run's Parquet store (analyzer.store.RunStore)
+    DIR/runs/<run-id>/store/          the run's Parquet store (analyzer.store.run_store.RunStore)
     DIR/runs/<run-id>/analysis.json   report document + per-timeline views, written once
     DIR/runs/<run-id>/uploads/        uploaded files while they are ingested (removed after)
 
@@ -28,13 +28,13 @@ from typing import Any
 import orjson
 
 from analyzer.detectors import Context
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.errors import HvdAnalyzeError
 from analyzer.render import jsonreport
-from analyzer.run import analyze_in
-from analyzer.store import MANIFEST, RunStore
-from analyzer.views import timeline_views
-from analyzer.window import DEFAULT_MEMORY_BUDGET
+from analyzer.report.analyze import analyze_in
+from analyzer.store.run_store import MANIFEST, RunStore
+from analyzer.report.views import timeline_views
+from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
 from dashboards.uploads import Limits, SavedFile, save_upload
 
 RUNS = "runs"

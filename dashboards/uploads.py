@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from analyzer.errors import HvdAnalyzeError
-from analyzer.window import DEFAULT_MEMORY_BUDGET
+from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
 
 GIB = 1 << 30
 CHUNK = 1 << 20
@@ -38,7 +38,7 @@ class Limits:
     max_total: int = 8 * GIB  # bytes unpacked from one archive
     max_ratio: float = 200.0  # unpacked / packed, per archive
     max_members: int = 10_000
-    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes one timeline's analysis may take (analyzer.window)
+    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes one timeline's analysis may take (analyzer.timeline.load)
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,7 +134,7 @@ _PID = _c("pid", pa.int64(), "process id (null when the user stripped the prefix
 _LINE = _c("line", pa.int64(), "1-based line number in the input file")
 _STRS = pa.list_(pa.string())
 
-#: Tables of NCCL_DEBUG logs and job logs (parsers/nccl_log.py).
+#: Tables of NCCL_DEBUG logs and job logs (parsers/nccl/parser.py).
 LOG_TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (

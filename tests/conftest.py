@@ -3,7 +3,7 @@
 * ``corpus``: ``../shared/corpus`` next to the checkout; tests that need it skip cleanly
   when it is absent.
 * Every JSON report produced anywhere in the suite (through the JSON renderer, the CLI
-  included) is validated against ``analyzer/report.schema.json``.
+  included) is validated against ``analyzer/report/report.schema.json``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from analyzer.render import jsonreport
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
-SCHEMA = json.loads((Path(analyzer.__file__).parent / "report.schema.json").read_text())
+SCHEMA = json.loads((Path(analyzer.__file__).parent / "report" / "report.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 VALIDATED: list[int] = []
 

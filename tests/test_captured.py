@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.discover import discover
-from analyzer.run import analyze
-from analyzer.slowdown import find_slowdown
-from analyzer.store import temporary_store
+from analyzer.store.discover import discover
+from analyzer.report.analyze import analyze
+from analyzer.timeline.changepoints import find_slowdown
+from analyzer.store.run_store import temporary_store
 from sample_traces.capture.capture import SCENARIOS, expected_md
 from tests.builders import truth_steps
 from tests.conftest import ROOT

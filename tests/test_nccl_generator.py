@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.run import analyze
-from analyzer.store import temporary_store
-from parsers.nccl_messages import parse_version
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import temporary_store
+from parsers.nccl.messages import parse_version
 from sample_traces.generator.nccl import WORDINGS, NcclLogSpec, write_nccl_log
 
 

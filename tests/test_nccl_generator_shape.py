@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.nccl_record import split_records
+from parsers.nccl.records import split_records
 from sample_traces.generator.nccl import WORDINGS, NcclLogSpec, write_nccl_log
 
 _VALUE = re.compile(r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}%\w+|0x[0-9a-fA-F]+|\d+\.\d+\.\d+\.\d+|[\w.+-]*\d[\w.+-]*")

@@ -79,9 +79,9 @@ def test_renderer_for() -> None:
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
 def test_nccl_section_in_every_format(name: str) -> None:
-    from analyzer.discover import discover
-    from analyzer.run import analyze
-    from analyzer.store import temporary_store
+    from analyzer.store.discover import discover
+    from analyzer.report.analyze import analyze
+    from analyzer.store.run_store import temporary_store
     from tests.conftest import ROOT
 
     with temporary_store() as store:

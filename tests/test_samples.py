@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.discover import discover
-from analyzer.run import analyze
-from analyzer.store import RunStore
-from parsers.timeline import parse_timeline
+from analyzer.store.discover import discover
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import RunStore
+from parsers.timeline.parser import parse_timeline
 from sample_traces.generator.__main__ import SAMPLES, expected_md, generate
 from tests.conftest import ROOT
 

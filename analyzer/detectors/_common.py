@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from analyzer.findings import Impact, SourceRef
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.model import TimelineModel
 
 
 def ms(us: float) -> str:

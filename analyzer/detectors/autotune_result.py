@@ -9,8 +9,8 @@ from __future__ import annotations
 from analyzer.detectors._logs import src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.nccl_model import NcclModel
-from analyzer.nccl_summary import autotune_result
+from analyzer.nccl.model import NcclModel
+from analyzer.report.nccl_section import autotune_result
 
 CODE = "horovod.autotune_result"
 

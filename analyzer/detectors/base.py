@@ -2,7 +2,7 @@
 
 A detector is a plain object with a ``name``, the ``requires`` tuple of store tables it
 reads (perfetto's data checks), and ``detect(ctx) -> list[Finding]``. It computes; it
-never prints, plots or logs. :func:`analyzer.run.analyze` skips a detector whose tables
+never prints, plots or logs. :func:`analyzer.report.analyze.analyze` skips a detector whose tables
 are absent and records why, instead of running it on empty data.
 """
 
@@ -14,16 +14,16 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from analyzer.findings import Finding
-from analyzer.nccl_model import NcclModel, build_nccl_model
-from analyzer.store import RunStore
-from analyzer.timeline_model import TimelineModel
-from analyzer.window import DEFAULT_MEMORY_BUDGET, analysed_model
+from analyzer.nccl.model import NcclModel, build_nccl_model
+from analyzer.store.run_store import RunStore
+from analyzer.timeline.model import TimelineModel
+from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET, analysed_model
 
 
 @dataclass
 class Context:
     """What detectors read: the store (tables are cached there) and the settings
-    (``memory_budget``: bytes a timeline's model may take, :mod:`analyzer.window`)."""
+    (``memory_budget``: bytes a timeline's model may take, :mod:`analyzer.timeline.load`)."""
 
     store: RunStore
     config: dict[str, Any] = field(default_factory=dict)
@@ -38,7 +38,7 @@ class Context:
         return next(e for e in self.store.inputs if e["id"] == input_id)
 
     def timelines(self) -> list[TimelineModel]:
-        """Every timeline input, analysed once (:func:`analyzer.window.analysed_model`)."""
+        """Every timeline input, analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
         if self._timelines is None:
             budget = int(self.config.get("memory_budget", DEFAULT_MEMORY_BUDGET))
             self._timelines = [analysed_model(self.store, e, budget) for e in self.store.inputs
@@ -46,7 +46,7 @@ class Context:
         return self._timelines
 
     def nccl(self) -> NcclModel:
-        """Every NCCL / job log of the store (:func:`analyzer.nccl_model.build_nccl_model`), read once."""
+        """Every NCCL / job log of the store (:func:`analyzer.nccl.model.build_nccl_model`), read once."""
         if self._nccl is None:
             self._nccl = build_nccl_model(self.store)
         return self._nccl

@@ -3,7 +3,7 @@
 Horovod's background loop looks for ready tensors once per cycle
 (``HOROVOD_CYCLE_TIME``), so every gradient waits for the next cycle boundary, and the
 last one of a step does so with nothing left to overlap. Signal: the cycle estimate of
-:mod:`analyzer.cycles` (markers, or a regular burst rhythm: regularity >=
+:mod:`analyzer.timeline.cycles` (markers, or a regular burst rhythm: regularity >=
 :data:`MIN_REGULARITY`) is at least :data:`MIN_CYCLE_US` and :data:`MIN_STEP_SHARE` of
 the median step.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.cycle_time_high"
 MIN_CYCLE_US = 2_000

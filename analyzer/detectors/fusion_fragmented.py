@@ -3,31 +3,31 @@
 Signal, over the steady steps (medians): at least :data:`MIN_TENSORS` gradient tensors
 per step, batches per step at least :data:`MIN_BATCH_RATIO` of the tensors, and at least
 :data:`MIN_SINGLETON_SHARE` of the batches hold a single tensor. Causes, told apart by
-the threshold bracket of :func:`analyzer.batches.estimate_threshold`:
+the threshold bracket of :func:`analyzer.timeline.batches.estimate_threshold`:
 
 * ``HOROVOD_FUSION_THRESHOLD=0`` or a threshold of a few KB (a value given in MB where
   bytes are expected is the classic): the bracket is below 1 MiB;
 * tensors arriving one cycle late (threshold large, but each cycle has one tensor ready).
 
 Impact: (batches now - batches with the suggested setting) x the per-batch fixed cost
-(:mod:`analyzer.fusion`), capped at the step's communication time.
+(:mod:`analyzer.timeline.fusion`), capped at the step's communication time.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analyzer.cycles import DEFAULT_CYCLE_US
+from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.fusion import (
+from analyzer.timeline.fusion import (
     MIB,
     batch_overhead_us,
     expected_batches,
     suggested_threshold,
 )
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.fusion_fragmented"
 MIN_TENSORS = 4

@@ -12,8 +12,8 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.steps import INIT_ACTIVITIES
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.steps import INIT_ACTIVITIES
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.init_overhead"
 MIN_TOTAL_US = 500_000

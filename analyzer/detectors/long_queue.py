@@ -20,8 +20,8 @@ import numpy as np
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.steps import step_windows, union_per_step
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.steps import step_windows, union_per_step
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.long_queue"
 MIN_STEP_SHARE = 0.1

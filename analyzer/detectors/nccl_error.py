@@ -1,6 +1,6 @@
 """``nccl.error``: NCCL failures, one finding per error class.
 
-Signal: WARN records classified by :mod:`parsers.nccl_errors` (benign warnings such as a
+Signal: WARN records classified by :mod:`parsers.nccl.error_classes` (benign warnings such as a
 missing libibverbs on a machine without IB are left out) and error chains seen without
 their WARN. The finding names the hosts and processes, cites the first occurrences with
 their chains, and gives the class's remediation.
@@ -13,8 +13,8 @@ from collections import defaultdict
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.nccl_model import NcclModel
-from parsers.nccl_errors import remediation
+from analyzer.nccl.model import NcclModel
+from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
 SECONDARY = {"remote_process_exited", "socket_error"}  # usually the echo of another rank's failure

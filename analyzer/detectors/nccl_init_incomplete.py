@@ -11,7 +11,7 @@ from __future__ import annotations
 from analyzer.detectors._logs import listed, src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.nccl_model import NcclModel
+from analyzer.nccl.model import NcclModel
 
 CODE = "nccl.init_incomplete"
 

@@ -19,8 +19,8 @@ import pandas as pd
 from analyzer.detectors._logs import IB_INTERFACE, hosts, listed, src, who
 from analyzer.detectors.base import Context, LogDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, Suggestion
-from analyzer.nccl_model import NcclModel
-from analyzer.timeline_model import TimelineModel
+from analyzer.nccl.model import NcclModel
+from analyzer.timeline.model import TimelineModel
 
 CODE = "nccl.socket_fallback"
 SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservatively

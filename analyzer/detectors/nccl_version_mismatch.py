@@ -11,8 +11,8 @@ from __future__ import annotations
 from analyzer.detectors._logs import hosts, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.nccl_model import NcclModel
-from parsers.nccl_messages import parse_version
+from analyzer.nccl.model import NcclModel
+from parsers.nccl.messages import parse_version
 
 CODE = "nccl.version_mismatch"
 

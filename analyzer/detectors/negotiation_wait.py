@@ -18,8 +18,8 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import MIN_TICKED_STEPS, rank_summary
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.lateness import MIN_TICKED_STEPS, rank_summary
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.negotiation_wait"
 MIN_FLOOR_US = 10_000

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analyzer.cycles import DEFAULT_CYCLE_US
+from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.fusion import (
+from analyzer.timeline.fusion import (
     MIB,
     batch_overhead_us,
     expected_batches,
     steady_ops,
     suggested_threshold,
 )
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.tensor_over_fusion_threshold"
 MIN_ALONE_SHARE = 0.9

@@ -1,13 +1,13 @@
 """``timeline.slowdown``: the step time rose part-way through the run.
 
-Signal: change points of the whole run's steady step durations (:mod:`analyzer.slowdown`):
-a later stretch of at least :data:`~analyzer.slowdown.MIN_SEGMENT_STEPS` steps (and 5% of
-them) runs at least :data:`~analyzer.slowdown.MIN_RATIO` times slower than every steady step
+Signal: change points of the whole run's steady step durations (:mod:`analyzer.timeline.changepoints`):
+a later stretch of at least :data:`~analyzer.timeline.changepoints.MIN_SEGMENT_STEPS` steps (and 5% of
+them) runs at least :data:`~analyzer.timeline.changepoints.MIN_RATIO` times slower than every steady step
 before it (their median), and significantly so (Mann-Whitney). Covers every step, also when the span-level analyses read a window of a timeline
 too big for memory. A throttled GPU, a degraded link or a noisy neighbour starts at a moment;
 the run-wide statistics of the other detectors average it away.
 
-What the added time is spent on (:func:`analyzer.slowdown.attribute`): waiting for a late
+What the added time is spent on (:func:`analyzer.timeline.changepoints.attribute`): waiting for a late
 rank at the end of backward, exposed communication, or every rank computing slower alike.
 When rank ticks cover the slow steps (``HOROVOD_CACHE_CAPACITY=0``), the rank(s) that became
 late are named: last ready in at least :data:`MIN_LAST_SHARE` of the slow steps' negotiations,
@@ -27,17 +27,17 @@ import pyarrow.compute as pc
 from analyzer.detectors._common import ms
 from analyzer.detectors.base import Context, TimelineDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
-from analyzer.lateness import (
+from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
     SAME_CYCLE_US,
     Lateness,
     RankLateness,
     rank_summary,
 )
-from analyzer.slowdown import Attribution, Segment, Slowdown, attribute
-from analyzer.steps import steady_durations
-from analyzer.timeline_model import TimelineModel
-from analyzer.window import DEFAULT_MEMORY_BUDGET, lateness_of_steps
+from analyzer.timeline.changepoints import Attribution, Segment, Slowdown, attribute
+from analyzer.timeline.steps import steady_durations
+from analyzer.timeline.model import TimelineModel
+from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET, lateness_of_steps
 
 CODE = "timeline.slowdown"
 CRITICAL_SHARE = 0.25  # time lost per steady step, as a share of the median step

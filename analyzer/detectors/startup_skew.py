@@ -12,8 +12,8 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import rank_summary
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.lateness import rank_summary
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.startup_skew"
 MIN_SKEW_US = 100_000

@@ -1,8 +1,8 @@
 """``timeline.straggler``: one or a few ranks are ready last, step after step.
 
 Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions),
-see :mod:`analyzer.lateness`. A rank is a straggler when, over at least
-:data:`~analyzer.lateness.MIN_TICKED_STEPS` steady steps, it is among the last ready in at least
+see :mod:`analyzer.timeline.lateness`. A rank is a straggler when, over at least
+:data:`~analyzer.timeline.lateness.MIN_TICKED_STEPS` steady steps, it is among the last ready in at least
 :data:`MIN_LAST_SHARE` of the fully ticked negotiations **and** its median lateness
 behind the median rank is at least :data:`MIN_LATE_US` and :data:`MIN_LATE_SHARE` of
 the median step. The magnitude test keeps balanced runs silent: there the last rank
@@ -21,13 +21,13 @@ import numpy as np
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.lateness import (
+from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
     Lateness,
     RankLateness,
     loss_per_step,
 )
-from analyzer.timeline_model import TimelineModel
+from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.straggler"
 MIN_LAST_SHARE = 0.5

@@ -6,7 +6,7 @@ from html import escape
 
 import plotly.offline
 
-from analyzer.figures import all_figures
+from analyzer.render.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line

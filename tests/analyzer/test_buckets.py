@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-import analyzer.partition
-from analyzer.discover import discover
-from analyzer.partition import Bucket, plan_buckets
-from analyzer.store import MANIFEST, RunStore
+import analyzer.store.buckets
+from analyzer.store.discover import discover
+from analyzer.store.buckets import Bucket, plan_buckets
+from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.schema import TABLES
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 from tests.builders import B, E, meta
@@ -37,7 +37,7 @@ def _bucket_ids(root: Path, table: str, bucket: str) -> list[str]:
 def test_plan_groups_small_inputs_in_natural_order_and_big_ones_alone(tmp_path: Path) -> None:
     for name, size in [("node-10.log", 30), ("node-2.log", 30), ("node-1.log", 30), ("big.json", 100)]:
         (tmp_path / name).write_bytes(b"x" * size)
-    from analyzer.discover import InputFile
+    from analyzer.store.discover import InputFile
     from parsers.inputs import InputKind
 
     items = [InputFile(tmp_path / n, InputKind.JOB_LOG, False, (tmp_path / n).stat().st_size)
@@ -75,7 +75,7 @@ def test_same_bytes_in_one_bucket_are_stored_once(tmp_path: Path) -> None:
 def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _logs(tmp_path / "logs", hosts=2)
     shutil.copy(paths[0], tmp_path / "logs" / "zz-copy.log")  # sorts last: another bucket
-    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", paths[0].stat().st_size * 2 + 1)
+    monkeypatch.setattr(analyzer.store.buckets, "BUCKET_BYTES", paths[0].stat().st_size * 2 + 1)
     store = RunStore.create_or_open(tmp_path / "store")
     rep = store.ingest(*discover([tmp_path / "logs"]))
     assert len(rep.added) == 4 and len(store.inputs) == 4
@@ -92,7 +92,7 @@ def test_every_input_is_listed_under_the_sha256_of_its_bytes(tmp_path: Path, mon
     packed = tmp_path / "in" / "packed.log.gz"
     packed.write_bytes(gzip.compress(logs[0].read_bytes() + b"\n"))
     big = _big_timeline(tmp_path / "in" / "big.json", tail=5)
-    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", big.stat().st_size)  # the timeline streams
+    monkeypatch.setattr(analyzer.store.buckets, "BUCKET_BYTES", big.stat().st_size)  # the timeline streams
     store = RunStore.create_or_open(tmp_path / "store")
     rep = store.ingest(*discover([tmp_path / "in"]))
     assert {Path(e["path"]).name for e in rep.added} == {p.name for p in (*logs, packed, big)}
@@ -115,8 +115,8 @@ def test_big_inputs_with_the_same_size_and_prefix_get_distinct_ids(tmp_path: Pat
     a = _big_timeline(tmp_path / "in" / "a.json", tail=5)
     b = _big_timeline(tmp_path / "in" / "b.json", tail=7)
     assert a.stat().st_size == b.stat().st_size and a.read_bytes() != b.read_bytes()
-    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", 1024)
-    monkeypatch.setattr(analyzer.partition, "ID_PREFIX_BYTES", 2048)
+    monkeypatch.setattr(analyzer.store.buckets, "BUCKET_BYTES", 1024)
+    monkeypatch.setattr(analyzer.store.buckets, "ID_PREFIX_BYTES", 2048)
     store = RunStore.create_or_open(tmp_path / "store")
     rep = store.ingest(*discover([tmp_path / "in"]))
     ids = [e["id"] for e in rep.added]
@@ -168,7 +168,7 @@ def test_pandas_duckdb_and_dask_read_the_store_as_a_dataset(tmp_path: Path, monk
     import pandas as pd
 
     paths = _logs(tmp_path / "logs", hosts=4)
-    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", paths[0].stat().st_size * 3)
+    monkeypatch.setattr(analyzer.store.buckets, "BUCKET_BYTES", paths[0].stat().st_size * 3)
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([tmp_path / "logs"]))
     want = store.table("nccl_processes").to_pandas()

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.findings import AnalysisReport
-from analyzer.run import analyze
-from analyzer.store import temporary_store
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import temporary_store
 from tests.builders import truth_steps
 
 RUNS = {

@@ -11,13 +11,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import analyzer.parallel
-import analyzer.partition
-from analyzer.batch import run_batch
-from analyzer.discover import discover
-from analyzer.parallel import Executor, ingest_runner
-from analyzer.store import RunStore
-from parsers.nccl_chunks import chunk_ranges
+import analyzer.store.parallel
+import analyzer.store.buckets
+from analyzer.fleet import run_batch
+from analyzer.store.discover import discover
+from analyzer.store.parallel import Executor, ingest_runner
+from analyzer.store.run_store import RunStore
+from parsers.nccl.chunks import chunk_ranges
 from parsers.schema import TABLES
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
@@ -61,7 +61,7 @@ def _same(a: RunStore, b: RunStore) -> None:
 def small_buckets(monkeypatch: pytest.MonkeyPatch) -> int:
     """Buckets of 64 KB (the coordinator plans them; workers follow the plan): the 32 per-rank
     logs make several buckets and the timeline streams into its own."""
-    monkeypatch.setattr(analyzer.partition, "BUCKET_BYTES", 64 * 1024)
+    monkeypatch.setattr(analyzer.store.buckets, "BUCKET_BYTES", 64 * 1024)
     return 64 * 1024
 
 
@@ -91,12 +91,12 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
     assert size > 8 * 16 * 1024
     merged: list[int] = []
 
-    class Counting(analyzer.parallel.ChunkMerger):
+    class Counting(analyzer.store.parallel.ChunkMerger):
         def add(self, index: int, chunk: object) -> None:  # type: ignore[override]
             merged.append(index)
             super().add(index, chunk)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyzer.parallel, "ChunkMerger", Counting)
+    monkeypatch.setattr(analyzer.store.parallel, "ChunkMerger", Counting)
     single = _ingest(tmp_path / "single", src, None)
     assert not merged
     for name, executor in (("pool", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
@@ -144,7 +144,7 @@ def test_local_dask_workers_are_forked_from_a_frozen_heap() -> None:
 
 def test_ingest_tasks_taper_to_single_buckets() -> None:
     """Buckets go out a few per task while much is left, one per task at the end, none twice."""
-    from analyzer.parallel import TASK_BYTES, _tapering
+    from analyzer.store.parallel import TASK_BYTES, _tapering
 
     sizes = [16 << 20] * 45 + [3 << 20, 900 << 20]  # 45 full buckets, a small one, one big input
     groups = _tapering(list(range(len(sizes))), sizes.__getitem__, 2, TASK_BYTES)
@@ -159,18 +159,18 @@ def test_ingest_tasks_taper_to_single_buckets() -> None:
 
 def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch,
                                                       small_buckets: int) -> None:
-    real = analyzer.partition.write_bucket
+    real = analyzer.store.buckets.write_bucket
     calls = []
 
     def crashing(root: Path, bucket, progress=None, input_id=None):  # type: ignore[no-untyped-def]
         calls.append(bucket)
         if len(calls) == 4:  # dies after writing the 4th bucket, before the manifest lists it
             real(root, bucket, progress, input_id)
-            (root / "tables" / "spans" / f"{analyzer.partition.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
+            (root / "tables" / "spans" / f"{analyzer.store.buckets.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
             raise KeyboardInterrupt
         return real(root, bucket, progress, input_id)
 
-    monkeypatch.setattr("analyzer.store.write_bucket", crashing)
+    monkeypatch.setattr("analyzer.store.run_store.write_bucket", crashing)
     store = RunStore.create_or_open(tmp_path / "store")
     with pytest.raises(KeyboardInterrupt):
         store.ingest(*discover([inputs]))
@@ -178,10 +178,10 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Pa
     listed = sum(len(b.inputs) for b in calls[:3])
     assert len(done.inputs) == listed  # what completed is in the manifest, readable as is
     assert done.table("nccl_processes").num_rows == len([e for e in done.inputs if e["kind"] == "job_log"])
-    monkeypatch.setattr("analyzer.store.write_bucket", real)
+    monkeypatch.setattr("analyzer.store.run_store.write_bucket", real)
     rep = done.ingest(*discover([inputs]))
     assert len(rep.unchanged) == listed and len(rep.added) == 33 - listed
-    assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.partition.TMP_PREFIX}*"))
+    assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.store.buckets.TMP_PREFIX}*"))
     resumed = RunStore.open(tmp_path / "store")
     folders = {str(p.relative_to(p.parents[1])) for p in (tmp_path / "store" / "tables").glob("*/*/*")}
     assert folders == {f"run=store/bucket={e['bucket']}" for e in resumed.inputs}  # the unlisted 4th bucket was swept
@@ -256,7 +256,7 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
     size = path.stat().st_size
     assert size > small_buckets  # a bucket of its own, streamed
     ranges: list[int] = []
-    real = analyzer.parallel.write_ranged_timeline
+    real = analyzer.store.parallel.write_ranged_timeline
 
     def counting(root: Path, item: object, tokenized: Any, *args: Any) -> Any:
         def count(tasks: list[Any]) -> Any:
@@ -265,7 +265,7 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
                 yield r
         return real(root, item, count, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyzer.parallel, "write_ranged_timeline", counting)
+    monkeypatch.setattr(analyzer.store.parallel, "write_ranged_timeline", counting)
     single = _ingest(tmp_path / "single", src, None)
     assert single.inputs[0]["timeline"]["status"] == "truncated"
     for name, executor in (("threads", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):

@@ -15,14 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import figures, views
+from analyzer.render import figures
+from analyzer.report import views
 from analyzer.detectors import Context
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.run import analyze
-from analyzer.slowdown import MAX_P, MIN_RATIO, find_slowdown, stretch_test
-from analyzer.store import RunStore
-from analyzer.window import BASELINE_BYTES, model_bytes
+from analyzer.report.analyze import analyze
+from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, find_slowdown, stretch_test
+from analyzer.store.run_store import RunStore
+from analyzer.timeline.load import BASELINE_BYTES, model_bytes
 from sample_traces.generator.timeline import GroundTruth, TimelineSpec, write_timeline
 from tests.builders import truth_steps
 from tests.conftest import ROOT
@@ -154,7 +155,7 @@ def test_a_short_stretch_within_the_noise_is_not_a_slowdown(monkeypatch: pytest.
     d = 160 + rng.normal(0, 8, 40) + (rng.random(40) < 0.15) * 80
     d[21:31] += 30 + rng.normal(0, 25, 10)
     assert find_slowdown(_table(d)) is None
-    monkeypatch.setattr("analyzer.slowdown.MAX_P", 1.0)  # without the test, the same stretch would be reported
+    monkeypatch.setattr("analyzer.timeline.changepoints.MAX_P", 1.0)  # without the test, the same stretch would be reported
     s = find_slowdown(_table(d))
     assert s is not None and s.ratio >= MIN_RATIO
     ratio, p = stretch_test(d[1:], s.onset.first, s.onset.stop)

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.batches import estimate_threshold
+from analyzer.timeline.batches import estimate_threshold
 from analyzer.detectors.base import Context
-from analyzer.discover import discover
-from analyzer.lateness import rank_summary
-from analyzer.store import RunStore
-from analyzer.timeline_model import TimelineModel
+from analyzer.store.discover import discover
+from analyzer.timeline.lateness import rank_summary
+from analyzer.store.run_store import RunStore
+from analyzer.timeline.model import TimelineModel
 from tests.builders import B, E, X, glued, meta, write
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.errors import StoreError
-from analyzer.store import MANIFEST, RunStore
+from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.errors import InputError
 from parsers.schema import TABLES
-from parsers.timeline import parse_timeline
+from parsers.timeline.parser import parse_timeline
 from tests.builders import B, E, X, glued, meta, write
 
 
@@ -148,7 +148,7 @@ def test_failed_ingest_leaves_no_partial_partition(tmp_path: Path, monkeypatch: 
     def boom(self: object) -> None:
         raise InputError("x.json", "simulated failure after the batches were written")
 
-    monkeypatch.setattr("parsers.timeline.TimelineParser.tensors_table", boom)
+    monkeypatch.setattr("parsers.timeline.parser.TimelineParser.tensors_table", boom)
     with pytest.raises(InputError, match="simulated"):
         store.ingest(*discover([_timeline(tmp_path, "b.json", extra=7)]))
     assert list((store.root / "tables").rglob(".tmp-*")) == []
@@ -167,7 +167,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
     import pyarrow as pa
 
-    from analyzer.partition import _QUEUE_DEPTH, _in_background
+    from analyzer.store.buckets import _QUEUE_DEPTH, _in_background
 
     batch = ("spans", pa.table({"x": [1]}))
     produced: list[int] = []
@@ -193,7 +193,7 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
 
 def test_background_parsing_reraises_in_the_consumer() -> None:
-    from analyzer.partition import _in_background
+    from analyzer.store.buckets import _in_background
 
     def failing():
         yield ("spans", None)

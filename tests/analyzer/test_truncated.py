@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.detectors import ALL_DETECTORS
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.findings import Severity
-from analyzer.run import analyze
-from analyzer.store import RunStore
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import RunStore
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, glued, meta, write
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer import figures, views
+from analyzer.render import figures
+from analyzer.report import views
 from analyzer.detectors import Context
-from analyzer.discover import discover
-from analyzer.store import temporary_store
-from analyzer.timeline_model import TimelineModel
+from analyzer.store.discover import discover
+from analyzer.store.run_store import temporary_store
+from analyzer.timeline.model import TimelineModel
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "captured" / "straggler_nocache" / "timeline.json"
 

@@ -1,4 +1,4 @@
-"""A timeline over the memory budget is analysed through a window (analyzer.window): the whole
+"""A timeline over the memory budget is analysed through a window (analyzer.timeline.load): the whole
 run's step table is the one the whole model gives, row for row; the span-level model is the
 whole model's first steps; the report says so; a timeline that fits is analysed whole."""
 
@@ -12,15 +12,15 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analyzer.batch import run_batch
+from analyzer.fleet import run_batch
 from analyzer.cli import cli
-from analyzer.discover import discover
-from analyzer.parallel import Executor
-from analyzer.run import analyze
-from analyzer.store import RunStore
-from analyzer.timeline_model import build_model
-from analyzer.views import timeline_views
-from analyzer.window import (
+from analyzer.store.discover import discover
+from analyzer.store.parallel import Executor
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import RunStore
+from analyzer.timeline.model import build_model
+from analyzer.report.views import timeline_views
+from analyzer.timeline.load import (
     BASELINE_BYTES,
     DEFAULT_MEMORY_BUDGET,
     MIN_DETAIL_STEPS,
@@ -189,7 +189,7 @@ def test_row_groups_outside_the_range_are_skipped(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from analyzer.store import _row_groups
+    from analyzer.store.run_store import _row_groups
 
     ids = pa.array([*range(1000), *([None] * 100)], pa.int64())
     pq.write_table(pa.table({"negotiation_id": ids}), tmp_path / "t.parquet", row_group_size=100)

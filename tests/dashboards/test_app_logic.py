@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from dash import dash_table, dcc, html
 
-from analyzer.store import RunStore
+from analyzer.store.run_store import RunStore
 from dashboards.app import create_app, poll_job, run_error, run_options, start_upload
 from dashboards.pages import PAGES, ordered_findings, render_page
 from dashboards.runs import RunLibrary
@@ -216,7 +216,7 @@ def test_an_upload_over_the_limit_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
-    from analyzer.discover import discover
+    from analyzer.store.discover import discover
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([REAL_STRAGGLER]))
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "store").rglob("*"))

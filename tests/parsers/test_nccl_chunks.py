@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from parsers.nccl_chunks import ChunkMerger, chunk_ranges, parse_chunk
-from parsers.nccl_log import JobLogParser
+from parsers.nccl.chunks import ChunkMerger, chunk_ranges, parse_chunk
+from parsers.nccl.parser import JobLogParser
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
 from tests.parsers.test_nccl_log import (
     MERGED_DOUBLED_ORPHAN,

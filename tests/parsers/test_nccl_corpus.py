@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.run import analyze
-from analyzer.store import temporary_store
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import temporary_store
 
 
 @dataclass(frozen=True)

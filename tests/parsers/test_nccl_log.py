@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from analyzer.discover import discover
+from analyzer.store.discover import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.run import analyze
-from analyzer.store import temporary_store
-from parsers.nccl_log import JobLogParser
-from parsers.nccl_record import split_records
+from analyzer.report.analyze import analyze
+from analyzer.store.run_store import temporary_store
+from parsers.nccl.parser import JobLogParser
+from parsers.nccl.records import split_records
 
 
 def parse(text: str) -> tuple[JobLogParser, dict[str, Any]]:

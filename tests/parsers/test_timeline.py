@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from parsers.errors import InputError
-from parsers.timeline import parse_timeline
+from parsers.timeline.parser import parse_timeline
 from tests.builders import B, E, I, X, glued, legacy, meta, write
 
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parsers.errors import InputError
-from parsers.timeline import ParsedTimeline, TimelineParser, parse_timeline
-from parsers.timeline_tokens import timeline_ranges, tokenize_task
+from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
+from parsers.timeline.tokens import timeline_ranges, tokenize_task
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, I, X, glued, legacy, meta, write
 from tests.conftest import CORPUS

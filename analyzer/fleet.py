@@ -1,0 +1,176 @@
+"""``hvd-analyze batch``: one report per run and a fleet summary, runs spread over processes or Dask.
+
+A run is a folder directly under RUNS_DIR (its timeline and logs, or a run store) or a single
+input file there. Each run is one task (:func:`analyze_run`): ingest into a temporary store (or,
+with ``--keep-stores``, into ``REPORTS_DIR/stores/<run>``, whose tables are partitioned by run so
+that all of them read as one dataset), analyse, write ``REPORTS_DIR/runs/<name>.json`` and
+return a small summary. The fleet summary (``fleet.json``, ``fleet.md``) says which runs fell
+back to sockets, which had stragglers, which failed to analyse, every run with a finding at
+warning or above, and the worst step-time regressions within a run: its ``timeline.slowdown``
+findings (:mod:`analyzer.timeline.changepoints`), by the time the slow steps lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from analyzer.detectors import Context
+from analyzer.detectors.slowdown import CODE as SLOWDOWN
+from analyzer.store.discover import discover
+from analyzer.errors import HvdAnalyzeError, UsageError
+from analyzer.findings import Finding, Severity
+from analyzer.store.parallel import Executor
+from analyzer.render import jsonreport
+from analyzer.report.analyze import analyze_in
+from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
+from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
+
+STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
+TOP = 10
+
+
+def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
+    """``(name, path)`` of every run under ``runs_dir``, sorted by name."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder; batch expects a folder with one sub-folder (or file) per run")
+    runs = [(p.name, str(p)) for p in sorted(root.iterdir()) if not p.name.startswith(".")]
+    if not runs:
+        raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run)")
+    return runs
+
+
+def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False,
+                memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
+    """Task: analyse one run, write its JSON report, return its summary (never raises for bad input).
+
+    ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
+    a temporary store. ``memory_budget``: see :mod:`analyzer.timeline.load`."""
+    config = {"memory_budget": memory_budget}
+    try:
+        if (Path(path) / MANIFEST).is_file():
+            summary = _summarize(name, RunStore.open(path), out_dir, config)
+        else:
+            inputs, skipped = discover([path])
+            if not inputs:
+                why = "; ".join(f"{s.path.name}: {s.reason}" for s in skipped[:5]) or "the folder is empty"
+                raise UsageError(f"{path}: not an input hvd-analyze reads in this run ({why})")
+            run = safe_name(name)
+            with (nullcontext(RunStore.create_or_open(Path(out_dir) / STORES / run, run=run)) if keep_store
+                  else temporary_store(run)) as store:
+                store.ingest(inputs, skipped)
+                summary = _summarize(name, store, out_dir, config)
+    except HvdAnalyzeError as exc:
+        return {"run": name, "status": "failed", "error": str(exc)}
+    return summary
+
+
+def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[dict[str, Any]]:
+    return [analyze_run(*args) for args in group]
+
+
+def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any]) -> dict[str, Any]:
+    ctx = Context(store, config)
+    report = analyze_in(ctx)
+    doc = jsonreport.to_document(report)
+    report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
+    report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    steps = doc["timeline"]["steps"] if doc.get("timeline") else None
+    slowdown = max((_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"],
+                   default=None)
+    findings = [{"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks),
+                 "hosts": list(f.hosts)} for f in report.findings]
+    return {
+        "run": name, "status": "ok", "report": str(report_path),
+        "worst": report.worst().label if report.worst() is not None else None,
+        "findings": findings,
+        "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
+        "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
+        "slowdown": slowdown,
+    }
+
+
+def _slowdown(f: Finding) -> dict[str, Any]:
+    """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
+    m = next(e.metrics for e in f.evidence if "onset_step" in e.metrics)
+    return {"ratio": m["ratio"], "onset_step": int(m["onset_step"]), "baseline_ms": m["baseline_ms"],
+            "onset_ms": m["onset_ms"], "lost_s": m["lost_s"], "title": f.title}
+
+
+def fleet_summary(summaries: list[Mapping[str, Any]]) -> dict[str, Any]:
+    ok = [s for s in summaries if s["status"] == "ok"]
+
+    def with_code(code: str) -> list[dict[str, Any]]:
+        out = []
+        for s in ok:
+            hits = [f for f in s["findings"] if f["code"] == code]
+            if hits:
+                out.append({"run": s["run"], "ranks": sorted({r for f in hits for r in f["ranks"]}),
+                            "hosts": sorted({h for f in hits for h in f["hosts"]}), "title": hits[0]["title"]})
+        return out
+
+    warn = Severity.parse("warning")
+    faulty = [{"run": s["run"], "worst": s["worst"],
+               "codes": sorted({f["code"] for f in s["findings"] if Severity.parse(f["severity"]) >= warn})}
+              for s in ok if s["worst"] is not None and Severity.parse(s["worst"]) >= warn]
+    regress = sorted((s for s in ok if s["slowdown"] is not None), key=lambda s: -s["slowdown"]["lost_s"])[:TOP]
+    return {
+        "runs": len(summaries), "analysed": len(ok),
+        "failed": [{"run": s["run"], "error": s["error"]} for s in summaries if s["status"] == "failed"],
+        "with_findings": faulty,
+        "socket_fallback": with_code("nccl.socket_fallback"),
+        "stragglers": with_code("timeline.straggler"),
+        "worst_regressions": [{"run": s["run"], **s["slowdown"], "median_step_ms": s["median_step_ms"]}
+                              for s in regress],
+        "slowest_steps": [{"run": s["run"], "median_step_ms": s["median_step_ms"]} for s in sorted(
+            (s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[:TOP]],
+    }
+
+
+def fleet_markdown(fleet: Mapping[str, Any]) -> str:
+    lines = [f"# Fleet summary: {fleet['runs']} runs", "",
+             (f"{fleet['analysed']} analysed, {len(fleet['failed'])} failed, "
+              f"{len(fleet['with_findings'])} with a finding at warning or above."), ""]
+
+    def section(title: str, rows: list[str]) -> None:
+        lines.extend([f"## {title} ({len(rows)})", "", *(rows or ["none"]), ""])
+
+    section("Socket fallback", [f"- `{r['run']}`: {r['title']}" for r in fleet["socket_fallback"]])
+    section("Stragglers", [f"- `{r['run']}`: rank(s) {', '.join(map(str, r['ranks']))}" for r in fleet["stragglers"]])
+    section("Worst step-time regressions within a run (timeline.slowdown, by time lost)",
+            [f"- `{r['run']}`: {r['ratio']:.2f}x from step {r['onset_step']:,} ({r['baseline_ms']:.1f} → "
+             f"{r['onset_ms']:.1f} ms), {r['lost_s']:.1f} s lost: {r['title']}" for r in fleet["worst_regressions"]])
+    section("Runs with findings", [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}"
+                                   for r in fleet["with_findings"]])
+    section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])
+    return "\n".join(lines)
+
+
+def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor, keep_stores: bool = False,
+              memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
+    """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
+    ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``; ``memory_budget``: bytes
+    one run's timeline analysis may take on a worker (:mod:`analyzer.timeline.load`)."""
+    runs = find_runs(runs_dir)
+    out = Path(out_dir)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    names = [safe_name(n) for n, _ in runs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{runs_dir}: run names collide once made safe for file names; rename the folders")
+    tasks = [(n, p, str(out), keep_stores, memory_budget) for n, p in runs]
+    summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
+    fleet = fleet_summary(summaries)
+    (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": summaries}, indent=1) + "\n", encoding="utf-8")
+    (out / "fleet.md").write_text(fleet_markdown(fleet), encoding="utf-8")
+    return fleet
+
+
+def _size(path: str) -> int:
+    p = Path(path)
+    if p.is_file():
+        return p.stat().st_size + 1
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) + 1

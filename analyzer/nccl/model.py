@@ -1,0 +1,165 @@
+"""Every NCCL / job log of a store, read once and shared by the log detectors and the report.
+
+Processes are keyed by ``(host, pid)``: one stdout can hold 64 hosts, one host can run
+many processes, and the same pid exists on several hosts. Communicators are grouped by
+``commId`` (NCCL 2.16+); older logs have none, so their init lines are grouped by
+``nranks`` (``grouping`` says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from analyzer.store.run_store import RunStore
+
+LOG_TABLES = ("nccl_processes", "nccl_connections", "nccl_comm_ranks", "nccl_versions", "nccl_env", "nccl_errors",
+              "nccl_collectives", "watchdog_timeouts", "horovod_stalls", "autotune")
+
+
+@dataclass(frozen=True, eq=False)
+class NcclModel:
+    """The log tables as DataFrames with a ``file`` column (the input's path)."""
+
+    tables: dict[str, pd.DataFrame]
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def empty(self) -> bool:
+        return all(t.empty for t in self.tables.values())
+
+    @cached_property
+    def processes(self) -> pd.DataFrame:
+        """``nccl_processes`` plus ``ranks``, ``nranks``, ``init_complete``, ``transports``,
+        ``net`` (the inter-node network the process used or chose) and ``gdrdma``."""
+        p = self.tables["nccl_processes"].copy()
+        if p.empty:
+            return p.assign(ranks=[], nranks=[], init_complete=[], transports=[], net=[], gdrdma=[], ib_disabled=[])
+        cr, conns, env = (_by_process(self.tables[n]) for n in ("nccl_comm_ranks", "nccl_connections", "nccl_env"))
+        empty = {n: self.tables[n].iloc[:0] for n in ("nccl_comm_ranks", "nccl_connections", "nccl_env")}
+        old = _pre_bootstrap_files(p, self.tables["nccl_versions"])
+        rows = []
+        for r in p.itertuples(index=False):
+            key = _key(r.file, r.host, r.pid)
+            mine_cr = cr.get(key, empty["nccl_comm_ranks"])
+            mine_conn = conns.get(key, empty["nccl_connections"])
+            mine_env = env.get(key, empty["nccl_env"])
+            net_conns = mine_conn[mine_conn["kind"] == "NET"] if not mine_conn.empty else mine_conn
+            rows.append({
+                "ranks": sorted(set(mine_cr["rank"].astype(int))) if not mine_cr.empty else [],
+                "nranks": sorted(set(mine_cr["nranks"].astype(int))) if not mine_cr.empty else [],
+                "init_complete": bool((mine_cr["phase"] == "COMPLETE").any()) if not mine_cr.empty else False,
+                "transports": sorted(set(mine_conn["detail"])) if not mine_conn.empty else [],
+                "net": _net(r, net_conns, r.file in old),
+                "gdrdma": bool(net_conns["gdr"].any()) if not net_conns.empty else None,
+                "ib_disabled": bool(((mine_env["var"] == "NCCL_IB_DISABLE") & (mine_env["value"] == "1")).any())
+                if not mine_env.empty else False,
+            })
+        return pd.concat([p.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+
+    @cached_property
+    def classified_errors(self) -> list[dict[str, Any]]:
+        """Errors with a class (benign warnings left out), in file order, as the report shows them."""
+        e = self.tables["nccl_errors"]
+        if e.empty:
+            return []
+        e = e[e["class"].notna()]
+        return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid),
+                 "file": r.file, "line": int(r.line), "level": r.level,
+                 "src": r.src if isinstance(r.src, str) else None, "message": r.message, "chain": list(r.chain),
+                 "result_code": opt_int(r.result_code), "time": r.time if isinstance(r.time, str) else None,
+                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None}
+                for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
+
+    @cached_property
+    def communicators(self) -> list[dict[str, Any]]:
+        """One entry per communicator: ranks started, completed, and those that started but
+        never completed (with their hosts)."""
+        cr = self.tables["nccl_comm_ranks"]
+        if cr.empty:
+            return []
+        cr = cr.assign(key=cr["comm_id"].where(cr["comm_id"].notna(), "nranks=" + cr["nranks"].astype(str)))
+        out = []
+        for key, g in cr.groupby("key", sort=False):
+            started = g[g["phase"] == "START"]
+            complete = g[g["phase"] == "COMPLETE"]
+            done = set(complete["rank"].astype(int))
+            stuck = started[~started["rank"].isin(done)].drop_duplicates("rank")
+            out.append({
+                "id": str(key), "comm_id": None if g["comm_id"].isna().all() else str(g["comm_id"].iloc[0]),
+                "grouping": "commId" if g["comm_id"].notna().all() else "nranks",
+                "nranks": int(g["nranks"].max()),
+                "ranks_started": sorted(set(started["rank"].astype(int))),
+                "ranks_complete": sorted(done),
+                "ranks_incomplete": [{"rank": int(s.rank), "host": s.host, "pid": opt_int(s.pid), "file": s.file,
+                                      "line": int(s.line)} for s in stuck.sort_values("rank").itertuples()],
+                "hosts": sorted({h for h in g["host"] if isinstance(h, str)}),
+                "files": sorted(set(g["file"])),
+            })
+        return out
+
+
+def _key(file: Any, host: Any, pid: Any) -> tuple[str, str, int]:
+    return (str(file), host if isinstance(host, str) else "", -1 if pid is None or pd.isna(pid) else int(pid))
+
+
+def _by_process(df: pd.DataFrame) -> dict[tuple[str, str, int], pd.DataFrame]:
+    """Rows per process, grouped once (a job can have thousands of processes)."""
+    if df.empty:
+        return {}
+    keys = [_key(f, h, p) for f, h, p in zip(df["file"], df["host"], df["pid"], strict=True)]
+    return {k: g for k, g in df.groupby(pd.Series(keys, index=df.index), sort=False)}
+
+
+def _pre_bootstrap_files(p: pd.DataFrame, versions: pd.DataFrame) -> set[str]:
+    """Files written by NCCL 2.3 - 2.4.7, which print ``NET/Socket : Using`` for the bootstrap
+    interface even when the transport is IB (2.4.8 added a separate ``Bootstrap`` line)."""
+    old = {f for f, hi in zip(p["file"], p["wording_max"], strict=True) if str(hi).startswith(("2.3.", "2.4."))}
+    for f, v in zip(versions["file"], versions["version"], strict=True):
+        parts = str(v).split(".")
+        if parts[:2] == ["2", "3"] or (parts[:2] == ["2", "4"] and int(parts[2].split("-")[0] or 0) < 8):
+            old.add(f)
+    return old
+
+
+def _net(r: Any, net_conns: pd.DataFrame, pre_bootstrap: bool) -> str | None:
+    """The network of inter-node connections, else what NCCL said it would use."""
+    if not net_conns.empty:
+        return str(net_conns["net"].value_counts().index[0])
+    if isinstance(r.network, str):
+        return r.network
+    if len(r.ib_hcas) and not r.ib_no_device:
+        return "IB"
+    if (r.ib_no_device or r.verbs_missing) and not isinstance(r.plugin, str):
+        return "Socket"  # no usable IB device and no plugin: NCCL's internal socket transport
+    if len(r.socket_interfaces):
+        if not isinstance(r.bootstrap_interface, str) and pre_bootstrap:
+            return None  # the bootstrap interface, not the transport
+        return "Socket"
+    return None
+
+
+def opt_int(v: Any) -> int | None:
+    """An int, or None for a missing (None / NaN) value."""
+    return None if v is None or pd.isna(v) else int(v)
+
+
+def build_nccl_model(store: RunStore) -> NcclModel:
+    paths = {e["id"]: e["path"] for e in store.inputs}
+    tables = {}
+    for name in LOG_TABLES:
+        t = store.table(name).to_pandas()
+        for col in t.columns:
+            if isinstance(t[col].dtype, pd.CategoricalDtype):
+                t[col] = t[col].astype(object)
+        t.insert(0, "file", t.pop("input_id").map(paths) if len(t) else pd.Series(dtype=object))
+        tables[name] = t
+    return NcclModel(tables)

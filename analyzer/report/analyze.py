@@ -1,0 +1,57 @@
+"""``analyze(store) -> AnalysisReport``: run every detector whose inputs are present."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from analyzer import __version__
+from analyzer.detectors import ALL_DETECTORS, Context, Detector
+from analyzer.findings import AnalysisReport, Finding, Skipped
+from analyzer.report.nccl_section import nccl_section
+from analyzer.store.run_store import RunStore
+from analyzer.report.timeline_section import timeline_section
+
+MAX_ISSUES_IN_REPORT = 200
+
+
+def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
+            config: dict[str, Any] | None = None) -> AnalysisReport:
+    return analyze_in(Context(store, dict(config or {})), detectors)
+
+
+def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> AnalysisReport:
+    """:func:`analyze` with the caller's context, whose models stay cached for further views."""
+    store = ctx.store
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for det in detectors:
+        missing = [t for t in det.requires if not store.has_table(t)]
+        if missing:
+            skipped.append(Skipped(det.name, f"needs table(s) {', '.join(missing)}: {det.why_required}"))
+            continue
+        findings += det.detect(ctx)
+    findings.sort(key=Finding.sort_key)
+    models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
+    issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
+    issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
+    return AnalysisReport(
+        tool_version=__version__,
+        store=str(store.root),
+        inputs=tuple(_input_summary(e) for e in store.inputs),
+        findings=tuple(findings),
+        skipped=tuple(skipped),
+        parse_issues=tuple(issue_rows),
+        skipped_files=tuple(store.manifest.get("skipped", [])),
+        timelines=tuple(timeline_section(m) for m in models),
+        nccl=nccl_section(ctx.nccl()),
+    )
+
+
+def _input_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": entry["id"], "path": entry["path"], "kind": entry["kind"], "size": entry["size"],
+        "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": dict(entry.get("issues", {})),
+        "timeline": entry.get("timeline"),
+        "log": entry.get("log"),
+    }

@@ -1,0 +1,77 @@
+"""The report's ``nccl`` section: processes, communicators, errors, watchdog timeouts,
+Horovod stalls and the autotune result, from :class:`analyzer.nccl.model.NcclModel`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analyzer.nccl.model import NcclModel, opt_int
+
+MAX_ERRORS = 500
+
+
+def nccl_section(model: NcclModel) -> dict[str, Any] | None:
+    """None when the store holds no job log."""
+    if model.empty:
+        return None
+    procs = model.processes
+    return {
+        "hosts": sorted({h for h in procs["host"] if isinstance(h, str)}) if not procs.empty else [],
+        "processes": [_process(r) for r in procs.itertuples(index=False)],
+        "versions": [_clean(r) for r in model.nccl_versions.to_dict("records")],
+        "communicators": model.communicators,
+        "errors": model.classified_errors[:MAX_ERRORS],
+        "watchdog_timeouts": [_clean(r) for r in model.watchdog_timeouts.to_dict("records")],
+        "horovod_stalls": [_clean(r) for r in model.horovod_stalls.to_dict("records")],
+        "autotune": autotune_result(model),
+    }
+
+
+def _process(r: Any) -> dict[str, Any]:
+    interfaces = ([r.bootstrap_interface] if isinstance(r.bootstrap_interface, str) else []) + \
+        [i for i in r.socket_interfaces if i != r.bootstrap_interface]
+    return {
+        "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid), "file": r.file,
+        "first_line": int(r.first_line), "cuda_devs": [int(d) for d in r.cuda_devs], "ranks": list(r.ranks),
+        "nranks": list(r.nranks), "version": r.version if isinstance(r.version, str) else None,
+        "version_source": r.version_source if isinstance(r.version_source, str) else None,
+        "version_range": [r.wording_min, r.wording_max] if isinstance(r.wording_min, str) else None,
+        "network": r.net if isinstance(r.net, str) else None, "transports": list(r.transports), "interfaces": interfaces, "ib_hcas": list(r.ib_hcas),
+        "gdrdma": bool(r.gdrdma) if isinstance(r.gdrdma, bool) else None, "init_complete": bool(r.init_complete), "warns": int(r.warns),
+    }
+
+
+def autotune_result(model: NcclModel) -> dict[str, Any] | None:
+    """The best autotune row: the last row when tuning finished (Horovod appends the best
+    set, identical to an earlier row), else the highest score."""
+    a = model.autotune
+    if a.empty:
+        return None
+    rows = a.sort_values(["file", "line"])
+    last = rows.iloc[-1]
+    earlier = rows.iloc[:-1]
+    params = ["hierarchical_allreduce", "hierarchical_allgather", "cycle_time_ms", "fusion_threshold_mb"]
+    finished = bool(len(earlier)) and bool((earlier[params] == last[params]).all(axis=1).any())
+    best = last if finished else rows.loc[rows["score"].idxmax()]
+    return {"file": str(best["file"]), "line": int(best["line"]), "rows": len(rows), "finished": finished,
+            "layout": str(best["layout"]), "cycle_time_ms": float(best["cycle_time_ms"]),
+            "fusion_threshold_mb": float(best["fusion_threshold_mb"]), "score": float(best["score"]),
+            "hierarchical_allreduce": bool(best["hierarchical_allreduce"]),
+            "hierarchical_allgather": bool(best["hierarchical_allgather"]),
+            "cache_enabled": None if pd.isna(best["cache_enabled"]) else bool(best["cache_enabled"])}
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, float) and pd.isna(v):
+            out[k] = None
+        elif hasattr(v, "tolist"):
+            out[k] = v.tolist()
+        elif hasattr(v, "item"):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out

@@ -1,0 +1,412 @@
+"""Writing inputs into a store folder: parse, hash and write their Parquet partitions.
+
+Inputs are written in buckets (:func:`plan_buckets`): a big input alone, small ones (per-rank
+logs) several to a bucket, so that 10,000 ranks make a few hundred Parquet files per table,
+not 10,000. :func:`write_bucket` is the unit of work of every ingest path (one process, a
+process pool, a Dask worker): it only creates files under ``ROOT/tables`` and returns the
+manifest entries, which the single writer of the manifest (:class:`analyzer.store.run_store.RunStore`)
+then adds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import os
+import queue
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.store.discover import InputFile
+from analyzer.errors import StoreError
+from analyzer.store.hashing import HashingReader
+from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
+from parsers.nccl.chunks import ChunkMerger
+from parsers.nccl.parser import JobLogParser
+from parsers.schema import arrow_schema
+
+if TYPE_CHECKING:
+    from parsers.timeline.parser import TimelineParser
+
+_QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
+_PARQUET = {"compression": "zstd", "compression_level": 1}
+TMP_PREFIX = ".tmp-"
+RUN_KEY = "run"
+BUCKET_KEY = "bucket"
+PART = "part-0.parquet"
+#: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
+BUCKET_BYTES = 16 << 20
+#: a big input's id hashes its size and this many first bytes (it is needed before the first row is written)
+ID_PREFIX_BYTES = 16 << 20
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """Inputs written together into one Parquet file per table: one big input that streams
+    (``stream``), or several small ones."""
+
+    inputs: tuple[InputFile, ...]
+    stream: bool = False
+    run: str | None = None  # the run it belongs to: its folder is run=<run>/bucket=<name> (None: bucket=<name>)
+
+    @property
+    def size(self) -> int:
+        return sum(i.size for i in self.inputs)
+
+
+def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None, run: str | None = None) -> list[Bucket]:
+    """The inputs grouped into buckets, the unit of work and of storage.
+
+    An input of ``bucket_bytes`` (:data:`BUCKET_BYTES`) or more is a bucket of its own and
+    streams; smaller ones are taken in natural path order (so per-rank logs of neighbouring
+    hosts and ranks end up together) and cut into buckets of up to ``bucket_bytes``. The plan
+    depends only on the inputs, not on how many processes or workers run it.
+    """
+    limit = bucket_bytes or BUCKET_BYTES
+    out = [Bucket((i,), stream=True, run=run) for i in items if i.size >= limit]
+    cur: list[InputFile] = []
+    size = 0
+    for item in sorted((i for i in items if i.size < limit), key=lambda i: _natural(str(i.path))):
+        if cur and size + item.size > limit:
+            out.append(Bucket(tuple(cur), run=run))
+            cur, size = [], 0
+        cur.append(item)
+        size += item.size
+    return out + ([Bucket(tuple(cur), run=run)] if cur else [])
+
+
+def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None,
+                 input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Parse one bucket of inputs into ``root/tables/<table>/bucket=<name>/part-0.parquet`` and
+    return ``(input, manifest entry)`` for each (the manifest itself is not touched: the caller
+    adds the entries). Safe to run in another process or on a Dask worker sharing the folder:
+    the files are written into a uniquely named hidden folder and renamed once complete, and
+    an existing bucket is never overwritten.
+
+    A big input streams into its own bucket; its id (known before the first row is written)
+    hashes its size and first :data:`ID_PREFIX_BYTES`, unless ``input_id`` is given. The small
+    inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
+    their bytes, and a repeated input (same bytes) is written once.
+    """
+    return _bucket(root, bucket.run, lambda writers, tmp: _stream(root, bucket, progress, input_id, writers, tmp)
+                   if bucket.stream else _gather(root, bucket, progress, writers, tmp))
+
+
+def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
+                     ) -> list[tuple[InputFile, dict[str, Any]]]:
+    """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
+    bucket that streaming it would have written: same id, rows and manifest entry."""
+    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+        iid = prefix_id(item.path, item.size)
+        rows: dict[str, int] = {}
+        for name, table in _with_issues(merger.tables().items(), merger.parser):
+            _write(root, writers, name, tmp, _with_id(table, iid))
+            rows[name] = table.num_rows
+        return [(item, {**_entry(item, sha256, rows, merger.parser), "id": iid})]
+    return _bucket(root, run, fill)
+
+
+def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list[Any]], Iterable[Any]],
+                          sha256: Callable[[], str], run: str | None = None, range_bytes: int | None = None,
+                          progress: Callable[[int], None] | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+    """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
+    :meth:`analyzer.store.parallel.Executor.ordered`) and paired here in file order
+    (:meth:`parsers.timeline.parser.TimelineParser.batches_in_ranges`), written as the bucket that
+    streaming it would have written: same id, rows and manifest entry. ``sha256()`` gives the
+    file's hash once the rows are written (it is computed meanwhile). ``range_bytes``: the
+    ranges' size (default :data:`parsers.timeline.tokens.RANGE_BYTES`); ``progress`` gets the
+    bytes of each range as it is paired, and of the file's head at the end."""
+    from parsers.timeline.parser import TimelineParser
+    from parsers.timeline.tokens import RANGE_BYTES
+
+    done = [0]
+
+    def counted(tasks: list[Any]) -> Iterator[Any]:
+        for r in tokenized(tasks):
+            if progress:
+                progress(r.stop - r.start)
+            done[0] += r.stop - r.start
+            yield r
+
+    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+        iid = prefix_id(item.path, item.size)
+        parser = TimelineParser(item.path, display_name=str(item.path))
+        rows: dict[str, int] = {}
+        batches = parser.batches_in_ranges(counted, range_bytes or RANGE_BYTES)
+        for name, table in _with_issues(_in_background(batches), parser):
+            _write(root, writers, name, tmp, _with_id(table, iid))
+            rows[name] = rows.get(name, 0) + table.num_rows
+        if progress:
+            progress(item.size - done[0])
+        return [(item, {**_entry(item, sha256(), rows, parser), "id": iid})]
+    return _bucket(root, run, fill)
+
+
+def _bucket(root: Path, run: str | None,
+            fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, dict[str, Any]]]]
+            ) -> list[tuple[InputFile, dict[str, Any]]]:
+    """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
+    folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
+    tmp = _tmp_name()
+    writers: dict[str, pq.ParquetWriter] = {}
+    try:
+        out = fill(writers, tmp)
+    except BaseException:
+        _discard(root, writers, tmp)
+        raise
+    _close(writers)
+    ids = sorted({e["id"] for _, e in out})
+    name = _publish(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
+    for _, entry in out:
+        entry["bucket"] = name
+        if run is not None:
+            entry["run"] = run
+    return out
+
+
+def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, input_id: str | None,
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    """The one big input of ``bucket``, written batch by batch as it is parsed."""
+    (item,) = bucket.inputs
+    iid = input_id or prefix_id(item.path, item.size)
+    entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)), threaded_hash=True)
+    entry["id"] = iid
+    return [(item, entry)]
+
+
+def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    """The small inputs of ``bucket``, each parsed in memory (its id is its sha256), then written
+    in one go per table; the same bytes twice are written once."""
+    out: list[tuple[InputFile, dict[str, Any]]] = []
+    pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows
+    for item in bucket.inputs:
+        tables: list[tuple[str, pa.Table]] = []
+        entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)), threaded_hash=False)
+        entry["id"] = entry["sha256"][:16]
+        if all(e["id"] != entry["id"] for _, e in out):
+            for name, t in tables:
+                pending.setdefault(name, []).append(_with_id(t, entry["id"]))
+        out.append((item, entry))
+    # One write per table: a row group per input would mean a zstd context per column and
+    # input (measured: 9% of the time on 4096 per-rank logs) and row groups of a few rows.
+    for name, parts in pending.items():
+        _write(root, writers, name, tmp, pa.concat_tables(parts))
+    return out
+
+
+def bucket_folder(name: str, run: str | None = None) -> str:
+    """The hive partition folder of bucket ``name`` (of ``run``), under ``tables/<table>/``."""
+    return f"{RUN_KEY}={run}/{BUCKET_KEY}={name}" if run is not None else f"{BUCKET_KEY}={name}"
+
+
+def prefix_id(path: Path, size: int) -> str:
+    """The id of a big input: sha256 of its size and first :data:`ID_PREFIX_BYTES` (domain-separated
+    from the whole-file ids of small inputs). The store resolves the rare clash of two inputs
+    with the same prefix and size by re-ingesting the second under its whole-file id."""
+    h = hashlib.sha256(f"hvd-analyze input {size}\n".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(ID_PREFIX_BYTES))
+    return h.hexdigest()[:16]
+
+
+def _parse(item: InputFile, progress: Callable[[int], None] | None,
+           emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> dict[str, Any]:
+    """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
+    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`."""
+    if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
+        raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
+    rows: dict[str, int] = {}
+    with open(item.path, "rb") as raw_file:
+        gz = raw_file.read(2) == GZIP_MAGIC
+        raw_file.seek(0)
+        raw = HashingReader(raw_file, threaded_hash)
+        stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
+        parser: TimelineParser | JobLogParser
+        if item.kind is InputKind.JOB_LOG:
+            parser = JobLogParser(item.path, display_name=str(item.path))
+            batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())  # type: ignore[arg-type]
+        else:
+            # imported here: it loads numba (0.2 s), which a worker parsing only logs never needs
+            from parsers.timeline.parser import TimelineParser
+
+            parser = TimelineParser(item.path, display_name=str(item.path))
+            batches = _in_background(parser.batches(stream))
+        last = 0
+        try:
+            for name, batch in _with_issues(batches, parser):
+                emit(name, batch)
+                rows[name] = rows.get(name, 0) + batch.num_rows
+                if progress and raw.pos > last:
+                    progress(raw.pos - last)
+                    last = raw.pos
+        finally:
+            raw.finish()
+        if progress and raw.pos > last:
+            progress(raw.pos - last)
+    return _entry(item, raw.hexdigest(), rows, parser)
+
+
+def _with_issues(batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser
+                 ) -> Iterator[tuple[str, pa.Table]]:
+    """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
+    yield from batches
+    tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
+    for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
+        if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
+            yield name, table
+
+
+def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
+           ) -> dict[str, Any]:
+    """An input's manifest entry, without ``id`` and ``bucket``."""
+    return {
+        "path": str(item.path), "paths": [str(item.path)], "size": item.size,
+        "sha256": sha256, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
+        "tables": sorted(rows), "rows": rows, "issues": parser.sink.counts(),
+        **({"log": parser.info} if isinstance(parser, JobLogParser) else {"timeline": parser.info.to_dict()}),
+    }
+
+
+def _write(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:
+    """Append to the bucket's part file of table ``name``."""
+    w = writers.get(name)
+    if w is None:
+        folder = root / "tables" / name / tmp_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        schema = arrow_schema(name)
+        w = writers[name] = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
+    w.write_table(batch)
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How every part file is written. Dictionary-encode only the dictionary columns: trying
+    it on high-cardinality integers (ids, timestamps, offsets) costs more than it saves
+    (measured: 2.4x slower)."""
+    return {"use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)], **_PARQUET}
+
+
+def _with_id(batch: pa.Table, input_id: str) -> pa.Table:
+    if "input_id" in batch.column_names:
+        batch = batch.drop_columns(["input_id"])
+    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]))
+    return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
+
+
+def _close(writers: dict[str, pq.ParquetWriter]) -> None:
+    for w in writers.values():
+        w.close()
+
+
+def _discard(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str) -> None:
+    """After a parser or write error: leave no partial bucket behind."""
+    for w in writers.values():
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            w.close()
+    for name in writers:
+        shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
+
+
+def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, run: str | None, name: str) -> str:
+    """Rename the bucket's hidden folders to ``[run=<run>/]bucket=<name>``, or to
+    ``bucket=<name>-<random>`` where that exists (the same bytes parsed by two tasks at once,
+    or a clash of ids), which the store then resolves; a listed bucket is never overwritten."""
+    tables = root / "tables"
+    if any((tables / t / bucket_folder(name, run)).exists() for t in writers):
+        name = f"{name}-{uuid.uuid4().hex[:8]}"
+    for t in writers:
+        dest = tables / t / bucket_folder(name, run)
+        dest.parent.mkdir(exist_ok=True)
+        os.replace(tables / t / tmp_dir, dest)
+    return name
+
+
+def _tmp_name() -> str:
+    return f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _natural(s: str) -> list[Any]:
+    """Sort key that puts ``node-2`` before ``node-10``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+
+
+def _in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[str, pa.Table]]:
+    """Run a batch generator in a thread, ``_QUEUE_DEPTH`` batches ahead of the consumer.
+
+    The parser's compiled kernel and pyarrow's Parquet writer both release the GIL, so
+    parsing the next chunk overlaps compressing and writing the previous one. Errors
+    raised in the thread are re-raised here, in the consumer.
+    """
+    q: queue.Queue[tuple[str, pa.Table] | BaseException | None] = queue.Queue(maxsize=_QUEUE_DEPTH)
+    stop = threading.Event()
+
+    def offer(item: tuple[str, pa.Table] | BaseException | None) -> bool:
+        """Put unless the consumer has gone (it may never take from a full queue again)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in batches:
+                if not offer(item):
+                    return
+            offer(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            offer(exc)
+
+    thread = threading.Thread(target=produce, name="hvd-analyze-parse", daemon=True)
+    thread.start()
+    try:
+        while (item := q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def file_schema(name: str) -> pa.Schema:
+    """The schema of a version-1 part file: ``input_id`` was the folder name, not a column."""
+    schema = arrow_schema(name)
+    return schema.remove(schema.get_field_index("input_id"))
+
+
+def _issues_table(issues: list[Any]) -> pa.Table:
+    n = len(issues)
+    return pa.Table.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([""])),  # set by the store
+            pa.array([i.file for i in issues], pa.string()),
+            pa.array([i.byte_offset for i in issues], pa.int64()),
+            pa.array([i.severity.value for i in issues], pa.string()).dictionary_encode(),
+            pa.array([i.code for i in issues], pa.string()).dictionary_encode(),
+            pa.array([i.message for i in issues], pa.string()),
+            pa.array([i.count for i in issues], pa.int64()),
+        ],
+        schema=arrow_schema("parse_issues"),
+    )

@@ -1,0 +1,375 @@
+"""Where work runs: here, on a local process pool, or on a Dask cluster (``dask.distributed``).
+
+Two kinds of work are distributed, never as a shared in-memory state:
+
+* ingest: :func:`analyzer.store.buckets.write_bucket` per bucket of inputs; workers write buckets into
+  the store folder (which must be on a filesystem they all see) and send back manifest
+  entries, which the one writer of the manifest adds (:meth:`analyzer.store.run_store.RunStore.ingest`).
+  A big uncompressed log (a combined ``mpirun`` stdout) is parsed per chunk of 32 MB
+  (:mod:`parsers.nccl.chunks`); the chunks' parser states come back here, are merged in file
+  order and written as its bucket;
+* batch: one task per run (:mod:`analyzer.fleet`).
+
+Work is handed out largest first: buckets (16 MB of input, or one big input) and chunks a few
+to a task (up to :data:`TASK_BYTES`) while much is left and one to a task at the end
+(:func:`_tapering`); runs in groups of several per task. Either way the per-task overhead
+(pickling, scheduling) stays small against the work, and the workers finish together. A big
+uncompressed timeline is cut into 32 MB ranges tokenized on threads (``--jobs``) or Dask workers
+and paired here in file order as they come (:meth:`Executor.ordered`, a few ranges ahead; its
+B/E pairing is sequential by nature, and cheap: a quarter of the single pass).
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, TypeVar
+
+from analyzer.store.discover import InputFile
+from analyzer.errors import UsageError
+from analyzer.store.hashing import file_sha256
+from analyzer.store.buckets import (
+    Bucket,
+    write_bucket,
+    write_merged_log,
+    write_ranged_timeline,
+)
+from parsers.inputs import InputKind
+from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
+
+T = TypeVar("T")
+R = TypeVar("R")
+TASKS_PER_WORKER = 8  # groups handed to each worker (load balance vs per-task overhead)
+#: input per ingest task at most (four buckets of small inputs, two chunks of a big log): an
+#: interrupted ingest redoes at most this much per worker (a task's entries come back when it ends)
+TASK_BYTES = 64 << 20
+PARALLEL_MIN_FILES = 64
+PARALLEL_MIN_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    """How to run tasks: ``jobs`` local processes (1: in this process), or a Dask scheduler
+    at ``scheduler`` (``tcp://HOST:PORT``), or a local Dask cluster of ``dask_workers`` processes."""
+
+    jobs: int = 1
+    scheduler: str | None = None
+    dask_workers: int | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.dask_workers or self.jobs
+
+    @property
+    def uses_dask(self) -> bool:
+        return self.scheduler is not None or self.dask_workers is not None
+
+    def pays_off(self, pieces: int, total_bytes: int) -> bool:
+        """Whether to parse ``pieces`` (:func:`ingest_pieces`: files, chunks of big logs)
+        elsewhere than here: always on Dask (asked for by name); on local processes only for
+        enough work, as starting them costs ~1-2 s (imports, compiled kernels)."""
+        if pieces < 2:
+            return False
+        return self.uses_dask or self.jobs > 1 and (pieces >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
+
+    def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int],
+            most: int | None = None) -> Iterator[R]:
+        """``fn`` over groups of ``items`` (heaviest first); results as groups complete.
+
+        By default about :data:`TASKS_PER_WORKER` groups per worker; ``most``: items that are
+        already coarse (buckets, chunks) in groups of at most ``most`` in weight (an item
+        heavier alone), lighter towards the end (:func:`_tapering`).
+        """
+        if not items:
+            return iter(())
+        groups = (_groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER) if most is None
+                  else _tapering(items, weight, max(1, self.workers), most))
+        if self.uses_dask:
+            return _dask_map(fn, groups, self.scheduler, self.dask_workers)
+        if self.jobs <= 1 or len(groups) == 1:
+            return (r for g in groups for r in fn(g))
+        return _pool_map(fn, groups, self.jobs)
+
+
+    def ordered(self, fn: Callable[[T], R], items: Sequence[T], window: int | None = None) -> Iterator[R]:
+        """``fn(item)`` for each item, yielded in the items' order, at most ``window`` (by
+        default two per worker) computed ahead of the consumer, so that memory stays bounded
+        however many items there are. Local workers are threads of this process: ``fn`` must
+        spend its time outside the GIL (the timeline tokenizer does); on Dask, tasks."""
+        ahead = window or 2 * max(1, self.workers)
+        if self.uses_dask:
+            return _dask_ordered(fn, items, ahead, self.scheduler, self.dask_workers)
+        if self.jobs <= 1:
+            return map(fn, items)
+        return _thread_ordered(fn, items, ahead, self.jobs)
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def executor_from_options(jobs: int | None, scheduler: str | None, dask_workers: int | None) -> Executor:
+    if scheduler and dask_workers:
+        raise UsageError("--scheduler and --dask-workers exclude each other: one names a running cluster, "
+                         "the other starts a local one")
+    if dask_workers is not None and dask_workers < 1 or jobs is not None and jobs < 1:
+        raise UsageError("--jobs and --dask-workers need a number >= 1")
+    return Executor(jobs=jobs or default_jobs(), scheduler=scheduler, dask_workers=dask_workers)
+
+
+def _groups(items: Sequence[T], weight: Callable[[T], int], n_groups: int) -> list[list[T]]:
+    """Heaviest items first, each group about ``total / n_groups`` in weight (a big item alone)."""
+    ordered = sorted(items, key=weight, reverse=True)
+    total = sum(weight(i) for i in ordered)
+    target = max(1, total // n_groups)
+    out: list[list[T]] = []
+    cur: list[T] = []
+    size = 0
+    for item in ordered:
+        cur.append(item)
+        size += weight(item)
+        if size >= target:
+            out.append(cur)
+            cur, size = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _tapering(items: Sequence[T], weight: Callable[[T], int], workers: int, most: int) -> list[list[T]]:
+    """Heaviest items first, each group half of what is left per worker and at most ``most`` in
+    weight (an item heavier than that alone): few tasks while much is left (a task costs Dask's
+    scheduler and client ~3 ms of the coordinating process, on the cores the workers need;
+    measured on 4096 per-rank logs, 18 tasks instead of 49 made Dask's ingest 3% faster),
+    single items at the end, so that the workers finish together."""
+    ordered = sorted(items, key=weight, reverse=True)
+    left = sum(weight(i) for i in ordered)
+    out: list[list[T]] = []
+    at = 0
+    while at < len(ordered):
+        cap = min(most, left / (2 * workers))
+        group, size = [ordered[at]], weight(ordered[at])
+        while at + len(group) < len(ordered) and size + weight(ordered[at + len(group)]) <= cap:
+            size += weight(ordered[at + len(group)])
+            group.append(ordered[at + len(group)])
+        out.append(group)
+        at += len(group)
+        left -= size
+    return out
+
+
+def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int) -> Iterator[R]:
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                      else "spawn")
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=ctx)
+    try:
+        pending: set[Future[list[R]]] = {ex.submit(fn, g) for g in groups}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                yield from f.result()
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+#: A local cluster here lives for one command and runs coarse tasks. Measured on 4096 per-rank logs
+#: (bench/scale.py): the workers' statistical profiler (a stack sample of every thread every 10 ms)
+#: cost a fifth of the parsing rate; glibc's trim threshold of 64 KB, which Dask sets for its
+#: workers, turned every large allocation into mmap/munmap page faults (8% of the worker time);
+#: work stealing, 100 ms memory polls and 20 ms ticks took ~40% of the coordinating process's CPU,
+#: which shares the machine's cores with the workers. Workers are forked from this process, which
+#: has imported distributed and the parsers already: the cluster is up in 0.1 s instead of 0.5 s
+#: (a spawned worker imports all of it again) and closes in 0.03 s instead of 0.15 s. The fork
+#: happens while this process only waits for the cluster (no parsing or hashing threads yet), with
+#: the garbage collector's view of the heap frozen (``gc.freeze``): a worker's collections then
+#: skip the ~90,000 objects it inherited (this process after importing distributed; a process of
+#: the pool has 40,000), and do not write to, and so copy, their pages (a quarter fewer page
+#: faults).
+_LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.scheduler.work-stealing": False,  # tasks are handed out from the scheduler's queue
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.worker.multiprocessing-method": "fork",
+}
+
+
+@contextmanager
+def _dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A client of the cluster at ``scheduler``, or of a local cluster of ``workers`` processes
+    (see :data:`_LOCAL_CLUSTER_CONFIG`) that lives as long as the client."""
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler is None:
+        env = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+               if k != "MALLOC_TRIM_THRESHOLD_"}
+        gc.freeze()  # see _LOCAL_CLUSTER_CONFIG: the workers forked now inherit a frozen heap
+        try:
+            with dask.config.set({**_LOCAL_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": env}):
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        finally:
+            gc.unfreeze()
+    client = Client(scheduler or cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
+              workers: int | None) -> Iterator[R]:
+    from dask.distributed import as_completed
+
+    with _dask_client(scheduler, workers) as client:
+        futures = client.map(fn, groups, pure=False)
+        for f in as_completed(futures):
+            yield from f.result()
+
+
+def _dask_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, scheduler: str | None,
+                  workers: int | None) -> Iterator[R]:
+    with _dask_client(scheduler, workers) as client:
+        yield from _windowed(lambda item: client.submit(fn, item, pure=False), items, ahead)
+
+
+def _thread_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, jobs: int) -> Iterator[R]:
+    ex = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hvd-analyze-worker")
+    try:
+        yield from _windowed(lambda item: ex.submit(fn, item), items, ahead)
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _windowed(submit: Callable[[T], Any], items: Sequence[T], ahead: int) -> Iterator[Any]:
+    """Results of ``submit(item)`` futures in the items' order, ``ahead`` submitted at a time."""
+    todo = iter(items)
+    pending = deque(submit(item) for item in islice(todo, ahead))
+    while pending:
+        result = pending.popleft().result()
+        for item in islice(todo, 1):
+            pending.append(submit(item))
+        yield result
+
+
+def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+    """Task: ``("bucket", store root, bucket, number)`` -> ``(number, entries)``, the manifest
+    entries :func:`write_bucket` made for the bucket's inputs, in their order (the inputs
+    themselves are not sent back: unpickling 4096 paths took the coordinator 0.2 s of a core
+    that the workers need); ``("chunk", path, index, start, end)`` -> that chunk's parser
+    (:func:`parsers.nccl.chunks.parse_chunk`), merged by the coordinator."""
+    out: list[tuple[str, Any]] = []
+    for task in tasks:
+        if task[0] == "bucket":
+            out.append(("entries", (task[3], [entry for _, entry in write_bucket(Path(task[1]), task[2])])))
+        else:
+            _, path, index, start, end = task
+            out.append(("chunk", (path, index, parse_chunk(path, start, end, path))))
+    return out
+
+
+def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """Whether ``item`` is a log parsed in chunks when several workers are there: uncompressed
+    (gzip cannot be entered mid-stream) and of at least two chunks (by default more than makes
+    a bucket of its own, :data:`analyzer.store.buckets.BUCKET_BYTES`). Timelines: :func:`ranged`."""
+    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes
+
+
+def ranged(item: InputFile, range_bytes: int | None = None) -> bool:
+    """Whether ``item`` is a timeline big enough to tokenize in ranges at once
+    (:mod:`parsers.timeline.tokens`; uncompressed, two ranges or more)."""
+    # imported here: it loads numba, which reading logs never needs
+    from parsers.timeline.tokens import RANGE_BYTES
+
+    return (item.kind is InputKind.HOROVOD_TIMELINE and not item.compressed
+            and item.size >= 2 * (range_bytes or RANGE_BYTES))
+
+
+def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) -> int:
+    """How many pieces of work ``items`` make: a file each, a chunkable log a task per chunk, a
+    big timeline a task per range."""
+    from parsers.timeline.tokens import RANGE_BYTES
+
+    return sum(-(-i.size // RANGE_BYTES) if ranged(i) else -(-i.size // chunk_bytes) if chunkable(i, chunk_bytes)
+               else 1 for i in items)
+
+
+def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
+                  ) -> Callable[[Path, list[Bucket], Callable[[int], None] | None],
+                                Iterator[tuple[InputFile, dict[str, Any]]]]:
+    """A :data:`analyzer.store.run_store.Runner` that parses the buckets with ``executor``; a big log's
+    bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
+    come back, while this process hashes the file; a big timeline is tokenized in ranges
+    on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
+    def run(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
+            ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        rest: list[Bucket] = []
+        timelines: list[Bucket] = []
+        for b in buckets:
+            (timelines if b.stream and ranged(b.inputs[0], range_bytes) else rest).append(b)
+        for item, entry in _parse(root, rest):
+            if progress:
+                progress(item.size)
+            yield item, entry
+        if not timelines:
+            return
+        from parsers.timeline.tokens import tokenize_task
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256") as hasher:
+            for b in timelines:  # each reports its progress range by range
+                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
+                yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
+                                                 sha.result, b.run, range_bytes, progress)
+
+    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+        tasks: list[tuple[Any, ...]] = []
+        logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
+        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
+        try:
+            for number, b in enumerate(buckets):
+                item = b.inputs[0]
+                if not (b.stream and chunkable(item, chunk_bytes)):
+                    tasks.append(("bucket", str(root), b, number))
+                    continue
+                path = str(item.path)
+                ranges = chunk_ranges(path, item.size, chunk_bytes)
+                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)
+                tasks += [("chunk", path, i, start, end) for i, (start, end) in enumerate(ranges)]
+
+            def weight(task: tuple[Any, ...]) -> int:
+                return task[2].size if task[0] == "bucket" else task[4] - task[3]
+
+            # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
+            here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
+            # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
+            for kind, result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
+                if kind == "entries":
+                    number, entries = result
+                    yield from zip(buckets[number].inputs, entries, strict=True)
+                    continue
+                path, index, parser = result
+                item, merger, sha, run = logs[path]
+                merger.add(index, parser)
+                if merger.complete:
+                    yield from write_merged_log(root, item, merger, sha.result(), run)
+        finally:
+            hasher.shutdown(wait=True, cancel_futures=True)
+    return run

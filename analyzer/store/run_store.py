@@ -1,0 +1,393 @@
+"""The run store: a folder of Parquet tables plus ``manifest.json``. A store holds one run.
+
+Layout (schema version 3)::
+
+    STORE/manifest.json                                        schema_version, run, tool version, inputs, skipped
+    STORE/tables/<table>/run=<run>/bucket=<name>/part-0.parquet    one file per bucket and table
+
+A bucket (:func:`analyzer.store.buckets.plan_buckets`) is one big input or several small ones
+(per-rank logs of neighbouring hosts and ranks, up to 16 MB). Every file has an ``input_id``
+column: the first 16 hex digits of the input's sha256 (for inputs of 16 MB or more, of its
+size and first 16 MB, as it is needed before the first row is written). The manifest lists
+each input's sha256, which makes ingesting the same bytes twice (under any name) a no-op, and
+its bucket. The folders are a hive-partitioned Parquet dataset (``run`` and ``bucket`` are the
+partition keys) that pyarrow, pandas, DuckDB, Dask and Spark read as is; the run's name (``ingest
+--run``, by default the store folder's name; ``batch --keep-stores`` names each store after its
+run) makes the tables of many stores one dataset, e.g. in DuckDB
+``read_parquet('stores/*/tables/nccl_processes/*/*/*.parquet', hive_partitioning=true)``. Each bucket is written into a
+hidden temporary folder (:mod:`analyzer.store.buckets`, here or on a worker) and renamed once
+complete; the manifest is replaced atomically as buckets complete, so an interrupted ingest
+leaves a store listing what completed, and the next ingest removes the leftovers (hidden
+folders and buckets the manifest does not list) and continues. Readers only see inputs
+listed in the manifest.
+
+Version-1 stores (``tables/<table>/input_id=<id>/part-0.parquet``, the id being the folder
+name only) and version-2 stores (``tables/<table>/bucket=<name>/``, no run level) are still
+read, and an ingest into one adds version-3 buckets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from analyzer import __version__
+from analyzer.store.discover import InputFile, SkippedFile
+from analyzer.errors import StoreError
+from analyzer.store.hashing import file_sha256
+from analyzer.store.buckets import (
+    PART,
+    RUN_KEY,
+    TMP_PREFIX,
+    Bucket,
+    bucket_folder,
+    file_schema,
+    now,
+    parquet_options,
+    plan_buckets,
+    write_bucket,
+)
+from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
+
+MANIFEST = "manifest.json"
+#: schema versions this version of hvd-analyze can read
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
+MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most this often (and at the end)
+
+#: runs :func:`analyzer.store.buckets.write_bucket` for each bucket somewhere (a process pool, Dask) and
+#: yields ``(input, entry)`` as each bucket completes, in any order; reports the bytes parsed to
+#: the progress callback (third argument) as it goes
+Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterable[tuple[InputFile, dict[str, Any]]]]
+
+
+@dataclass
+class IngestReport:
+    added: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+class RunStore:
+    """Open (or create) a store folder. All reads go through :meth:`table`."""
+
+    def __init__(self, root: str | Path, manifest: dict[str, Any]) -> None:
+        self.root = Path(root)
+        self.manifest = manifest
+        self._cache: dict[str, pa.Table] = {}
+
+    # -- opening ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: str | Path) -> RunStore:
+        """Open an existing store.
+
+        Raises:
+            StoreError: no manifest, unreadable manifest, or a schema version this
+                version cannot read (the message names the version needed).
+        """
+        root = Path(root)
+        path = root / MANIFEST
+        if not path.is_file():
+            raise StoreError(f"{root}: not a run store (no {MANIFEST}); create one with `hvd-analyze ingest PATH -o {root}`")
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path}: unreadable manifest ({exc}); re-ingest the inputs into a new store") from exc
+        version = manifest.get("schema_version")
+        if version not in READABLE_SCHEMA_VERSIONS:
+            readable = ", ".join(map(str, sorted(READABLE_SCHEMA_VERSIONS)))
+            newer = isinstance(version, int) and version > max(READABLE_SCHEMA_VERSIONS)
+            what = (f"a newer hvd-analyze (written by {manifest.get('tool_version', '?')}); upgrade hvd-analyze"
+                    if newer else "an older hvd-analyze; re-ingest the inputs into a new store")
+            raise StoreError(
+                f"{root}: store schema version {version!r}, but hvd-analyze {__version__} reads version(s) {readable}: "
+                f"it was written by {what}"
+            )
+        return cls(root, manifest)
+
+    @classmethod
+    def create_or_open(cls, root: str | Path, run: str | None = None) -> RunStore:
+        """Open the store at ``root``, or create it for run ``run`` (default: the folder's name).
+
+        Raises:
+            StoreError: ``root`` is a non-empty folder that is not a store, or a store of
+                another run than ``run``, or ``run`` is not a usable name.
+        """
+        root = Path(root)
+        if run is not None and safe_name(run) != run:
+            raise StoreError(f"run name {run!r}: use letters, digits, '.', '_' and '-' only (it names a folder)")
+        if (root / MANIFEST).exists():
+            store = cls.open(root)
+            if run is not None and store.manifest.get("run", run) != run:
+                raise StoreError(f"{root}: holds run {store.run!r}, not {run!r}; a store holds one run, "
+                                 "ingest this one into a new folder")
+            if run is not None:  # a version-1/2 store gets its name with its first version-3 bucket
+                store.manifest.setdefault("run", run)
+            return store
+        if root.exists() and any(root.iterdir()):
+            raise StoreError(f"{root}: exists, is not empty and is not a run store; choose a new folder for -o")
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "schema_version": SCHEMA_VERSION, "run": run or safe_name(root.resolve().name), "tool": "hvd-analyze",
+            "tool_version": __version__, "created_at": now(), "updated_at": now(), "inputs": [], "skipped": [],
+        }
+        store = cls(root, manifest)
+        store._write_manifest()
+        return store
+
+    # -- reading ----------------------------------------------------------------------
+    @property
+    def run(self) -> str:
+        """The run's name: the ``run=`` partition of its tables (a version-1/2 store: its folder's name)."""
+        return str(self.manifest.get("run") or safe_name(self.root.resolve().name))
+
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        return list(self.manifest["inputs"])
+
+    def part_path(self, name: str, entry: dict[str, Any]) -> Path:
+        """The Parquet file holding the rows of table ``name`` of input ``entry`` (a manifest entry)."""
+        return self.root / "tables" / name / _folder(entry) / PART
+
+    def has_table(self, name: str) -> bool:
+        """True when at least one input produced ``name`` (possibly with zero rows)."""
+        return bool(self._parts(name))
+
+    def table(self, name: str) -> pa.Table:
+        """The whole table over every input, checked against its declared schema."""
+        if name not in self._cache:
+            parts = [self._read(name, path, ids, version) for path, ids, version in self._parts(name)]
+            data = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts else arrow_schema(name).empty_table()
+            self._cache[name] = validate(data, name)
+        return self._cache[name]
+
+    def input_table(self, name: str, input_id: str, columns: list[str] | None = None,
+                    where: pc.Expression | None = None) -> pa.Table:
+        """One input's rows of a table (without ``input_id``), reading only ``columns``, and
+        only the rows for which ``where`` holds when it is given (row groups whose statistics
+        rule it out are not read: a window of a big timeline reads only its own).
+
+        Analyses work per input; this avoids concatenating every input's partition.
+        """
+        schema = file_schema(name)
+        part = self._part_of(name, input_id)
+        if part is None:
+            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        path, ids, version = part
+        if version == 1:
+            return pq.read_table(path, schema=schema, columns=columns, filters=where)
+        cols = columns if columns is not None else schema.names
+        if len(ids) > 1:
+            mine = pc.field("input_id") == input_id
+            where = mine if where is None else where & mine
+        return pq.read_table(path, columns=cols, filters=where)
+
+    def input_batches(self, name: str, input_id: str, columns: list[str], batch_rows: int = 1 << 20,
+                      between: tuple[str, int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """One input's rows of a table as record batches of ``columns``, read one at a time and
+        always in file order: what an analysis streams instead of holding the table (13 M ticks
+        per GB of timeline). ``between=(column, lo, hi)`` keeps only the rows whose integer
+        ``column`` is in ``[lo, hi]`` (not null) and skips the row groups whose statistics rule
+        them all out: the ticks of a windowed timeline's first steps are the first row groups."""
+        part = self._part_of(name, input_id)
+        if part is None:
+            return
+        path, ids, version = part
+        shared = version == 2 and len(ids) > 1
+        extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
+        file = pq.ParquetFile(path)
+        groups = _row_groups(file.metadata, *between) if between else None
+        for b in file.iter_batches(batch_size=batch_rows, row_groups=groups,
+                                   columns=list(dict.fromkeys([*columns, *extra]))):
+            keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
+            if between:
+                col = b.column(between[0])
+                inside = pc.and_(pc.greater_equal(col, between[1]), pc.less_equal(col, between[2]))
+                keep = inside if keep is None else pc.and_(keep, inside)
+            yield b if keep is None else b.filter(keep).select(columns)
+
+    def _part_of(self, name: str, input_id: str) -> tuple[Path, list[str], int] | None:
+        """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
+        return next((part for part in self._parts(name) if input_id in part[1]), None)
+
+    @staticmethod
+    def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
+        """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
+        if version == 2:
+            return pq.read_table(path, schema=arrow_schema(name))
+        t = pq.read_table(path, schema=file_schema(name))
+        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids))
+        return t.add_column(0, arrow_schema(name).field("input_id"), col)
+
+    def _parts(self, name: str) -> list[tuple[Path, list[str], int]]:
+        """Each part file of table ``name``: its path, the ids of the listed inputs in it and
+        its layout version (2: a bucket with an ``input_id`` column; 1: one input's folder)."""
+        if name not in TABLES:
+            raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        parts: dict[Path, tuple[list[str], int]] = {}
+        for entry in self.manifest["inputs"]:
+            if name not in entry.get("tables", []):
+                continue
+            path = self.part_path(name, entry)
+            if path not in parts:
+                if not path.exists():
+                    raise StoreError(f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
+                                     "re-ingest that input into a new store")
+                parts[path] = ([], 2 if entry.get("bucket") else 1)
+            parts[path][0].append(entry["id"])
+        return [(path, ids, version) for path, (ids, version) in parts.items()]
+
+    # -- writing ----------------------------------------------------------------------
+    def ingest(self, inputs: list[InputFile], skipped: list[SkippedFile] | None = None,
+               progress: Callable[[int], None] | None = None, runner: Runner | None = None) -> IngestReport:
+        """Parse every input into the store (idempotent per sha256).
+
+        ``runner`` parses elsewhere (:mod:`analyzer.store.parallel`: processes, Dask); by default the
+        inputs are parsed here, one after the other. Only this process writes the manifest:
+        entries are added as inputs complete and the manifest is replaced atomically every
+        :data:`MANIFEST_EVERY_S` and at the end, also when an input fails. An interrupted
+        ingest therefore leaves a consistent store that lists what completed, and running the
+        same ingest again continues with the rest.
+        """
+        report = IngestReport(skipped=list(skipped or []))
+        self._sweep()
+        by_sha = {e["sha256"]: e for e in self.manifest["inputs"]}
+        ids = {e["id"] for e in self.manifest["inputs"]}
+        sizes = {e["size"] for e in self.manifest["inputs"]}
+        todo = []
+        for item in inputs:
+            entry = _known(item, sizes, by_sha)
+            if entry is None:
+                todo.append(item)
+                continue
+            if str(item.path) not in entry["paths"]:
+                entry["paths"].append(str(item.path))
+            report.unchanged.append(entry)
+            if progress:
+                progress(item.size)
+        buckets = plan_buckets(todo, run=self.run)
+        if buckets:  # version-3 buckets from here on (a version-1/2 store stays readable)
+            self.manifest["schema_version"] = SCHEMA_VERSION
+            self.manifest.setdefault("run", self.run)
+        results = runner(self.root, buckets, progress) if runner else (
+            pair for b in buckets for pair in write_bucket(self.root, b, progress))
+        last = time.monotonic()
+        try:
+            for item, entry in results:
+                if (dup := by_sha.get(entry["sha256"])) is not None:  # same bytes, new name
+                    if dup.get("bucket") != entry["bucket"]:  # parsed twice at once: drop the second copy
+                        self._drop_rows(entry)
+                    dup["paths"].append(str(item.path))
+                    report.unchanged.append(dup)
+                    continue
+                if entry["id"] in ids:  # two big inputs with the same size and prefix
+                    self._drop_rows(entry)
+                    ((item, entry),) = write_bucket(self.root, Bucket((item,), stream=True, run=self.run),
+                                                    input_id=entry["sha256"][:16])
+                self.manifest["inputs"].append(entry)
+                by_sha[entry["sha256"]] = entry
+                ids.add(entry["id"])
+                report.added.append(entry)
+                if time.monotonic() - last > MANIFEST_EVERY_S:
+                    self._write_manifest()
+                    last = time.monotonic()
+        finally:
+            known = {s["path"] for s in self.manifest["skipped"]}
+            self.manifest["skipped"] += [{"path": str(s.path), "reason": s.reason}
+                                         for s in report.skipped if str(s.path) not in known]
+            self._write_manifest()
+            self._cache.clear()
+        return report
+
+    def _sweep(self) -> None:
+        """Remove what an interrupted ingest left: half-written folders and buckets the manifest
+        does not list (written, but the ingest stopped before listing them). There is one
+        writer per store, so nothing else is writing while this runs."""
+        listed = {_folder(e) for e in self.manifest["inputs"]}
+        for folder in (self.root / "tables").glob("*/*"):
+            if folder.name.startswith(f"{RUN_KEY}="):  # version 3: run=<run>/bucket=<name>
+                for bucket in folder.iterdir():
+                    if f"{folder.name}/{bucket.name}" not in listed:
+                        shutil.rmtree(bucket, ignore_errors=True)
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+            elif folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _drop_rows(self, entry: dict[str, Any]) -> None:
+        """Remove the rows of an input the manifest will not list from the bucket they were
+        written to (the whole bucket when it is that input's own)."""
+        bucket = entry["bucket"]
+        own = bucket == entry["id"] or bucket.startswith(f"{entry['id']}-")
+        for name in entry["tables"]:
+            path = self.part_path(name, entry)
+            if own:
+                shutil.rmtree(path.parent)
+                continue
+            t = pq.read_table(path, schema=arrow_schema(name))
+            keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), entry["id"]))
+            tmp = path.with_name(f"{TMP_PREFIX}{PART}")
+            pq.write_table(keep, tmp, **parquet_options(keep.schema))
+            os.replace(tmp, path)
+
+    def _write_manifest(self) -> None:
+        self.manifest["updated_at"] = now()
+        tmp = self.root / f".{MANIFEST}.tmp"
+        # orjson: 10 ms for the 4 MB manifest of 4096 inputs, where json.dumps takes 150 ms
+        tmp.write_bytes(orjson.dumps(self.manifest, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, self.root / MANIFEST)
+
+
+def _row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[int]:
+    """The row groups of a Parquet file that may hold a value of ``column`` in ``[lo, hi]``: all
+    but those whose statistics rule it out (values all outside, or all null)."""
+    at = meta.schema.names.index(column)
+    out = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(at).statistics
+        if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
+            continue
+        if stats is None or not stats.has_min_max or stats.min <= hi and stats.max >= lo:
+            out.append(g)
+    return out
+
+
+def _folder(entry: dict[str, Any]) -> str:
+    """The folder of a manifest entry's rows under ``tables/<table>/``: its run's bucket, its
+    bucket (schema version 2), or (version 1) its own."""
+    return bucket_folder(entry["bucket"], entry.get("run")) if entry.get("bucket") else f"input_id={entry['id']}"
+
+
+def safe_name(name: str) -> str:
+    """``name`` made usable as a file or folder name (and a hive partition value)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
+
+
+def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The entry with the same bytes, checked cheaply (size) then by full sha256."""
+    if item.size not in sizes:
+        return None
+    return by_sha.get(file_sha256(item.path))
+
+
+@contextmanager
+def temporary_store(run: str | None = None) -> Iterator[RunStore]:
+    """A store in a temporary folder, removed afterwards (``report PATH`` without a store)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
+        yield RunStore.create_or_open(Path(d) / "store", run=run)

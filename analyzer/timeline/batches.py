@@ -1,0 +1,127 @@
+"""Fused batches (Horovod responses) of one timeline, and the fusion threshold they imply.
+
+A fused batch has no id in the file: every member tensor gets its own copy of the op and
+activity records, written back to back. :func:`find_batches` groups ops whose B records
+come before the batch began executing (see :func:`analyzer.timeline._kernels.group_batches`).
+:func:`estimate_threshold` brackets ``HOROVOD_FUSION_THRESHOLD``: it is at least the
+largest fused batch, and below ``A + t`` whenever a ready tensor ``t`` of the same type
+and dtype ran in the batch after ``A`` instead of joining it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyzer.timeline._kernels import NO_LIMIT, group_batches
+
+MAX_SPREAD_US = 50_000  # op B records of one response are written within microseconds
+BATCH_COLUMNS = ("batch", "step", "name", "dtype", "start_us", "end_us", "dur_us", "tensors", "bytes",
+                 "min_member_bytes", "ready_us", "first_ready_us", "dispatch_us")
+
+
+def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Batch id of every span (ops and their activities; -1 otherwise), the ready time of
+    every op (its negotiation's end; NaN for other spans) and the batch table.
+
+    ``spans`` must carry ``step``. Batch columns: :data:`BATCH_COLUMNS`; ``ready_us`` is
+    when the last member's negotiation ended (all ranks ready), ``dispatch_us`` the wait
+    from then to the batch's start (up to one cycle is normal).
+    """
+    batch_of = np.full(len(spans), -1, np.int64)
+    ready_of = np.full(len(spans), np.nan)
+    ops = spans[spans["kind"] == "op"].sort_values("start_offset", kind="stable")
+    if ops.empty:
+        return batch_of, ready_of, pd.DataFrame({c: pd.Series(dtype="int64") for c in BATCH_COLUMNS})
+    acts = spans[spans["kind"] == "activity"]
+    first_child = acts.groupby("op_id")["start_offset"].min()
+    exec_off = first_child.reindex(ops["span_id"]).to_numpy(dtype=float, na_value=np.inf)
+    end_off = np.where(ops["closed"].to_numpy(), ops["end_offset"].to_numpy(dtype=float, na_value=np.inf), np.inf)
+    exec_off = np.minimum(exec_off, end_off)
+    exec_off = np.where(np.isinf(exec_off), NO_LIMIT, exec_off).astype(np.int64)
+    names = pd.Categorical(ops["name"].astype(str))
+    ids = group_batches(names.codes.astype(np.int64), ops["start_us"].to_numpy(), ops["start_offset"].to_numpy(),
+                        exec_off, MAX_SPREAD_US)
+    by_span = pd.Series(ids, index=ops["span_id"].to_numpy())
+    pos = spans.index.get_indexer(ops.index)
+    batch_of[pos] = ids
+    act_pos = spans.index.get_indexer(acts.index)
+    batch_of[act_pos] = by_span.reindex(acts["op_id"].to_numpy()).to_numpy(dtype=float, na_value=-1).astype(np.int64)
+
+    ops = ops.assign(batch=ids, ready_us=_ready_times(spans, ops))
+    ready_of[pos] = ops["ready_us"].to_numpy()
+    end = ops["end_us"].where(ops["closed"])
+    g = ops.assign(end_us=end).groupby("batch", sort=True)
+    table = pd.DataFrame({
+        "batch": g.size().index.to_numpy(),
+        "step": g["step"].first().to_numpy(),
+        "name": g["name"].first().astype(str).to_numpy(),
+        "dtype": g["dtype"].first().astype("object").to_numpy(),
+        "start_us": g["start_us"].min().to_numpy(),
+        "end_us": g["end_us"].max().where(g["end_us"].count() == g.size()).astype("Int64").to_numpy(),
+        "tensors": g.size().to_numpy(),
+        "bytes": g["bytes"].sum(min_count=1).where(g["bytes"].count() == g.size()).astype("Int64").to_numpy(),
+        "min_member_bytes": g["bytes"].min().astype("Int64").to_numpy(),
+        "ready_us": g["ready_us"].max().astype("Int64").to_numpy(),
+        "first_ready_us": g["ready_us"].min().astype("Int64").to_numpy(),
+    })
+    table["end_us"] = table["end_us"].astype("Int64")
+    table["dur_us"] = table["end_us"] - table["start_us"]
+    table["dispatch_us"] = table["start_us"] - table["ready_us"]
+    return batch_of, ready_of, table[list(BATCH_COLUMNS)]
+
+
+def _ready_times(spans: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
+    """End of the same pid's last negotiation before each op (null when there is none)."""
+    negs = spans[(spans["kind"] == "negotiate") & spans["closed"]][["pid", "end_us"]]
+    if negs.empty:
+        return np.full(len(ops), np.nan)
+    left = pd.DataFrame({"pid": ops["pid"].to_numpy(), "t": ops["start_us"].to_numpy(), "i": np.arange(len(ops))})
+    right = negs.rename(columns={"end_us": "t"}).assign(ready=lambda d: d["t"]).sort_values("t")
+    merged = pd.merge_asof(left.sort_values("t"), right, on="t", by="pid", direction="backward")
+    return merged.sort_values("i")["ready"].to_numpy(dtype=float)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionEstimate:
+    """What the batches say about fusion. Bytes are ``None`` when not inferable."""
+
+    batches: int
+    fused_batches: int  # batches of >= 2 tensors
+    singleton_batches: int
+    lower_bytes: int | None  # threshold >= the largest fused batch
+    upper_bytes: int | None  # threshold < a batch plus a ready tensor that did not join it
+    upper_evidence: tuple[int, int] | None  # (batch, next batch) that set upper_bytes
+
+    def text(self) -> str:
+        lo = f">= {self.lower_bytes:,} B" if self.lower_bytes is not None else ""
+        hi = f"< {self.upper_bytes:,} B" if self.upper_bytes is not None else ""
+        if lo and hi and self.upper_bytes is not None and self.lower_bytes is not None \
+                and self.upper_bytes <= self.lower_bytes:
+            return f"about {self.lower_bytes:,} B (the bounds conflict: autotune or several thresholds?)"
+        return " and ".join(x for x in (lo, hi) if x) or "not inferable"
+
+
+def estimate_threshold(batches: pd.DataFrame) -> FusionEstimate:
+    """Bracket the fusion threshold from ``batches`` (pass the steady steps' ones: warm-up is
+    not representative, e.g. everything is ready at once after INIT_NCCL)."""
+    b = batches[batches["step"] >= 0]
+    fused = b[b["tensors"] >= 2]
+    lower = int(fused["bytes"].max()) if fused["bytes"].notna().any() else None
+    upper: int | None = None
+    evidence: tuple[int, int] | None = None
+    s = b.sort_values("start_us")
+    nxt = s.shift(-1)
+    pair = (
+        (s["step"] == nxt["step"]) & (s["name"] == nxt["name"]) & (s["dtype"] == nxt["dtype"])
+        & s["bytes"].notna() & nxt["min_member_bytes"].notna()
+        & (nxt["first_ready_us"] <= s["start_us"])  # the next batch's first tensor was ready in time
+    )
+    if pair.any():
+        cand = (s["bytes"] + nxt["min_member_bytes"])[pair]
+        i = cand.astype("int64").idxmin()
+        upper = int(cand[i])
+        evidence = (int(s.loc[i, "batch"]), int(nxt.loc[i, "batch"]))
+    return FusionEstimate(len(b), len(fused), int((b["tensors"] == 1).sum()), lower, upper, evidence)

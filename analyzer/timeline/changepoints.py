@@ -1,0 +1,232 @@
+"""Where the step time shifts within a run, and what the added time is spent on.
+
+:func:`find_slowdown` segments the steady step durations of the whole run (every step, also
+when a window's detail is analysed: :attr:`~analyzer.timeline.model.TimelineModel.all_steps`)
+with ruptures' PELT (L2 cost) on the medians of blocks of steps, which ignore single slow
+steps (checkpoints, evaluation); each change is then placed at the step of its block that best
+splits the raw durations. The onset is the first segment lasting at least
+:data:`MIN_SEGMENT_STEPS` steps (and :data:`MIN_SEGMENT_SHARE` of them) whose median is at least
+:data:`MIN_RATIO` times the median of every steady step before it (the baseline, itself at least
+that long), and which is slower than them by a one-sided Mann-Whitney U test at :data:`MAX_P`:
+a run that wanders (a shared machine) has short fast stretches, and measuring against the
+fastest would flag its normal speed. The slow segments are the lasting ones from the onset on at
+:data:`MIN_RATIO` times the baseline. A slow start that gets faster is warm-up, not a slowdown.
+
+:func:`attribute` splits the added time per step (median of the slow steps minus median of the
+baseline's) into three parts, from the step table's columns:
+
+* ``wait``: the step's last negotiation waited longer (``wait_us``). A negotiation lasts from the
+  first rank ready with the gradient to the last, cache on or off (``horovod-timeline-format.md``
+  §5, §14), so this is the slowest rank finishing backward later than the fastest: some rank(s) lag.
+* ``exposed``: the time from the last negotiation's end to the step's end grew: communication
+  that nothing overlaps got slower.
+* ``compute``: the rest, up to the first rank ready with the last gradient. Every rank took
+  longer, alike.
+
+A step's duration is exactly the sum of the three (previous end to the start of the last
+negotiation, its length, then the tail); the split compares medians of each part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+MIN_STEPS = 30  # steady steps needed to look for a shift at all
+MIN_SEGMENT_STEPS = 10
+MIN_SEGMENT_SHARE = 0.05
+MIN_RATIO = 1.10  # a segment this much slower than the baseline is a slowdown
+MAX_P = 1e-3  # Mann-Whitney U: the onset's steps are slower than the baseline's
+MERGE_RATIO = 1.05  # neighbouring segments closer than this are one
+MAX_BLOCKS = 200  # PELT (pure Python) costs ~ blocks^2: 0.13 s at 200; the refinement restores the step
+PENALTY = 6.0  # PELT penalty, in units of sigma^2 * log(blocks)
+NOISE_FLOOR = 0.01  # sigma is at least this share of the median block: smaller shifts are not looked for
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Consecutive steady steps ``[first, stop)`` (indices into the steady steps) of one speed."""
+
+    first: int
+    stop: int
+    first_step: int  # step numbers of the first and last steady step in it
+    last_step: int
+    median_us: float
+
+    @property
+    def steps(self) -> int:
+        return self.stop - self.first
+
+
+@dataclass(frozen=True, slots=True)
+class Slowdown:
+    """A run whose step time rose after :attr:`baseline` (every steady step before the onset,
+    pooled); :attr:`slow` are the slow segments, the onset first."""
+
+    segments: tuple[Segment, ...]
+    baseline: Segment
+    slow: tuple[Segment, ...]
+    steady_steps: int
+    min_steps: int  # a segment this long lasts
+
+    @property
+    def onset(self) -> Segment:
+        return self.slow[0]
+
+    @property
+    def worst(self) -> Segment:
+        return max(self.slow, key=lambda s: s.median_us)
+
+    @property
+    def ratio(self) -> float:
+        """The onset's median over the baseline's."""
+        return self.onset.median_us / self.baseline.median_us
+
+    @property
+    def slow_steps(self) -> int:
+        return sum(s.steps for s in self.slow)
+
+    @property
+    def lost_us(self) -> float:
+        """Time the slow segments took beyond the baseline's speed (their medians)."""
+        return float(sum((s.median_us - self.baseline.median_us) * s.steps for s in self.slow))
+
+    @property
+    def after(self) -> tuple[Segment, ...]:
+        """The lasting segments after the last slow one."""
+        return tuple(g for g in self.segments if g.first >= self.slow[-1].stop and g.steps >= self.min_steps)
+
+    @property
+    def recovered(self) -> bool:
+        """The run went back under :data:`MIN_RATIO` times the baseline after its last slow stretch
+        (short blips aside, as for the slow stretches)."""
+        return bool(self.after) and all(g.median_us < MIN_RATIO * self.baseline.median_us for g in self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """The added median step time of the slow steps, split (us; the parts may be negative)."""
+
+    added_us: float
+    wait_us: float
+    exposed_us: float
+    compute_us: float
+
+    @property
+    def cause(self) -> str:
+        """``wait``, ``exposed`` or ``compute``: the part that grew most."""
+        parts = {"wait": self.wait_us, "exposed": self.exposed_us, "compute": self.compute_us}
+        return max(parts, key=parts.__getitem__)
+
+
+def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
+    """The slowdown in a step table (:data:`analyzer.timeline.steps.STEP_COLUMNS`), None if the run kept its speed."""
+    steady = steps[steps["steady"]]
+    d = steady["duration_us"].to_numpy(dtype=np.float64)
+    n = len(d)
+    if n < MIN_STEPS:
+        return None
+    numbers = steady["step"].to_numpy(dtype=np.int64)
+    segments = _merge(_segments(d), d, numbers)
+    min_steps = max(MIN_SEGMENT_STEPS, int(np.ceil(MIN_SEGMENT_SHARE * n)))
+    lasting = [s for s in segments if s.steps >= min_steps]
+    for onset in lasting:
+        if onset.first < min_steps:
+            continue
+        ratio, p = stretch_test(d, onset.first, onset.stop)
+        if ratio < MIN_RATIO or p >= MAX_P:
+            continue
+        base = float(np.median(d[: onset.first]))
+        baseline = Segment(first=0, stop=onset.first, first_step=int(numbers[0]),
+                           last_step=int(numbers[onset.first - 1]), median_us=base)
+        slow = tuple(s for s in lasting if s.first >= onset.first and s.median_us >= MIN_RATIO * base)
+        return Slowdown(segments=tuple(segments), baseline=baseline, slow=slow, steady_steps=n, min_steps=min_steps)
+    return None
+
+
+def stretch_test(d: np.ndarray, first: int, stop: int) -> tuple[float, float]:
+    """How much slower the durations ``d[first:stop]`` are than every one before them: the ratio
+    of the medians, and the p-value of a one-sided Mann-Whitney U test (the onset's criteria)."""
+    # imported here, like ruptures in _segments: scipy.stats takes 0.5 s, paid only by runs it judges
+    from scipy.stats import mannwhitneyu
+
+    stretch, before = d[first:stop], d[:first]
+    ratio = float(np.median(stretch) / np.median(before))
+    return ratio, float(mannwhitneyu(stretch, before, alternative="greater").pvalue)
+
+
+def attribute(steps: pd.DataFrame, slowdown: Slowdown) -> Attribution:
+    """Split the slow steps' added median time into wait, exposed communication and compute."""
+    steady = steps[steps["steady"]].reset_index(drop=True)
+    base = steady.iloc[slowdown.baseline.first:slowdown.baseline.stop]
+    slow = pd.concat([steady.iloc[s.first:s.stop] for s in slowdown.slow])
+
+    def medians(rows: pd.DataFrame) -> tuple[float, float, float]:
+        duration = rows["duration_us"].to_numpy(dtype=np.float64)
+        tail = (rows["end_us"] - rows["ready_us"]).to_numpy(dtype=np.float64, na_value=np.nan)
+        wait = rows["wait_us"].to_numpy(dtype=np.float64, na_value=np.nan)
+        return float(np.median(duration)), _median(tail), _median(wait)
+
+    (d0, t0, w0), (d1, t1, w1) = medians(base), medians(slow)
+    added, wait, exposed = d1 - d0, w1 - w0, t1 - t0
+    return Attribution(added_us=added, wait_us=wait, exposed_us=exposed, compute_us=added - wait - exposed)
+
+
+def _median(x: np.ndarray) -> float:
+    x = x[~np.isnan(x)]
+    return float(np.median(x)) if len(x) else 0.0
+
+
+def _segments(d: np.ndarray) -> list[tuple[int, int]]:
+    """``[first, stop)`` index ranges of the durations ``d`` between change points."""
+    import ruptures  # here: 0.5 s to import (with scipy.stats), paid only by a run with steps to segment
+
+    n = len(d)
+    block = max(1, -(-n // MAX_BLOCKS))
+    blocks = n // block
+    m = np.median(d[: blocks * block].reshape(blocks, block), axis=1)
+    diffs = np.diff(m)
+    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2) if len(diffs) else 0.0
+    sigma = max(sigma, NOISE_FLOOR * float(np.median(m)), 1.0)
+    min_blocks = max(1, int(np.ceil(max(MIN_SEGMENT_STEPS, MIN_SEGMENT_SHARE * n) / block / 2)))
+    ends = ruptures.Pelt(model="l2", min_size=min_blocks, jump=1).fit(m).predict(
+        pen=PENALTY * sigma**2 * np.log(max(blocks, 2)))
+    cuts = [_refine(d, e * block, block) for e in ends[:-1]]  # the last end is the number of blocks
+    bounds = [0, *cuts, n]
+    return [(a, b) for a, b in pairwise(bounds) if b > a]
+
+
+def _refine(d: np.ndarray, cut: int, block: int) -> int:
+    """The index near ``cut`` (one block either side) that best splits ``d`` around it (L1 about the medians)."""
+    if block == 1:
+        return cut
+    lo, hi = max(1, cut - block), min(len(d) - 1, cut + block)
+    window = d[max(0, cut - 2 * block):min(len(d), cut + 2 * block)]
+    offset = max(0, cut - 2 * block)
+    best, best_cost = cut, np.inf
+    for c in range(lo, hi + 1):
+        left, right = window[: c - offset], window[c - offset:]
+        if not len(left) or not len(right):
+            continue
+        cost = np.abs(left - np.median(left)).sum() + np.abs(right - np.median(right)).sum()
+        if cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
+def _merge(ranges: list[tuple[int, int]], d: np.ndarray, numbers: np.ndarray) -> list[Segment]:
+    """Segments of ``ranges``, neighbours whose medians differ by less than :data:`MERGE_RATIO` joined."""
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if out:
+            pa_, pb = out[-1]
+            m0, m1 = float(np.median(d[pa_:pb])), float(np.median(d[a:b]))
+            if max(m0, m1) < MERGE_RATIO * min(m0, m1):
+                out[-1] = (pa_, b)
+                continue
+        out.append((a, b))
+    return [Segment(first=a, stop=b, first_step=int(numbers[a]), last_step=int(numbers[b - 1]),
+                    median_us=float(np.median(d[a:b]))) for a, b in out]

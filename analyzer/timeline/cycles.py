@@ -1,0 +1,69 @@
+"""The Horovod cycle time in effect, from ``CYCLE_START`` markers or from the file's rhythm.
+
+Horovod's background loop runs once per cycle (``HOROVOD_CYCLE_TIME``, 1 ms by default
+since 0.21, 5 ms before): negotiations end and batches start only at cycle boundaries.
+With markers (``HOROVOD_TIMELINE_MARK_CYCLES=1``) the cycle is their median spacing.
+Without them, the coordinator's own events (negotiation B/E, op B) are grouped into
+bursts (events less than :data:`BURST_GAP_US` apart) and the cycle is the 10th
+percentile of the gaps between bursts: busy cycles are stretched by their work, idle
+ones are not observed, and the short gaps are the loop's period. ``regularity`` is the
+share of gaps within 0.15 cycle of a whole number of cycles: near 1 when the loop's
+period dominates the file's rhythm, low when the bursts come from something else (few
+events, ops of varying length), in which case the estimate should not be trusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # timeline_model caches estimate_cycle, so it imports this module
+    from analyzer.timeline.model import TimelineModel
+
+BURST_GAP_US = 200
+DEFAULT_CYCLE_US = 1_000.0  # HOROVOD_CYCLE_TIME default since 0.21, used when no estimate exists
+MIN_GAPS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class CycleEstimate:
+    cycle_us: float
+    method: str  # "markers" | "bursts"
+    samples: int
+    regularity: float
+
+
+def cadence_gaps(model: TimelineModel) -> tuple[str, np.ndarray]:
+    """The gaps (us) the cycle is read from, and how: ``markers`` (between ``CYCLE_START``
+    markers, when there are enough) or ``bursts`` (between distinct negotiation and operation
+    start times and negotiation ends, gaps under :data:`BURST_GAP_US` dropped)."""
+    if len(model.markers_us) > MIN_GAPS:
+        return "markers", np.diff(model.markers_us)
+    sp = model.spans[model.spans["step"] >= 0]
+    neg = sp[sp["kind"] == "negotiate"]
+    times = np.concatenate([neg["start_us"].to_numpy(), neg.loc[neg["closed"], "end_us"].to_numpy(),
+                            sp.loc[sp["kind"] == "op", "start_us"].to_numpy()])
+    gaps = np.diff(np.unique(times)) if len(times) >= 2 else np.empty(0, np.int64)
+    return "bursts", gaps[gaps >= BURST_GAP_US]
+
+
+def estimate_cycle(model: TimelineModel) -> CycleEstimate | None:
+    """The cycle time, or ``None`` with too few samples to tell."""
+    method, gaps = cadence_gaps(model)
+    if method == "markers":
+        cycle = float(np.median(gaps))
+        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle))
+    if len(gaps) < MIN_GAPS:
+        return None
+    cycle = float(np.percentile(gaps, 10))
+    return CycleEstimate(cycle, "bursts", len(gaps), _regularity(gaps, cycle))
+
+
+def _regularity(gaps: np.ndarray, cycle: float) -> float:
+    if cycle <= 0:
+        return 0.0
+    ratio = gaps / cycle
+    whole = np.round(ratio)
+    return float(np.mean((whole >= 1) & (np.abs(ratio - whole) <= 0.15)))

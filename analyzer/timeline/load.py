@@ -1,0 +1,125 @@
+"""Timelines too big for memory: the whole run's step table in windows, the detail from its head.
+
+A timeline's model (:func:`analyzer.timeline.model.build_model`) holds every span and every
+rank tick: up to ~0.9 GB per GB of timeline. :func:`analysed_model` builds it whole when its
+estimate (:func:`model_bytes`) and the process's own :data:`BASELINE_BYTES` fit the memory
+budget, and otherwise:
+
+1. finds the steps from the negotiation spans alone (four columns, ~20 bytes each);
+2. builds the span-level model of the first steps that fit three quarters of the budget,
+   start-up included: the window every detector, phase, fusion, cycle and rank statistic
+   reads (it holds the start-up, where the response cache leaves the only rank ticks);
+3. streams the remaining steps in windows of the last quarter, each read by its time range
+   (row groups outside it are skipped), and keeps only their rows of the step table.
+
+Steps are cut by start time, so a window holds exactly the spans of its steps, and each
+window's table is computed with the end of the step before it: the step table is the one
+the whole model gives, row for row (tests/analyzer/test_window.py checks it). The report
+says which steps the span-level analyses read (:meth:`AnalysisWindow.note`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from analyzer.timeline.batches import find_batches
+from analyzer.timeline.lateness import Lateness
+from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
+from analyzer.store.run_store import RunStore
+from analyzer.timeline.model import (
+    AnalysisWindow,
+    TimelineModel,
+    build_model,
+    model_of,
+    negotiation_lateness,
+    read_spans,
+)
+
+DEFAULT_MEMORY_BUDGET = 4 << 30
+#: the analysing process before any model: interpreter, pandas, pyarrow, numba's compiler, Arrow's pool
+BASELINE_BYTES = 450 << 20
+#: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
+#: bench/analysis.py's whole-model peaks (1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M
+#: and 67 M, 18.8 GB at 33 M and 268 M; a tick's lateness takes 21 bytes)
+SPAN_BYTES = 340
+TICK_BYTES = 24
+DETAIL_SHARE = 0.75
+MIN_DETAIL_STEPS = 20
+SEGMENT_COLUMNS = ["pid", "kind", "start_us", "start_offset"]
+
+
+def model_bytes(entry: dict[str, Any]) -> int:
+    """Estimated peak memory of the whole model of the timeline input ``entry``."""
+    rows = entry.get("rows", {})
+    return int(rows.get("spans", 0)) * SPAN_BYTES + int(rows.get("ticks", 0)) * TICK_BYTES
+
+
+def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT_MEMORY_BUDGET) -> TimelineModel:
+    """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed."""
+    need = model_bytes(entry)
+    if need + BASELINE_BYTES <= budget:
+        return build_model(store, entry)
+    room = max(budget - BASELINE_BYTES, 0)
+    input_id = entry["id"]
+    starts, grads, seg = find_steps(_segment_rows(store, input_id))
+    n = len(starts)
+    per_step = need / max(n, 1)
+    k = max(MIN_DETAIL_STEPS, int(room * DETAIL_SHARE / per_step))
+    if k >= n:  # too few steps to leave any out: the head would be the whole timeline
+        return build_model(store, entry)
+    head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
+    model = model_of(store, entry, head, starts[:k], grads, seg, part=True)
+    tables = [model.steps]
+    size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
+    for a in range(k, n, size):
+        b = min(n, a + size)
+        where = pc.field("start_us") >= int(starts[a])
+        if b < n:
+            where &= pc.field("start_us") < int(starts[b])
+        tables.append(_window_steps(store, input_id, where, starts[a:b], grads, a, tables[-1]))
+    window = AnalysisWindow(steps=k, run_steps=n, spans=len(head), run_spans=int(entry["rows"]["spans"]),
+                            estimate_bytes=need + BASELINE_BYTES, budget_bytes=budget)
+    return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
+
+
+def lateness_of_steps(store: RunStore, entry: dict[str, Any], model: TimelineModel, first: int, last: int,
+                      budget: int = DEFAULT_MEMORY_BUDGET) -> Lateness:
+    """Rank lateness of the negotiations of steps ``first..last`` of the run (numbered as in
+    :attr:`TimelineModel.all_steps`), read from the store: what a windowed model's detail lacks
+    about a later stretch. At most as many steps as the streaming share of ``budget`` holds."""
+    run = model.all_steps
+    starts = run["start_us"].to_numpy(dtype=np.int64)
+    per_step = model_bytes(entry) / max(len(run), 1)
+    room = max(budget - BASELINE_BYTES, 0) * (1 - DETAIL_SHARE)
+    last = min(last, first + max(MIN_DETAIL_STEPS, int(room / max(per_step, 1.0))) - 1)
+    where = (pc.field("kind") == "negotiate") & (pc.field("start_us") >= int(starts[first]))
+    if last + 1 < len(starts):
+        where &= pc.field("start_us") < int(starts[last + 1])
+    neg = read_spans(store, entry["id"], where)
+    neg["step"] = step_of(neg["start_us"].to_numpy(), starts)
+    return negotiation_lateness(store, entry["id"], neg, part=True)
+
+
+def _segment_rows(store: RunStore, input_id: str) -> pd.DataFrame:
+    """The rows :func:`analyzer.timeline.steps.find_steps` reads: negotiations, else ops."""
+    for kind in ("negotiate", "op"):
+        rows = store.input_table("spans", input_id, SEGMENT_COLUMNS, pc.field("kind") == kind).to_pandas()
+        if len(rows):
+            return rows
+    return rows
+
+
+def _window_steps(store: RunStore, input_id: str, where: pc.Expression, starts: np.ndarray, grads: pd.Index,
+                  first: int, before: pd.DataFrame) -> pd.DataFrame:
+    """The step-table rows of the steps from ``first`` on that start at ``starts``, from their spans."""
+    spans = read_spans(store, input_id, where)
+    spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
+    spans["batch"] = find_batches(spans)[0]
+    last = before.iloc[-1]
+    end = NO_END if pd.isna(last["end_us"]) else int(last["end_us"])
+    return step_table(spans, starts, grads, first=first, before_end=end, before_complete=bool(last["complete"]))

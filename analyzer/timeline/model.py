@@ -1,0 +1,221 @@
+"""One timeline input, analysed once and shared by every detector and renderer.
+
+:func:`build_model` reads the input's partitions from the store, segments steps
+(:mod:`analyzer.timeline.steps`), groups fused batches (:mod:`analyzer.timeline.batches`) and builds the
+per-step table. :class:`TimelineModel` is immutable; detectors only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from analyzer.timeline.batches import FusionEstimate, estimate_threshold, find_batches
+from analyzer.timeline.cycles import CycleEstimate, estimate_cycle
+from analyzer.timeline.lateness import (
+    MIN_TICKED_STEPS,
+    Lateness,
+    RankLateness,
+    rank_summary,
+    tick_lateness,
+)
+from analyzer.timeline.changepoints import Slowdown, find_slowdown
+from analyzer.timeline.steps import (
+    NO_END,
+    Segmentation,
+    find_steps,
+    steady_durations,
+    step_of,
+    step_table,
+)
+from analyzer.store.run_store import RunStore
+
+SPAN_COLUMNS = ["span_id", "pid", "tensor", "name", "kind", "start_us", "end_us", "closed", "parent_id", "op_id",
+                "dtype", "bytes", "start_offset", "end_offset"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisWindow:
+    """The head of a timeline whose model would not fit the memory budget: span-level
+    analyses read its first :attr:`steps` steps (and the start-up before them), while the
+    step table (:attr:`TimelineModel.all_steps`) covers every step (:mod:`analyzer.timeline.load`)."""
+
+    steps: int
+    run_steps: int
+    spans: int
+    run_spans: int
+    estimate_bytes: int  # what analysing the whole timeline would take (its model and the process)
+    budget_bytes: int
+
+    def note(self) -> str:
+        return (f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
+                f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): analysing the whole "
+                f"timeline would take about {_bytes(self.estimate_bytes)}, over the {_bytes(self.budget_bytes)} "
+                "memory budget (--memory-budget). Step times and the step histogram cover every step.")
+
+
+def _bytes(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+@dataclass(frozen=True)
+class TimelineModel:
+    """Spans (with ``step``, ``batch`` and, for ops, ``ready_us``), steps, batches and the
+    lateness of rank ticks of one timeline.
+
+    When the timeline is analysed through a window (``window`` is set), spans, steps,
+    batches and lateness are the window's and ``run_steps`` is the whole run's step table.
+    """
+
+    input_id: str
+    path: str
+    facts: dict[str, Any]
+    spans: pd.DataFrame
+    steps: pd.DataFrame
+    batches: pd.DataFrame
+    lateness: Lateness  # ticks of fully ticked negotiations
+    markers_us: np.ndarray
+    segmentation: Segmentation
+    gradient_pids: pd.Index = field(default_factory=lambda: pd.Index([], dtype="int32"))
+    run_steps: pd.DataFrame | None = None
+    window: AnalysisWindow | None = None
+
+    @property
+    def all_steps(self) -> pd.DataFrame:
+        """Every step of the run (:attr:`steps` unless the model is a window's)."""
+        return self.steps if self.run_steps is None else self.run_steps
+
+    @property
+    def steady(self) -> pd.DataFrame:
+        return self.steps[self.steps["steady"]]
+
+    @property
+    def median_step_us(self) -> float | None:
+        d = steady_durations(self.steps)
+        return float(np.median(d)) if len(d) else None
+
+    @cached_property
+    def steady_mask(self) -> np.ndarray:
+        """``steady_mask[step + 1]`` is True for steady steps (index 0 stands for step -1)."""
+        mask = np.zeros(len(self.steps) + 1, bool)
+        mask[self.steady["step"].to_numpy() + 1] = True
+        return mask
+
+    def in_steady(self, step: pd.Series) -> np.ndarray:
+        """Which rows of a ``step`` column belong to steady steps (fast on millions of rows)."""
+        return self.steady_mask[step.to_numpy() + 1]
+
+    @cached_property
+    def steady_lateness(self) -> Lateness:
+        """:attr:`lateness` restricted to steady steps."""
+        return self.lateness.where_negotiations(self.steady_mask[self.lateness.neg_step + 1])
+
+    @cached_property
+    def steady_ranks(self) -> list[RankLateness]:
+        """:func:`analyzer.timeline.lateness.rank_summary` of :attr:`steady_lateness`, computed once."""
+        return rank_summary(self.steady_lateness)
+
+    @cached_property
+    def rank_scope(self) -> tuple[str, Lateness]:
+        """The ticks per-rank statistics read, and what they are: ``steady`` (enough steady steps
+        carry ticks), else ``first_negotiations`` (warm-up ticks only, the response cache's
+        doing), else ``none``."""
+        if len(self.steady_lateness.steps()) >= MIN_TICKED_STEPS:
+            return "steady", self.steady_lateness
+        return ("first_negotiations" if len(self.lateness) else "none"), self.lateness
+
+    @property
+    def steady_ticked_steps(self) -> int:
+        """How many steady steps have rank ticks (fully ticked negotiations or not)."""
+        lat = self.lateness
+        return int(self.steady_mask[np.unique(lat.neg_step[lat.tick_counts > 0]) + 1].sum())
+
+    @cached_property
+    def steady_batches(self) -> pd.DataFrame:
+        """Batches of the steady steps."""
+        return self.batches[self.batches["step"].isin(self.steady["step"])]
+
+    @cached_property
+    def fusion_estimate(self) -> FusionEstimate:
+        """:func:`analyzer.timeline.batches.estimate_threshold` of the steady batches, computed once."""
+        return estimate_threshold(self.steady_batches)
+
+    @cached_property
+    def slowdown(self) -> Slowdown | None:
+        """:func:`analyzer.timeline.changepoints.find_slowdown` of every step of the run, computed once."""
+        return find_slowdown(self.all_steps)
+
+    @cached_property
+    def cycle(self) -> CycleEstimate | None:
+        """:func:`analyzer.timeline.cycles.estimate_cycle`, computed once."""
+        return estimate_cycle(self)
+
+
+def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
+    """Analyse the timeline input ``entry`` (a manifest entry) of ``store``, all of it in memory
+    (:func:`analyzer.timeline.load.analysed_model` decides when a window must do)."""
+    spans = read_spans(store, entry["id"])
+    return model_of(store, entry, spans, *find_steps(spans))
+
+
+def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
+    """The spans of an input (those matching ``where``), typed for the analyses."""
+    spans = store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas()
+    for col in ("name", "tensor", "dtype"):
+        spans[col] = spans[col].astype("object")
+    spans["kind"] = spans["kind"].astype("category")  # compared often: codes, not strings
+    spans["end_us"] = spans["end_us"].fillna(NO_END).astype(np.int64)
+    spans["end_offset"] = spans["end_offset"].astype("Float64")
+    return spans
+
+
+def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts: np.ndarray, grads: pd.Index,
+             seg: Segmentation, part: bool = False) -> TimelineModel:
+    """The model of ``spans`` (:func:`read_spans`) cut into the steps that start at ``starts``;
+    ``part``: ``spans`` are only some of the input's (a window), so only the ticks within the
+    range of their negotiations' span ids are read."""
+    input_id = entry["id"]
+    spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
+    batch_of, ready_of, batches = find_batches(spans)
+    spans["batch"] = batch_of
+    spans["ready_us"] = ready_of
+    steps = step_table(spans, starts, grads)
+    lateness = negotiation_lateness(store, input_id, spans, part)
+    markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
+    return TimelineModel(
+        input_id=input_id,
+        path=str(entry["path"]),
+        facts=dict(entry.get("timeline") or {}),
+        spans=spans,
+        steps=steps,
+        batches=batches,
+        lateness=lateness,
+        markers_us=np.sort(markers.loc[markers["name"].astype(str) == "CYCLE_START", "ts_us"].to_numpy()),
+        segmentation=seg,
+        gradient_pids=grads,
+    )
+
+
+def negotiation_lateness(store: RunStore, input_id: str, spans: pd.DataFrame, part: bool) -> Lateness:
+    """Lateness of the ticks of the negotiations, read from the store one record batch at a time
+    (``part``: only the ticks within the range of their span ids)."""
+    neg = spans[spans["kind"] == "negotiate"]
+    neg_step = neg["step"].to_numpy(np.int64)
+    neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
+    ids = neg["span_id"].to_numpy(np.int64)
+    between = None
+    if part:
+        between = ("negotiation_id", int(ids.min()), int(ids.max())) if len(ids) else ("negotiation_id", 0, -1)
+
+    def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
+        for b in store.input_batches("ticks", input_id, list(columns), between=between):
+            yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
+                        for name, c in zip(columns, b.columns, strict=True))
+
+    return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)

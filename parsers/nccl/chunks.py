@@ -1,0 +1,195 @@
+"""One big log parsed in chunks, in parallel, with the result of a single pass.
+
+A combined job log (``mpirun`` stdout of thousands of ranks) is one file of several GB.
+:func:`chunk_ranges` cuts it at line boundaries; :func:`parse_chunk` reads one range alone
+(any process, any machine), counting lines from 0; :class:`ChunkMerger` takes the chunks'
+parsers in file order and continues one parser with each, moving the chunk's line numbers
+by the lines before it. The merge is exact, not approximate: per-process facts, collective
+counters, connection counts, errors, issues and job-log rows combine the way one pass would
+have accumulated them (tests compare every table on every corpus log cut at every line).
+
+Where a chunk's reading depended on what came before it (a stall warning's rank list or an
+autotune CSV running across the cut, an error's ``FILE:LINE`` frames continuing a WARN of
+the previous chunk), the chunk is read again here, continuing the merged parser: exact, and
+rare, as these are short passages of small files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from parsers.nccl.parser import CHAIN_LINES, JobLogParser, attach_work
+from parsers.nccl.process import log_tables
+
+#: how much of a log one task reads (~0.3 s of parsing): small enough to balance 2-64 workers
+#: on a multi-GB log, big enough that a task's state (one entry per process) is cheap to send
+CHUNK_BYTES = 32 << 20
+
+
+def chunk_ranges(path: str | Path, size: int, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges covering the file, each starting at a line (after a
+    ``\\n``) and ending after one (except the last, which ends with the file)."""
+    cuts = [0]
+    with open(path, "rb") as f:
+        for target in range(chunk_bytes, size, chunk_bytes):
+            if target <= cuts[-1]:
+                continue  # a line longer than a chunk
+            f.seek(target - 1)
+            pos = target - 1
+            while piece := f.read(64 << 10):
+                nl = piece.find(b"\n")
+                if nl >= 0:
+                    pos += nl + 1
+                    break
+                pos += len(piece)
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    return [(a, b) for a, b in zip(cuts, [*cuts[1:], size], strict=True)]
+
+
+class _Range:
+    """A read-only view of bytes ``[start, end)`` of an open file."""
+
+    def __init__(self, f: BinaryIO, start: int, end: int) -> None:
+        f.seek(start)
+        self.f = f
+        self.left = end - start
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n) if n else b""
+        self.left -= len(data)
+        return data
+
+
+def parse_chunk(path: str | Path, start: int, end: int, display_name: str | None = None) -> JobLogParser:
+    """Read bytes ``[start, end)`` of a log alone (lines counted from 0), not finished: the
+    state :class:`ChunkMerger` continues with."""
+    parser = JobLogParser(path, display_name)
+    with open(path, "rb") as f:
+        parser.feed(_Range(f, start, end))  # type: ignore[arg-type]
+    return parser
+
+
+class ChunkMerger:
+    """Chunks of one log (from :func:`chunk_ranges`) merged in file order into one parser.
+
+    :meth:`add` takes them in any order and merges as far as they are contiguous, so the
+    chunks held at a time stay few; :meth:`tables` returns what ``JobLogParser.parse`` of
+    the whole file returns.
+    """
+
+    def __init__(self, path: str | Path, ranges: list[tuple[int, int]], display_name: str | None = None) -> None:
+        self.path = Path(path)
+        self.ranges = ranges
+        self.parser = JobLogParser(path, display_name)
+        self.rereads = 0  # chunks read again here because their start depended on the chunk before
+        self._waiting: dict[int, JobLogParser] = {}
+        self._next = 0
+
+    @property
+    def complete(self) -> bool:
+        return self._next == len(self.ranges)
+
+    def add(self, index: int, chunk: JobLogParser) -> None:
+        self._waiting[index] = chunk
+        while self._next in self._waiting:
+            self._merge(self._next, self._waiting.pop(self._next))
+            self._next += 1
+
+    def tables(self) -> dict[str, pa.Table]:
+        if not self.complete:
+            raise ValueError(f"{self.path}: {len(self.ranges) - self._next} chunk(s) not merged yet")
+        self.parser.finish()
+        return log_tables(self.parser)
+
+    def _merge(self, index: int, chunk: JobLogParser) -> None:
+        p = self.parser
+        base = p.lines
+        if index and not _independent(p, chunk, base):
+            self.rereads += 1
+            start, end = self.ranges[index]
+            with open(self.path, "rb") as f:
+                p.feed(_Range(f, start, end))  # type: ignore[arg-type]
+            return
+        _absorb(p, chunk, base)
+
+
+def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
+    """Whether ``chunk``, read alone, read its lines as a continuation of ``p`` would have."""
+    if p._in_stall or p._autotune_layout is not None:  # a rank list or CSV may go on across the cut
+        return False
+    for key, lineno in chunk.chain_orphans:  # frames that may continue a WARN of an earlier chunk
+        err = p.open_error.get(key)
+        if err is not None and lineno + base - err["line"] <= CHAIN_LINES:
+            return False
+    return True
+
+
+def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
+    """Continue ``p`` (lines ``1..base``) with ``chunk`` (its lines counted from 0)."""
+    for key, proc in chunk.procs.items():
+        mine = p.procs.get(key)
+        if mine is None:
+            proc.shift(base)
+            p.procs[key] = proc
+        else:
+            mine.absorb(proc, base)
+    _absorb_counters(p.colls, chunk.colls, base, last=4, first=5)
+    _absorb_counters(p._fast_colls, chunk._fast_colls, base, last=4, first=7)
+    for _, work in chunk.work_orphans:  # "detected by watchdog at work" of a timeout of an earlier chunk
+        attach_work(p.watchdog, work)
+    for err in chunk.errors:
+        err["line"] += base  # open_error holds the same dicts
+    p.errors += chunk.errors
+    p.open_error.update(chunk.open_error)
+    for mine, later in ((p.comm_ranks, chunk.comm_ranks), (p.versions, chunk.versions), (p.env, chunk.env)):
+        mine += [_at(row, 2, base) for row in later]  # (host, pid, line, ...)
+    for w in chunk.watchdog:
+        w["line"] += base
+    p.watchdog += chunk.watchdog
+    p.stalls += [_at(row, 0, base) for row in chunk.stalls]
+    p.autotune += [_moved(row, base) for row in chunk.autotune]
+    if p._autotune_layout is None:
+        p._autotune_layout = chunk._autotune_layout
+    p._in_stall = chunk._in_stall
+    p._bare_versions += [_at(row, 0, base) for row in chunk._bare_versions]
+    p.counts.update(chunk.counts)
+    for code, (severity, template, lineno, count) in chunk.line_issues.items():
+        old = p.line_issues.get(code)
+        if old is None:
+            p.line_issues[code] = [severity, template, lineno + base, count]
+        else:
+            old[3] += count
+    for issue in chunk.sink.issues:  # none while reading; kept general
+        p.sink.add(issue.severity, issue.code, issue.message, byte_offset=issue.byte_offset, count=issue.count)
+    p.lines = base + chunk.lines
+
+
+def _absorb_counters(mine: dict[Any, list[Any]], later: dict[Any, list[Any]], base: int, last: int,
+                     first: int) -> None:
+    """Collective counters ``[nranks, calls, first opCount, last opCount, ..., last line, ..., first line]``
+    (positions ``last`` and ``first`` hold the lines): calls add up, the last opCount and line
+    are the later chunk's."""
+    for key, c in later.items():
+        c[last] += base
+        c[first] += base
+        old = mine.get(key)
+        if old is None:
+            mine[key] = c
+        else:
+            old[1] += c[1]
+            old[3] = c[3]
+            old[last] = c[last]
+
+
+def _at(row: tuple[Any, ...], i: int, base: int) -> tuple[Any, ...]:
+    return (*row[:i], row[i] + base, *row[i + 1 :])
+
+
+def _moved(row: Any, base: int) -> Any:
+    return replace(row, line=row.line + base)

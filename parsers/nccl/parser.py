@@ -1,0 +1,385 @@
+"""NCCL_DEBUG logs and job logs -> ``nccl_*``, ``watchdog_timeouts``, ``horovod_stalls``, ``autotune``.
+
+One pass over the text in blocks (never line by line from disk, never the whole file in
+memory). Each line is searched for NCCL records (:mod:`parsers.nccl.records`); their
+messages become facts (:mod:`parsers.nccl.messages`) folded into per-process state, and
+WARNs open an error that the following ``FILE:LINE -> N`` frames of the same thread
+extend. Lines without a record are checked for job-log signals (:mod:`parsers.nccl.joblog`)
+and otherwise counted as foreign lines. Per-line work is bounded; the state grows with
+processes, communicators and errors, not with the number of lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from parsers.nccl import joblog
+from parsers.issues import IssueSeverity, IssueSink
+from parsers.nccl.error_classes import classify_chain, classify_warn
+from parsers.nccl.messages import classify, wording_range
+from parsers.nccl.records import PREFIX_ONLY, Record, split_records, timestamp
+from parsers.nccl.process import ProcessState, log_tables
+
+BLOCK = 4 << 20
+CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
+#: A whole COLL trace line (``nccl-log-format.md`` §3.17), launcher prefix included.
+COLL_LINE = re.compile(
+    r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
+    r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
+    r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
+    re.MULTILINE,
+)
+
+
+class JobLogParser:
+    """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
+
+    def __init__(self, path: str | Path, display_name: str | None = None) -> None:
+        self.path = Path(path)
+        self.name = display_name or str(path)
+        self.sink = IssueSink(self.name)
+        self.procs: dict[tuple[str | None, int | None], ProcessState] = {}
+        self.comm_ranks: list[tuple[Any, ...]] = []
+        self.env: list[tuple[Any, ...]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.open_error: dict[tuple[str | None, int | None, int | None], dict[str, Any]] = {}
+        self.colls: dict[tuple[Any, ...], list[Any]] = {}
+        self._fast_colls: dict[tuple[str, str, str, str], list[Any]] = {}
+        self.watchdog: list[dict[str, Any]] = []
+        self.stalls: list[tuple[Any, ...]] = []
+        self.autotune: list[tuple[Any, ...]] = []
+        self._autotune_layout: str | None = None
+        self._in_stall = False
+        self._bare_versions: list[tuple[int, str, str]] = []
+        self.versions: list[tuple[Any, ...]] = []  # host, pid, line, version, cuda, source
+        self.counts: Counter[str] = Counter()
+        self.lines = 0
+        self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
+        # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
+        self.chain_orphans: list[tuple[tuple[str | None, int | None, int | None], int]] = []  # frames, no WARN
+        self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
+
+    # -- reading --------------------------------------------------------------------
+    def parse(self, stream: BinaryIO) -> dict[str, pa.Table]:
+        """Parse the whole ``stream`` and return the tables."""
+        self.feed(stream)
+        self.finish(getattr(stream, "cut", None))
+        return log_tables(self)
+
+    def feed(self, stream: BinaryIO) -> None:
+        """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
+        starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends."""
+        rest = b""
+        lineno = self.lines
+        while block := stream.read(BLOCK):
+            data = rest + block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1 :]
+            lineno = self._block(data[: cut + 1].decode("utf-8", "replace"), lineno)
+        if rest:
+            lineno += 1
+            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "log.cut_line",
+                           f"the file ends mid-line (line {{line}}, {len(rest)} bytes without a newline): the "
+                           "excerpt or capture was cut there; the fragment is read as far as it goes")
+            self._line(rest.decode("utf-8", "replace").rstrip("\r"), lineno)
+        self.lines = lineno
+
+    def finish(self, gzip_cut: str | None = None) -> None:
+        """End of the input: issues, folded collectives, late verdicts (:meth:`parse` calls it)."""
+        for code, (severity, template, lineno, count) in self.line_issues.items():
+            self.sink.add(severity, code, template.replace("{line}", str(lineno)), count=count)
+        self.line_issues.clear()
+        if gzip_cut:
+            self.sink.add(IssueSeverity.DATA_LOSS, "log.gzip_cut",
+                          f"the gzip stream is cut or damaged ({gzip_cut}); lines up to the damage were read")
+        self._finish()
+
+    def _issue_at(self, lineno: int, severity: IssueSeverity, code: str, template: str) -> None:
+        """An issue of line ``lineno`` (``{line}`` in ``template``), kept as data until
+        :meth:`finish` so that a chunk's issues can be moved to the lines of the whole file."""
+        old = self.line_issues.get(code)
+        if old is None:
+            self.line_issues[code] = [severity, template, lineno, 1]
+        else:
+            old[3] += 1
+
+    def _block(self, text: str, lineno: int) -> int:
+        """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
+        a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one."""
+        pos = 0
+        fast = self._fast_colls
+        for m in COLL_LINE.finditer(text):
+            start = m.start()
+            if start > pos:
+                self._in_stall = self._in_stall and pos == 0  # a record line ends a stall warning's rank list
+                lineno = self._lines(text[pos:start], lineno)
+            lineno += 1
+            pos = m.end()
+            outer, host, pid, dev, op, opc, comm, n = m.groups()
+            if " NCCL " in outer:  # two records merged in one line: the careful path
+                self._line(text[start : pos - 1].rstrip("\r"), lineno)
+                continue
+            c = fast.get((host, pid, comm, op))
+            if c is None:
+                fast[(host, pid, comm, op)] = [n, 1, opc, opc, lineno, dev, outer, lineno]
+            else:
+                c[1] += 1
+                c[3] = opc
+                c[4] = lineno
+        if pos < len(text):
+            self._in_stall = self._in_stall and pos == 0
+            lineno = self._lines(text[pos:], lineno)
+        return lineno
+
+    def _lines(self, text: str, lineno: int) -> int:
+        for line in text.split("\n")[:-1]:
+            lineno += 1
+            self._line(line.rstrip("\r"), lineno)
+        return lineno
+
+    def _fold_fast_colls(self) -> None:
+        """Merge the COLL lines read by the block regex into the processes and collectives."""
+        for (host, pid_s, comm, op), (n, calls, first, last, last_line, dev, outer, first_line) in \
+                self._fast_colls.items():
+            pid = int(pid_s)
+            p = self.procs.get((host, pid))
+            if p is None:
+                p = self.procs[(host, pid)] = ProcessState(host, pid, first_line, outer.strip() or None)
+            p.first_line = min(p.first_line, first_line)
+            p.last_line = max(p.last_line, last_line)
+            p.records += calls
+            p.devs.add(int(dev))
+            self.counts["records"] += calls
+            key = (host, pid, comm, op)
+            old = self.colls.get(key)
+            if old is None:
+                self.colls[key] = [int(n), calls, int(first, 16), int(last, 16), last_line, first_line]
+            else:  # the same communicator also went through the careful path (merged lines)
+                old[1] += calls
+                if last_line > old[4]:
+                    old[3], old[4] = int(last, 16), last_line
+                if first_line < old[5]:
+                    old[2], old[5] = int(first, 16), first_line
+        self._fast_colls.clear()
+
+    def _line(self, line: str, lineno: int) -> None:
+        if "NCCL" in line:
+            records, merged, doubled = split_records(line)
+            if records:
+                if merged:
+                    self.counts["merged"] += 1
+                    if any(not r.msg for r in records):
+                        self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.merged_records",
+                                       "line {line}: records of two processes were written into one line "
+                                       "(NCCL <= 2.3 wrote prefix and message separately); a record without "
+                                       "its message is counted, its message may appear on a later line")
+                if doubled:
+                    self.counts["doubled"] += 1
+                for r in records:
+                    self._record(r, lineno)
+                self._in_stall = False
+                return
+        self._job_line(line, lineno)
+
+    def _job_line(self, line: str, lineno: int) -> None:
+        if "Watchdog caught" in line:
+            w = joblog.parse_watchdog(line)
+            if w is not None:
+                self.watchdog.append({"line": lineno, "rank": w.rank, "seq": w.seq, "op": w.op,
+                                      "numel_in": w.numel_in, "numel_out": w.numel_out,
+                                      "timeout_ms": w.timeout_ms, "ran_ms": w.ran_ms, "pg": None,
+                                      "last_enqueued": None, "last_completed": None})
+                return
+        if "detected by watchdog at work" in line:
+            work = joblog.parse_watchdog_work(line)
+            if work is not None:
+                if not attach_work(self.watchdog, work):
+                    self.work_orphans.append((lineno, work))
+                return
+        if joblog.STALL_HEAD in line or joblog.STALL_WARNING in line:
+            self._in_stall = True
+            return
+        if self._in_stall:
+            stall = joblog.parse_stall_rank(line)
+            if stall is not None:
+                self.stalls.append((lineno, stall.rank, stall.shutdown, list(stall.tensors), stall.more))
+                return
+            self._in_stall = False
+        if self._autotune_layout is None:
+            layout = joblog.autotune_header(line)
+            if layout is not None:
+                self._autotune_layout = layout
+                return
+        else:
+            row = joblog.parse_autotune_row(line, self._autotune_layout, lineno)
+            if row is not None:
+                self.autotune.append(row)
+                return
+        if not line.strip() or PREFIX_ONLY.match(line):
+            self.counts["blank"] += 1
+        elif classify(line.strip()) is not None:
+            self.counts["orphan"] += 1
+            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.orphan_message",
+                           "line {line}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
+                           "written into another line by a concurrent process): it cannot be attributed and is "
+                           "not analysed")
+        else:
+            self.counts["foreign"] += 1
+
+    # -- records --------------------------------------------------------------------
+    def _proc(self, r: Record, lineno: int) -> ProcessState:
+        key = (r.host, r.pid)
+        p = self.procs.get(key)
+        if p is None:
+            p = self.procs[key] = ProcessState(r.host, r.pid, lineno, r.outer.strip() or None)
+        p.last_line = lineno
+        p.records += 1
+        if r.dev is not None:
+            p.devs.add(r.dev)
+        return p
+
+    def _record(self, r: Record, lineno: int) -> None:
+        self.counts["records"] += 1
+        if r.level == "VERSION":
+            self._bare_versions.append((lineno, r.outer, r.msg))
+            return
+        p = self._proc(r, lineno)
+        if r.level == "WARN":
+            p.warns += 1
+            cls, fix = classify_warn(r.msg)
+            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
+                   "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix,
+                   "time": timestamp(r.outer)}
+            self.errors.append(err)
+            self.open_error[(r.host, r.pid, r.tid)] = err
+            fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
+            if fact is not None and fact[0] == "no_verbs":
+                p.verbs_missing = True
+            return
+        if r.level != "INFO":
+            return
+        self._info(p, r, lineno)
+
+    def _info(self, p: ProcessState, r: Record, lineno: int) -> None:
+        msg = r.msg
+        fact = classify(msg)
+        if p.wording_open():  # version-specific wording shows up early
+            p.check_wording(wording_range(msg))
+        if fact is None:
+            return
+        kind, f = fact
+        if kind == "coll":
+            key = (r.host, r.pid, f["comm"], f["op"])
+            c = self.colls.get(key)
+            if c is None:  # nranks, calls, first and last opCount, last and first line
+                self.colls[key] = [f["nranks"], 1, f["opcount"], f["opcount"], lineno, lineno]
+            else:
+                c[1] += 1
+                c[3] = f["opcount"]
+                c[4] = lineno
+        elif kind == "conn":
+            p.add_conn(f, lineno)
+            p.progress_line = lineno
+        elif kind == "chain":
+            self._chain(r, f, lineno)
+        elif kind == "init":
+            if f["phase"] == "COMPLETE":
+                p.progress_line = lineno
+            if f["phase"] is None and (f["cuda_dev"] is not None or f["api"] is not None):
+                return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
+            phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
+            self.comm_ranks.append((r.host, r.pid, lineno, f["api"], f["comm"], f["comm_id"], f["rank"],
+                                    f["nranks"], f["cuda_dev"], f["bus_id"], phase))
+        elif kind == "version":
+            self.versions.append((r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
+            p.apply(kind, f)
+        elif kind == "env":
+            self.env.append((r.host, r.pid, lineno, f["var"], f["value"]))
+        else:
+            if kind in ("network", "ib_using", "socket_using"):  # a network initialised after a failed probe
+                p.progress_line = lineno
+            p.apply(kind, f)
+
+    def _chain(self, r: Record, f: dict[str, Any], lineno: int) -> None:
+        frame = f"{f['src']} -> {f['code']}" + (f" ({f['errno']})" if f["errno"] else "") + \
+                (f" [{f['thread']}]" if f["thread"] else "")
+        err = self.open_error.get((r.host, r.pid, r.tid))
+        if err is None:
+            self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
+        if err is None or lineno - err["line"] > CHAIN_LINES:
+            cls, fix = classify_chain(f["code"])
+            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "chain", "class": cls,
+                   "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix,
+                   "time": timestamp(r.outer)}
+            self.errors.append(err)
+            self.open_error[(r.host, r.pid, r.tid)] = err
+        err["chain"].append(frame)
+        err["result_code"] = f["code"]
+
+    # -- end ------------------------------------------------------------------------
+    def _finish(self) -> None:
+        self._fold_fast_colls()
+        for err in self.errors:  # a plugin/transport probe that failed, after which NCCL went on normally
+            proc = self.procs.get((err["host"], err["pid"]))
+            if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
+                err["class"] = None
+                err["remediation"] = ("NCCL went on after this chain (it chose a network, connected or completed "
+                                      "init): a probe of a plugin or transport that failed, not an error")
+        for lineno, outer, msg in self._bare_versions:
+            fact = classify(msg)
+            if fact is None:
+                continue
+            owner = self._version_owner(outer.strip())
+            if owner is not None and owner.version is None:
+                owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
+            self.versions.append((owner.host if owner else None, owner.pid if owner else None, lineno,
+                                  fact[1]["version"], fact[1]["cuda"], "bare line"))
+        if self.counts["foreign"]:
+            self.sink.add(IssueSeverity.INFO, "log.foreign_lines",
+                          f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
+                          "(application output, launcher banners): counted, not analysed",
+                          count=self.counts["foreign"])
+        if self.counts["doubled"]:
+            self.sink.add(IssueSeverity.INFO, "log.doubled_columns",
+                          f"{self.counts['doubled']} line(s) held the same record twice (a CloudWatch-style "
+                          "export with repeated columns): read once", count=self.counts["doubled"])
+        if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune):
+            self.sink.add(IssueSeverity.INFO, "log.no_signals",
+                          "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
+                          "(was NCCL_DEBUG=INFO set?)")
+
+    def _version_owner(self, outer: str) -> ProcessState | None:
+        """The process that printed a bare version line: the one with the same launcher prefix,
+        else the only process of the file."""
+        if outer:
+            same = [p for p in self.procs.values() if p.prefix == outer]
+            if len(same) == 1:
+                return same[0]
+        if len(self.procs) == 1:
+            return next(iter(self.procs.values()))
+        return None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"lines": self.lines, "records": self.counts["records"], "processes": len(self.procs),
+                "foreign_lines": self.counts["foreign"], "blank_lines": self.counts["blank"],
+                "merged_lines": self.counts["merged"], "watchdog_timeouts": len(self.watchdog),
+                "stall_ranks": len(self.stalls), "autotune_rows": len(self.autotune)}
+
+
+def attach_work(watchdog: list[dict[str, Any]], work: joblog.WatchdogWork) -> bool:
+    """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
+    work" line) describes; False when there is none."""
+    for w in reversed(watchdog):
+        if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
+            w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
+            return True
+    return False

@@ -1,0 +1,154 @@
+"""Scan state of the timeline kernel, and the catalogue of issues the kernel counts.
+
+``TokenState`` and ``PairState`` own the arrays the two kernels (:mod:`parsers.timeline._tokenize`,
+:mod:`parsers.timeline._pair`) read and update between buffers, and grow them when a kernel asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from parsers.timeline import _pair as P
+from parsers.timeline import _tokenize as T
+from parsers.issues import IssueSeverity
+
+# (issue index in the kernel, severity, code, message)
+KERNEL_ISSUES = (
+    (T.I_ORPHAN_E, IssueSeverity.DATA_LOSS, "timeline.orphan_end",
+     "E event with no open B on its pid (its B was lost or written to an earlier file); dropped"),
+    (T.I_NEG_IN_OP, IssueSeverity.INFO, "timeline.negotiate_inside_op",
+     "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
+     "E events are anonymous, so LIFO pairing may swap the two spans' ends"),
+    (T.I_TICK_OUTSIDE, IssueSeverity.INFO, "timeline.tick_outside_negotiation",
+     "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id"),
+    (T.I_UNESCAPED, IssueSeverity.INFO, "timeline.unescaped_quote",
+     "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly"),
+    (T.I_FLOAT_TS, IssueSeverity.INFO, "timeline.float_ts",
+     "non-integer ts (Horovod writes integers); rounded to the microsecond"),
+    (T.I_UNKNOWN_KEY, IssueSeverity.INFO, "timeline.unknown_key",
+     "record with a key Horovod does not write; the key was ignored"),
+    (T.I_TS_BACK, IssueSeverity.INFO, "timeline.ts_not_monotonic",
+     "ts smaller than the previous record's (Horovod's ts never decreases in file order)"),
+    (T.I_UNKNOWN_PH, IssueSeverity.DATA_LOSS, "timeline.unknown_phase",
+     "record with a phase Horovod does not write (only M, B, E, X, i); dropped"),
+    (T.I_BAD_RECORD, IssueSeverity.DATA_LOSS, "timeline.bad_record",
+     "record without the fields its phase needs (ph, ts, pid, name); dropped"),
+    (T.I_X_NOT_RANK, IssueSeverity.DATA_LOSS, "timeline.tick_not_rank",
+     "X event whose name is not a rank number; dropped"),
+    (T.I_E_NAMED, IssueSeverity.INFO, "timeline.named_end",
+     "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack"),
+)
+
+
+@dataclass(slots=True)
+class TokenState:
+    """What :func:`parsers.timeline._tokenize.tokenize` keeps between buffers of one input or range."""
+
+    ctr: np.ndarray
+    iss: np.ndarray
+    ikeys: np.ndarray
+    ivals: np.ndarray
+
+    @classmethod
+    def new(cls, after: bool = False) -> TokenState:
+        ctr = np.zeros(T.T_NCTR, np.int64)
+        ctr[T.T_LAST_TS] = np.iinfo(np.int64).min
+        ctr[T.T_FIRST_OFF] = -1
+        ctr[T.T_AFTER] = int(after)
+        return cls(ctr=ctr, iss=new_issues(), ikeys=np.zeros((3, 1024), np.uint64), ivals=np.zeros((3, 1024), np.int64))
+
+    def grow_intern(self) -> None:
+        cap = 2 * self.ikeys.shape[1]
+        keys = np.zeros((3, cap), np.uint64)
+        vals = np.zeros((3, cap), np.int64)
+        mask = np.uint64(cap - 1)
+        for cat in range(3):
+            for h, v in zip(self.ikeys[cat], self.ivals[cat], strict=True):
+                if h == 0:
+                    continue
+                k = int(h & mask)
+                while keys[cat, k] != 0:
+                    k = (k + 1) & (cap - 1)
+                keys[cat, k] = h
+                vals[cat, k] = v
+        self.ikeys, self.ivals = keys, vals
+
+
+@dataclass(slots=True)
+class PairState:
+    """What :func:`parsers.timeline._pair.pair` keeps between blocks: counters, issue counts, per-pid
+    stacks and statistics, the open-span slot pool."""
+
+    ctr: np.ndarray
+    iss: np.ndarray
+    top: np.ndarray
+    pstat: np.ndarray
+    slots: np.ndarray
+
+    @classmethod
+    def new(cls) -> PairState:
+        ctr = np.zeros(P.C_NCTR, np.int64)
+        ctr[P.C_FREE] = -1
+        return cls(ctr=ctr, iss=new_issues(), top=np.full(1024, -1, np.int64), pstat=new_pstat(1024),
+                   slots=np.zeros((4096, P.S_N), np.int64))
+
+    def grow(self) -> None:
+        need = int(self.ctr[P.C_NEED])
+        if need == 1:
+            size = max(int(self.ctr[P.C_NEED_PID]) + 1, 2 * len(self.top))
+            top = np.full(size, -1, np.int64)
+            top[: len(self.top)] = self.top
+            pstat = new_pstat(size)
+            pstat[: len(self.pstat)] = self.pstat
+            self.top, self.pstat = top, pstat
+        elif need == 2:
+            slots = np.zeros((2 * len(self.slots), P.S_N), np.int64)
+            slots[: len(self.slots)] = self.slots
+            self.slots = slots
+        else:  # pragma: no cover - kernel contract
+            raise AssertionError(f"kernel asked to grow unknown state {need}")
+        self.ctr[P.C_NEED] = 0
+
+
+def new_issues() -> np.ndarray:
+    return np.zeros((T.I_NISS, 2), np.int64)
+
+
+def add_issues(into: np.ndarray, more: np.ndarray) -> None:
+    """Add the issue counts ``more`` (read after ``into``'s) to ``into``: counts add up, the
+    first offset stays the earliest one."""
+    first = (into[:, 0] == 0) & (more[:, 0] > 0)
+    into[first, 1] = more[first, 1]
+    into[:, 0] += more[:, 0]
+
+
+def new_pstat(n: int) -> np.ndarray:
+    p = np.zeros((n, P.P_N), np.int64)
+    p[:, P.P_FIRST_TS] = T.MISSING
+    p[:, P.P_OPNAME] = -1
+    return p
+
+
+def dict_column(indices: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+    """Dictionary column from int indices; negative indices are null."""
+    idx = np.asarray(indices)
+    mask = idx < 0
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.where(mask, 0, idx).astype(np.int32), mask=mask if mask.any() else None),
+        pa.array(values if values else [""], type=pa.string()),
+    )
+
+
+def decode_str(raw: bytes) -> str:
+    if b"\\" in raw:
+        try:
+            return str(orjson.loads(b'"' + raw + b'"'))
+        except orjson.JSONDecodeError:
+            pass
+    return raw.decode("utf-8", "replace")
+
+

@@ -1,0 +1,185 @@
+"""The Arrow tables of a timeline: the pairing kernel's integer rows, named.
+
+:class:`TimelineNames` holds what gives a row its names: the strings interned across the
+whole file (event names, dtypes, shapes), the tensor name of every pid from the metadata
+records, and the input id. It turns the rows of :mod:`parsers.timeline._pair` into the ``spans``,
+``ticks``, ``markers`` and ``tensors`` tables of :mod:`parsers.schema`.
+
+Each tokenizer (the single pass, or one per range of the file) interns strings on its own;
+:meth:`TimelineNames.intern` maps a block's ids onto the file's, so rows from ranges
+tokenized apart name the same strings with the same ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from parsers.timeline import _pair as P
+from parsers.timeline import _tokenize as T
+from parsers.timeline._state import dict_column
+from parsers.schema import arrow_schema
+
+KINDS = ("negotiate", "op", "activity")
+DTYPE_BYTES = {
+    "bool": 1, "uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "float16": 2, "bfloat16": 2,
+    "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8,
+}
+
+
+class TimelineNames:
+    """The names of one timeline's rows, and the tables built from them."""
+
+    def __init__(self, input_id: str) -> None:
+        self.input_id = input_id
+        self.strings: tuple[list[str], list[str], list[str]] = ([], [], [])  # by T.CAT_*
+        self._index: tuple[dict[str, int], ...] = ({}, {}, {})
+        self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
+        self._same_ids = True  # so far the current tokenizer's ids are ours
+        self.tensor_names: list[str] = []
+        self.pid_tensor = np.full(1024, -1, np.int32)  # pid -> index in tensor_names, -1: unnamed
+
+    # -- interning ------------------------------------------------------------------------
+    def new_tokenizer(self) -> None:
+        """The next blocks come from another tokenizer, whose ids start again at 0."""
+        for local in self._local:
+            local.clear()
+        self._same_ids = True
+
+    def intern(self, strings: list[tuple[int, int, str]], events: np.ndarray) -> None:
+        """Take a block's new ``(category, id, text)`` strings, and rewrite its ``events``' ids
+        to the file's, in place."""
+        for cat, sid, text in strings:
+            local = self._local[cat]
+            assert sid == len(local), "kernel interning out of order"
+            gid = self._index[cat].get(text)
+            if gid is None:
+                gid = self._index[cat][text] = len(self.strings[cat])
+                self.strings[cat].append(text)
+            self._same_ids &= gid == sid
+            local.append(gid)
+        if not self._same_ids:
+            _renumber(events, self._local)
+
+    def name_pid(self, pid: int, name: str) -> bool:
+        """Name ``pid``'s tensor; True if it had another name already."""
+        if pid >= len(self.pid_tensor):
+            grown = np.full(max(pid + 1, 2 * len(self.pid_tensor)), -1, np.int32)
+            grown[: len(self.pid_tensor)] = self.pid_tensor
+            self.pid_tensor = grown
+        old = self.pid_tensor[pid]
+        renamed = bool(old >= 0 and self.tensor_names[old] != name)
+        self.pid_tensor[pid] = len(self.tensor_names)
+        self.tensor_names.append(name)
+        return renamed
+
+    # -- tables ---------------------------------------------------------------------------
+    def spans(self, a: np.ndarray) -> pa.Table:
+        """``spans`` from rows of ``P.SP_*`` columns."""
+        c = {k: np.ascontiguousarray(a[:, k]) for k in range(P.SP_N)}
+        closed = c[P.SP_END] != -1
+        dtypes = self.strings[T.CAT_DTYPE]
+        sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
+        numel = c[P.SP_NUMEL]
+        nbytes = numel * sizes[c[P.SP_DTYPE]]
+        nbytes_null = (numel < 0) | (c[P.SP_DTYPE] < 0) | (sizes[c[P.SP_DTYPE]] < 0)
+        return pa.Table.from_arrays(
+            [
+                self._input_col(len(a)),
+                pa.array(c[P.SP_ID]),
+                pa.array(c[P.SP_PID].astype(np.int32)),
+                self._tensor_col(c[P.SP_PID]),
+                dict_column(c[P.SP_NAME], self.strings[T.CAT_NAME]),
+                dict_column(c[P.SP_KIND], list(KINDS)),
+                pa.array(c[P.SP_DEPTH].astype(np.int16)),
+                pa.array(c[P.SP_START]),
+                pa.array(c[P.SP_END], mask=~closed),
+                pa.array(c[P.SP_END] - c[P.SP_START], mask=~closed),
+                pa.array(closed),
+                pa.array(c[P.SP_PARENT], mask=c[P.SP_PARENT] < 0),
+                pa.array(c[P.SP_OP], mask=c[P.SP_OP] < 0),
+                dict_column(c[P.SP_DTYPE], dtypes),
+                dict_column(c[P.SP_SHAPE], self.strings[T.CAT_SHAPE]),
+                pa.array(numel, mask=numel < 0),
+                pa.array(nbytes, mask=nbytes_null),
+                pa.array(c[P.SP_SOFF]),
+                pa.array(c[P.SP_EOFF], mask=~closed),
+            ],
+            schema=arrow_schema("spans"),
+        )
+
+    def ticks(self, t: np.ndarray) -> pa.Table:
+        """``ticks`` from rows of ``P.TK_*`` columns."""
+        c = {k: np.ascontiguousarray(t[:, k]) for k in range(P.TK_N)}
+        return pa.Table.from_arrays(
+            [
+                self._input_col(len(t)),
+                pa.array(c[P.TK_PID].astype(np.int32)),
+                self._tensor_col(c[P.TK_PID]),
+                pa.array(c[P.TK_NEG], mask=c[P.TK_NEG] < 0),
+                pa.array(c[P.TK_RANK].astype(np.int32)),
+                pa.array(c[P.TK_TS]),
+                pa.array(c[P.TK_ORDER].astype(np.int32)),
+                pa.array(c[P.TK_OFF]),
+            ],
+            schema=arrow_schema("ticks"),
+        )
+
+    def markers(self, t: np.ndarray) -> pa.Table:
+        """``markers`` from rows of ``P.MK_*`` columns."""
+        return pa.Table.from_arrays(
+            [self._input_col(len(t)), dict_column(t[:, P.MK_NAME], self.strings[T.CAT_NAME]),
+             pa.array(t[:, P.MK_TS].copy()), pa.array(t[:, P.MK_OFF].copy())],
+            schema=arrow_schema("markers"),
+        )
+
+    def tensors(self, pstat: np.ndarray, n_pids: int) -> pa.Table:
+        """One row per pid seen in metadata or events, from the pairer's per-pid ``P.P_*``
+        statistics (``n_pids``: how many pids the pairer has room for)."""
+        n_pid = max(len(self.pid_tensor), n_pids)
+        pids = np.arange(n_pid)
+        stat = np.zeros((n_pid, P.P_N), np.int64)
+        stat[:, P.P_FIRST_TS] = T.MISSING
+        stat[:, P.P_OPNAME] = -1
+        stat[: len(pstat)] = pstat
+        tix = np.full(n_pid, -1, np.int32)
+        tix[: len(self.pid_tensor)] = self.pid_tensor
+        seen = (tix >= 0) | (stat[:, P.P_NEG] + stat[:, P.P_OPS] > 0) | (stat[:, P.P_FIRST_TS] != T.MISSING)
+        keep = np.flatnonzero(seen)
+        names = np.array(self.tensor_names + [None], dtype=object)
+        first = stat[keep, P.P_FIRST_TS]
+        return pa.Table.from_arrays(
+            [
+                self._input_col(len(keep)),
+                pa.array(pids[keep].astype(np.int32)),
+                pa.array(names[tix[keep]], type=pa.string()),
+                dict_column(stat[keep, P.P_OPNAME], self.strings[T.CAT_NAME]),
+                pa.array(stat[keep, P.P_NEG]),
+                pa.array(stat[keep, P.P_TICKED]),
+                pa.array(stat[keep, P.P_OPS]),
+                pa.array(first, mask=first == T.MISSING, type=pa.int64()),
+            ],
+            schema=arrow_schema("tensors"),
+        )
+
+    def _input_col(self, n: int) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.input_id]))
+
+    def _tensor_col(self, pids: np.ndarray) -> pa.Array:
+        pt = self.pid_tensor
+        idx = np.full(len(pids), -1, np.int32)
+        ok = pids < len(pt)
+        idx[ok] = pt[pids[ok]]
+        return dict_column(idx, self.tensor_names)
+
+
+def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> None:
+    """Rewrite a block's string ids from its tokenizer's to the file's, in place."""
+    maps = [np.asarray(ids, np.int64) for ids in local]
+    ph = ev[:, T.EV_PH]
+    named = (ph == T.PH_B) | (ph == T.PH_I)
+    ev[named, T.EV_A] = maps[T.CAT_NAME][ev[named, T.EV_A]]
+    ends = ph == T.PH_E
+    for col, cat in ((T.EV_A, T.CAT_DTYPE), (T.EV_B, T.CAT_SHAPE)):
+        sel = ends & (ev[:, col] >= 0)
+        ev[sel, col] = maps[cat][ev[sel, col]]

@@ -1,0 +1,329 @@
+"""Reading a timeline's bytes into event rows: the tokenizing half of :mod:`parsers.timeline.parser`.
+
+:class:`Tokenizer` runs the compiled tokenizer (:mod:`parsers.timeline._tokenize`) over a stream, or
+over one byte range of a file, in fixed buffers, and hands out :class:`TokenBlock` s: event
+rows, the strings they name and the metadata records. It owns everything about the bytes:
+the opening ``[``, syntax errors (skipped to the next record), oversized records, the end
+of the input. What it cannot judge alone (is a missing ``]`` normal for this writer?) it
+leaves in :attr:`Tokenizer.ending` for the parser.
+
+A big uncompressed timeline is tokenized in ranges at once (:func:`timeline_ranges`,
+:func:`tokenize_range`, by threads or Dask workers) and paired in file order by one
+:class:`~parsers.timeline.parser.TimelineParser`. A range starts right after a record's closing
+``}``; one that is not a record boundary after all (a ``},{"ph"`` inside a tensor name)
+shows up as a range that ends inside a record, and the parser re-reads from there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import BinaryIO
+
+import numpy as np
+
+from parsers.timeline import _tokenize as T
+from parsers.timeline._state import TokenState, decode_str
+from parsers.errors import InputError, describe_bytes
+from parsers.inputs import readinto_full
+from parsers.issues import IssueSeverity, IssueSink, ParseIssue
+
+DEFAULT_CHUNK = 16 * 1024 * 1024
+MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
+#: a range of a big timeline tokenized by one task (32 MB: ~0.1 s of work, ~30 MB of rows)
+RANGE_BYTES = 32 << 20
+_RESYNC = (b'{"ph"', b'{"name"')
+_FRAGMENT_RE = re.compile(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")')
+#: a record boundary: the end of one record and the start of the next (group 1: the separator)
+_BOUNDARY_RE = re.compile(rb'\}(\s*,\s*)\{\s*"(?:ph|name)"\s*:')
+
+
+@dataclass(slots=True)
+class TokenBlock:
+    """Event rows (:data:`parsers.timeline._tokenize.EV_N` columns; string ids local to the tokenizer
+    that made them), the strings first seen in them and the metadata records among them."""
+
+    events: np.ndarray
+    strings: list[tuple[int, int, str]]  # (category, id, text), ids in increasing order
+    metas: list[tuple[int, bytes]]  # (file offset, raw record)
+
+
+@dataclass(slots=True)
+class Ending:
+    """Why tokenizing stopped.
+
+    ``empty``: an empty timeline (nothing but ``[``); ``closed``: the ``]`` ending the array
+    was read at ``at`` (``trailing`` non-blank bytes after it, to the end of the range);
+    ``end``: the input or range ended, ``tail`` the bytes from ``at`` on that were not a
+    whole record; ``stopped``: an unreadable record at ``at`` in a range read without
+    skipping (``resync=False``).
+    """
+
+    kind: str
+    at: int
+    tail: bytes = b""
+    trailing: int = 0
+
+
+class Tokenizer:
+    """Tokenize one stream, or one range of a file, into :class:`TokenBlock` s.
+
+    ``first``: the input starts at the file's start (its ``[`` is checked); ``resync``:
+    skip an unreadable record to the next one (else stop there, see :class:`Ending`);
+    ``records_before``: records read before this range (a syntax error before any record
+    means the file is not a timeline at all).
+    """
+
+    def __init__(self, name: str, sink: IssueSink, *, chunk_bytes: int = DEFAULT_CHUNK, first: bool = True,
+                 resync: bool = True, records_before: int = 0) -> None:
+        self.name = name
+        self.sink = sink
+        self.chunk_bytes = max(4096, chunk_bytes)
+        self.first = first
+        self.resync = resync
+        self.records_before = records_before
+        self.state = TokenState.new(after=records_before > 0)
+        self.ending = Ending("end", 0)
+        self.skipped_bytes = 0
+        self.position = 0  # file offset after the last byte read
+
+    def blocks(self, f: BinaryIO, start: int = 0, stop: int | None = None) -> Iterator[TokenBlock]:
+        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end)."""
+        st = self.state
+        chunk = self.chunk_bytes
+        buf = np.empty(chunk + 64, np.uint8)
+        cap = max(1024, chunk // 48)
+        events = np.empty((cap, T.EV_N), np.int64)
+        metas = np.empty((4096, T.MT_N), np.int64)
+        newstr = np.empty((4096, 4), np.int64)
+        outn = np.zeros(4, np.int64)
+        left = None if stop is None else stop - start
+
+        def read(into: memoryview) -> int:
+            nonlocal left
+            want = len(into) if left is None else min(len(into), left)
+            n = readinto_full(f, into[:want])
+            if left is not None:
+                left -= n
+            return n
+
+        end = read(memoryview(buf)[:chunk])
+        eof = end < chunk or left == 0
+        pos = self.open_array(buf, end) if self.first else 0
+        base = start
+        if pos < 0:
+            self.position = start + end
+            self.ending = Ending("empty", start + end)
+            return
+        while True:
+            status, pos = T.tokenize(buf, pos, end, base, st.ctr, st.iss, st.ikeys, st.ivals,
+                                     events, metas, newstr, outn)
+            err = int(outn[3])  # where a syntax error is (taking the block resets outn)
+            block = self._block(buf, base, events, metas, newstr, outn)
+            if len(block.events) or block.metas:
+                yield block
+            self.position = base + pos
+            if status == T.ST_FULL:
+                continue
+            if status == T.ST_GROW:
+                st.grow_intern()
+                continue
+            if status == T.ST_CLOSED:
+                trailing, more = self._trailing(f, buf, pos, end, left)
+                self.position = base + end + more
+                self.ending = Ending("closed", base + pos, trailing=trailing)
+                return
+            if status == T.ST_SYNTAX:
+                if not self.resync:
+                    self.ending = Ending("stopped", base + pos)
+                    return
+                pos = self._resync(buf, err, pos, end, base, eof)
+                if pos >= 0:
+                    continue
+                pos = end  # nothing to resync to in this buffer: read on
+            # ST_NEED_MORE (or resync needs more): keep the partial record, read on
+            carry = end - pos
+            if eof:
+                self.position = base + end
+                self.ending = Ending("end", base + pos, tail=bytes(buf[pos:end]))
+                return
+            if carry > MAX_RECORD:
+                if not self.resync:
+                    self.ending = Ending("stopped", base + pos)
+                    return
+                self._oversized(base + pos)
+                self.skipped_bytes += carry
+                carry = 0
+                pos = end
+            if carry + chunk > len(buf):
+                bigger = np.empty(carry + chunk + 64, np.uint8)
+                bigger[:carry] = buf[pos:end]
+                buf = bigger
+            else:
+                buf[:carry] = buf[pos:end]
+            base += pos
+            n = read(memoryview(buf)[carry : carry + chunk])
+            eof = n < chunk or left == 0
+            pos, end = 0, carry + n
+
+    @property
+    def records(self) -> int:
+        return int(self.state.ctr[T.T_RECORDS])
+
+    # -- start of the array, errors ---------------------------------------------------
+    def open_array(self, buf: np.ndarray, end: int) -> int:
+        """Position after '[', or -1 for an empty timeline. Raises InputError otherwise."""
+        head = bytes(buf[: min(end, 4096)])
+        skip = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+        body = head[skip:].lstrip(b" \t\r\n")
+        at = len(head) - len(body)
+        if not body:
+            if end > len(head):  # 4 KiB of whitespace and more: keep looking in the scan
+                raise InputError(self.name, "expected '[' (a Horovod timeline), found only whitespace in the first 4 KiB",
+                                 offset=at)
+            return -1
+        if body[:1] == b"[":
+            rest = body[1:].lstrip(b" \t\r\n")
+            if not rest and end <= len(head):
+                return -1
+            return at + 1
+        if _FRAGMENT_RE.match(body):
+            self.sink.add(
+                IssueSeverity.INFO, "timeline.headless_fragment",
+                "the file starts with a trace event instead of '[': a piece cut out of a larger timeline; "
+                "spans whose B lies before the cut show up as orphan E events",
+                byte_offset=at,
+            )
+            return at
+        if body[:1] == b"{":
+            raise InputError(
+                self.name, "found a JSON object, expected a JSON array of trace events ('[')", offset=at,
+                hint="Horovod writes a bare array. A {\"traceEvents\": ...} file comes from another profiler "
+                     "(e.g. the PyTorch profiler), which hvd-analyze does not read.",
+            )
+        raise InputError(
+            self.name, f"expected '[' (a Horovod timeline), found {describe_bytes(body)}", offset=at,
+            hint="pass the file named by HOROVOD_TIMELINE (written on rank 0 only)",
+        )
+
+    def _resync(self, buf: np.ndarray, err: int, pos: int, end: int, base: int, eof: bool) -> int:
+        """After a syntax error: skip to the next record start, or raise if nothing was read yet."""
+        found = describe_bytes(bytes(buf[err : min(end, err + 24)]))
+        if self.records_before + self.records == 0:
+            raise InputError(self.name, f"expected a trace event object, found {found}", offset=base + err,
+                             hint="this is not a Horovod timeline (a JSON array of {\"ph\": ...} events)")
+        data = bytes(buf[pos + 1 : end])
+        hits = [k for k in (data.find(p) for p in _RESYNC) if k >= 0]
+        nxt = pos + 1 + min(hits) if hits else -1
+        self.skipped_bytes += (nxt if nxt >= 0 else end) - pos
+        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
+                      f"unreadable record ({found} at byte {base + err}); skipped to the next record",
+                      byte_offset=base + pos)
+        if nxt < 0 and eof:
+            return end
+        return nxt
+
+    def _oversized(self, offset: int) -> None:
+        if self.records_before + self.records == 0:
+            raise InputError(self.name, f"the first record is larger than {MAX_RECORD >> 20} MiB without closing",
+                             offset=offset, hint="this is not a Horovod timeline")
+        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
+                      f"a record longer than {MAX_RECORD >> 20} MiB was skipped", byte_offset=offset)
+
+    @staticmethod
+    def _trailing(f: BinaryIO, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
+        """Non-blank bytes after the closing ']' to the end of the input or range, and the
+        bytes read past the buffer to count them."""
+        extra, read = nonblank(f, left)
+        return len(bytes(buf[pos:end]).strip()) + extra, read
+
+    # -- kernel output ------------------------------------------------------------------
+    @staticmethod
+    def _block(buf: np.ndarray, base: int, events: np.ndarray, metas: np.ndarray, newstr: np.ndarray,
+               outn: np.ndarray) -> TokenBlock:
+        ne, nx, nn = (int(v) for v in outn[:3])
+        strings = [(int(cat), int(sid), decode_str(bytes(buf[s:e]))) for cat, sid, s, e in newstr[:nn]]
+        raw = [(base + int(s), bytes(buf[s:e])) for s, e, _ph, _fl in metas[:nx]]
+        outn[:] = 0
+        return TokenBlock(events[:ne].copy(), strings, raw)
+
+
+def nonblank(f: BinaryIO, left: int | None = None) -> tuple[int, int]:
+    """The bytes of ``f`` from where it is (``left`` of them, or to its end) other than blanks
+    around each MiB read, and how many were read."""
+    extra = read = 0
+    while left is None or left > 0:
+        more = f.read(1 << 20 if left is None else min(1 << 20, left))
+        if not more:
+            break
+        if left is not None:
+            left -= len(more)
+        read += len(more)
+        extra += len(more.strip())
+    return extra, read
+
+
+@dataclass(slots=True)
+class TokenizedRange:
+    """One range of a file, tokenized (by :func:`tokenize_range`, possibly on another worker)."""
+
+    start: int
+    stop: int
+    blocks: list[TokenBlock]
+    ctr: np.ndarray  # the tokenizer's counters (records, separators, first/last ts)
+    iss: np.ndarray  # the tokenizer's issue counts
+    issues: list[ParseIssue] = field(default_factory=list)
+    skipped_bytes: int = 0
+    ending: Ending = field(default_factory=lambda: Ending("end", 0))
+
+
+def tokenize_range(path: str, start: int, stop: int, chunk_bytes: int = DEFAULT_CHUNK, *,
+                   resync: bool = False, records_before: int = 1) -> TokenizedRange:
+    """Tokenize ``path[start:stop]``, a range starting at a record boundary past the ``[``.
+
+    By default (a worker's range) it stops at an unreadable record instead of skipping it
+    (``Ending("stopped")``): the parser re-reads from there in file order, as the single
+    pass would have.
+    """
+    sink = IssueSink(path)
+    tok = Tokenizer(path, sink, chunk_bytes=min(chunk_bytes, max(4096, stop - start)), first=False,
+                    resync=resync, records_before=records_before)
+    with open(path, "rb") as f:
+        f.seek(start)
+        blocks = list(tok.blocks(f, start, stop))
+    return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes,
+                          tok.ending)
+
+
+#: a range of a file to tokenize: (path, start, stop, records_before)
+RangeTask = tuple[str, int, int, int]
+
+
+def tokenize_task(task: RangeTask) -> TokenizedRange:
+    """:func:`tokenize_range` of one of :func:`timeline_ranges`' tasks (a worker's unit of work)."""
+    path, start, stop, records_before = task
+    return tokenize_range(path, start, stop, records_before=records_before)
+
+
+def timeline_ranges(path: str, begin: int, size: int, range_bytes: int = RANGE_BYTES) -> list[RangeTask]:
+    """``path[begin:size]`` cut into ranges of about ``range_bytes`` that start right after a
+    record's ``}`` (so each range's first separator is its own), as tasks for
+    :func:`tokenize_task`: ``(path, start, stop, records_before)`` (1: some records may
+    precede the range). One range if no boundary is found."""
+    cuts = [begin]
+    with open(path, "rb") as f:
+        at = begin + range_bytes
+        while at < size - range_bytes // 4:
+            f.seek(at)
+            window = f.read(1 << 20)
+            m = _BOUNDARY_RE.search(window)
+            if m is None:
+                at += len(window) or range_bytes
+                continue
+            cut = at + m.start(1)
+            cuts.append(cut)
+            at = cut + range_bytes
+    cuts.append(size)
+    return [(path, start, stop, int(start > begin)) for start, stop in pairwise(cuts)]
