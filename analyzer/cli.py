@@ -138,11 +138,12 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
            memory_budget: str) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
+    from analyzer.config import AnalysisConfig
     from analyzer.report.analyze import analyze
 
     with _errors():
         renderer = renderer_for(fmt, output)
-        config = {"memory_budget": _size(memory_budget, "--memory-budget")}
+        config = AnalysisConfig(memory_budget=_size(memory_budget, "--memory-budget"))
         if len(paths) == 1 and (Path(paths[0]) / MANIFEST).is_file():
             result = analyze(RunStore.open(paths[0]), config=config)
         else:

@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from analyzer.detectors import Context
+from analyzer.context import Context
 from analyzer.detectors.slowdown import CODE as SLOWDOWN
 from analyzer.store.discover import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
@@ -27,7 +27,7 @@ from analyzer.store.parallel import Executor
 from analyzer.render import jsonreport
 from analyzer.report.analyze import analyze_in
 from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
-from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
+from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 TOP = 10
@@ -50,7 +50,7 @@ def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False,
 
     ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
     a temporary store. ``memory_budget``: see :mod:`analyzer.timeline.load`."""
-    config = {"memory_budget": memory_budget}
+    config = AnalysisConfig(memory_budget=memory_budget)
     try:
         if (Path(path) / MANIFEST).is_file():
             summary = _summarize(name, RunStore.open(path), out_dir, config)
@@ -73,7 +73,7 @@ def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[dict[str,
     return [analyze_run(*args) for args in group]
 
 
-def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any]) -> dict[str, Any]:
+def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig) -> dict[str, Any]:
     ctx = Context(store, config)
     report = analyze_in(ctx)
     doc = jsonreport.to_document(report)
@@ -86,7 +86,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: dict[str, Any])
                  "hosts": list(f.hosts)} for f in report.findings]
     return {
         "run": name, "status": "ok", "report": str(report_path),
-        "worst": report.worst().label if report.worst() is not None else None,
+        "worst": None if (worst := report.worst()) is None else worst.label,
         "findings": findings,
         "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
         "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,

@@ -32,11 +32,12 @@ UNLIMITED = 1 << 60
 
 def child(store_dir: str, budget: int) -> None:
     from analyzer.render import RENDERERS
+    from analyzer.config import AnalysisConfig
     from analyzer.report.analyze import analyze
     from analyzer.store.run_store import RunStore
 
     t = time.perf_counter()
-    rep = analyze(RunStore.open(store_dir), config={"memory_budget": budget})
+    rep = analyze(RunStore.open(store_dir), config=AnalysisConfig(memory_budget=budget))
     RENDERERS["json"].render(rep)
     wall = time.perf_counter() - t
     tl = rep.timelines[0]

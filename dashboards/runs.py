@@ -27,14 +27,14 @@ from typing import Any
 
 import orjson
 
-from analyzer.detectors import Context
+from analyzer.context import Context
 from analyzer.store.discover import discover
 from analyzer.errors import HvdAnalyzeError
 from analyzer.render import jsonreport
 from analyzer.report.analyze import analyze_in
 from analyzer.store.run_store import MANIFEST, RunStore
 from analyzer.report.views import timeline_views
-from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
+from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from dashboards.uploads import Limits, SavedFile, save_upload
 
 RUNS = "runs"
@@ -58,7 +58,7 @@ class Job:
 
 def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
     """The report document and the views of every timeline: what the app shows of a run."""
-    ctx = Context(store, {"memory_budget": memory_budget})
+    ctx = Context(store, AnalysisConfig(memory_budget=memory_budget))
     doc = jsonreport.to_document(analyze_in(ctx))
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
     return {"report": doc, "views": views}

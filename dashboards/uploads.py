@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from analyzer.errors import HvdAnalyzeError
-from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET
+from analyzer.config import DEFAULT_MEMORY_BUDGET
 
 GIB = 1 << 30
 CHUNK = 1 << 20

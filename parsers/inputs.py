@@ -83,7 +83,8 @@ class GunzipStream:
         if self.cut is not None:
             return b""
         try:
-            return self._gz.read(n)
+            data: bytes = self._gz.read(n)
+            return data
         except _GZIP_ERRORS as exc:
             self.cut = str(exc) or type(exc).__name__
             return b""
@@ -181,11 +182,11 @@ def sha256_of(path: str | Path, block: int = 8 * 1024 * 1024) -> str:
     return h.hexdigest()
 
 
-def readinto_full(f: BinaryIO | io.RawIOBase | GunzipStream, view: memoryview) -> int:
+def readinto_full(f: io.BufferedIOBase | io.RawIOBase | GunzipStream | BinaryIO, view: memoryview) -> int:
     """Fill ``view`` as far as the stream allows (gzip streams return short reads)."""
     total = 0
     while total < len(view):
-        n = f.readinto(view[total:])  # type: ignore[attr-defined]
+        n = f.readinto(view[total:])
         if not n:
             break
         total += n

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from analyzer.detectors.autotune_result import AutotuneResult
-from analyzer.detectors.base import Context, Detector
+from analyzer.detectors.base import Detector
 from analyzer.detectors.cycle_time import CycleTimeHigh
 from analyzer.detectors.fusion_fragmented import FusionFragmented
 from analyzer.detectors.horovod_stall import HorovodStall
@@ -45,4 +45,4 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     AutotuneResult(),
 )
 
-__all__ = ["ALL_DETECTORS", "Context", "Detector"]
+__all__ = ["ALL_DETECTORS", "Detector"]

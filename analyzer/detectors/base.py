@@ -2,54 +2,39 @@
 
 A detector is a plain object with a ``name``, the ``requires`` tuple of store tables it
 reads (perfetto's data checks), and ``detect(ctx) -> list[Finding]``. It computes; it
-never prints, plots or logs. :func:`analyzer.report.analyze.analyze` skips a detector whose tables
+never prints, plots or logs, and it reads only what :class:`analyzer.context.Context`
+hands it (models, tables, evidence offsets, its thresholds in ``ctx.config``), never the
+store itself. :func:`analyzer.report.analyze.analyze` skips a detector whose tables
 are absent and records why, instead of running it on empty data.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Protocol
 
 from analyzer.findings import Finding
-from analyzer.nccl.model import NcclModel, build_nccl_model
-from analyzer.store.run_store import RunStore
-from analyzer.timeline.model import TimelineModel
-from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET, analysed_model
+
+if TYPE_CHECKING:  # detectors reach the store only through the context's methods
+    from analyzer.config import AnalysisConfig
+    from analyzer.context import Context
+    from analyzer.nccl.model import NcclModel
+    from analyzer.timeline.lateness import Lateness
+    from analyzer.timeline.model import TimelineModel
 
 
-@dataclass
-class Context:
-    """What detectors read: the store (tables are cached there) and the settings
-    (``memory_budget``: bytes a timeline's model may take, :mod:`analyzer.timeline.load`)."""
+class TimelineEvidence(Protocol):
+    """What a timeline detector may ask beyond its model: its thresholds and the evidence
+    the model does not hold. :class:`analyzer.context.Context` reads it from the store; a test
+    or a notebook can answer from tables in memory."""
 
-    store: RunStore
-    config: dict[str, Any] = field(default_factory=dict)
-    _timelines: list[TimelineModel] | None = field(default=None, repr=False)
-    _nccl: NcclModel | None = field(default=None, repr=False)
+    @property
+    def config(self) -> AnalysisConfig: ...
 
-    def table(self, name: str) -> pa.Table:
-        return self.store.table(name)
+    def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None: ...
 
-    def input_entry(self, input_id: str) -> dict[str, Any]:
-        """The manifest entry of an input (path, sha256, timeline facts, ...)."""
-        return next(e for e in self.store.inputs if e["id"] == input_id)
+    def first_span_offset(self, model: TimelineModel, step: int) -> int | None: ...
 
-    def timelines(self) -> list[TimelineModel]:
-        """Every timeline input, analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
-        if self._timelines is None:
-            budget = int(self.config.get("memory_budget", DEFAULT_MEMORY_BUDGET))
-            self._timelines = [analysed_model(self.store, e, budget) for e in self.store.inputs
-                               if e["kind"] == "horovod_timeline"]
-        return self._timelines
-
-    def nccl(self) -> NcclModel:
-        """Every NCCL / job log of the store (:func:`analyzer.nccl.model.build_nccl_model`), read once."""
-        if self._nccl is None:
-            self._nccl = build_nccl_model(self.store)
-        return self._nccl
+    def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness: ...
 
 
 class Detector(Protocol):
@@ -69,9 +54,9 @@ class TimelineDetector:
     why_required = "no Horovod timeline was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
-        return [f for m in ctx.timelines() if (f := self.check(m)) is not None]
+        return [f for m in ctx.timelines() if (f := self.check(m, ctx)) is not None]
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         raise NotImplementedError
 
 

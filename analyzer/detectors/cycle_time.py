@@ -4,7 +4,7 @@ Horovod's background loop looks for ready tensors once per cycle
 (``HOROVOD_CYCLE_TIME``), so every gradient waits for the next cycle boundary, and the
 last one of a step does so with nothing left to overlap. Signal: the cycle estimate of
 :mod:`analyzer.timeline.cycles` (markers, or a regular burst rhythm: regularity >=
-:data:`MIN_REGULARITY`) is at least :data:`MIN_CYCLE_US` and :data:`MIN_STEP_SHARE` of
+``cycle.min_regularity``) is at least ``cycle.min_cycle_us`` and ``cycle.min_step_share`` of
 the median step.
 
 Impact: half the difference between the current and the suggested cycle per step (the
@@ -14,14 +14,11 @@ expected wait of the step's last gradient for the next cycle), low confidence.
 from __future__ import annotations
 
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.cycle_time_high"
-MIN_CYCLE_US = 2_000
-MIN_STEP_SHARE = 0.1
-MIN_REGULARITY = 0.6
 
 
 def suggested_cycle_ms(step_us: float) -> float:
@@ -32,12 +29,13 @@ def suggested_cycle_ms(step_us: float) -> float:
 class CycleTimeHigh(TimelineDetector):
     name = "cycle_time_high"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.cycle
         step_us = model.median_step_us
         cycle = model.cycle
-        if not step_us or cycle is None or cycle.regularity < MIN_REGULARITY:
+        if not step_us or cycle is None or cycle.regularity < t.min_regularity:
             return None
-        if cycle.cycle_us < max(MIN_CYCLE_US, MIN_STEP_SHARE * step_us):
+        if cycle.cycle_us < max(t.min_cycle_us, t.min_step_share * step_us):
             return None
         new_ms = suggested_cycle_ms(step_us)
         saved = max(cycle.cycle_us - new_ms * 1e3, 0.0) / 2

@@ -1,8 +1,8 @@
 """``timeline.fusion_fragmented``: gradients go out one collective each instead of fused.
 
-Signal, over the steady steps (medians): at least :data:`MIN_TENSORS` gradient tensors
-per step, batches per step at least :data:`MIN_BATCH_RATIO` of the tensors, and at least
-:data:`MIN_SINGLETON_SHARE` of the batches hold a single tensor. Causes, told apart by
+Signal, over the steady steps (medians): at least ``fusion.min_tensors`` gradient tensors
+per step, batches per step at least ``fusion.min_batch_ratio`` of the tensors, and at least
+``fusion.min_singleton_share`` of the batches hold a single tensor. Causes, told apart by
 the threshold bracket of :func:`analyzer.timeline.batches.estimate_threshold`:
 
 * ``HOROVOD_FUSION_THRESHOLD=0`` or a threshold of a few KB (a value given in MB where
@@ -19,7 +19,7 @@ import numpy as np
 
 from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.fusion import (
     MIB,
@@ -30,17 +30,13 @@ from analyzer.timeline.fusion import (
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.fusion_fragmented"
-MIN_TENSORS = 4
-MIN_BATCH_RATIO = 0.6
-MIN_SINGLETON_SHARE = 0.6
-SMALL_THRESHOLD = MIB
-LATE_CYCLE_MS = 5
 
 
 class FusionFragmented(TimelineDetector):
     name = "fusion_fragmented"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.fusion
         steady = model.steady
         batches = model.steady_batches
         if steady.empty or batches.empty:
@@ -48,11 +44,11 @@ class FusionFragmented(TimelineDetector):
         tensors = float(steady["tensors"].median())
         per_step = float(steady["batches"].median())
         singles = float((batches["tensors"] == 1).mean())
-        if tensors < MIN_TENSORS or per_step < MIN_BATCH_RATIO * tensors or singles < MIN_SINGLETON_SHARE:
+        if tensors < t.min_tensors or per_step < t.min_batch_ratio * tensors or singles < t.min_singleton_share:
             return None
         est = model.fusion_estimate
         cycle_us = model.cycle.cycle_us if model.cycle else DEFAULT_CYCLE_US
-        small = est.upper_bytes is not None and est.upper_bytes < SMALL_THRESHOLD
+        small = est.upper_bytes is not None and est.upper_bytes < t.small_threshold
         step_bytes = float(steady["bytes"].median()) if steady["bytes"].notna().any() else 0.0
         if small or est.fused_batches == 0:
             threshold = suggested_threshold(float(batches["bytes"].max() or 0))
@@ -63,7 +59,7 @@ class FusionFragmented(TimelineDetector):
             expected = expected_batches(model, threshold, cycle_us)
             cause = f"the fusion threshold in effect is {est.text()}"
         else:
-            new_cycle = max(LATE_CYCLE_MS, 2 * cycle_us / 1e3)
+            new_cycle = max(t.late_cycle_ms, 2 * cycle_us / 1e3)
             env = {"HOROVOD_CYCLE_TIME": f"{new_cycle:g}"}
             action = (f"Tensors arrive one cycle apart, so each cycle has one ready: raise HOROVOD_CYCLE_TIME to "
                       f"{new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune).")

@@ -3,27 +3,26 @@
 ``INIT_NCCL`` (communicator creation; a few hundred ms is normal, seconds point at slow
 bootstrap networking) and ``INIT_FUSION_BUFFER`` (fusion buffer allocation; again after
 the first step only when autotune changes the threshold). Signal: the set-up total
-is at least :data:`MIN_TOTAL_US`. No per-step impact: the cost is paid
+is at least ``startup.min_init_us``. No per-step impact: the cost is paid
 once, and excluded from the steady-state statistics of the other detectors.
 """
 
 from __future__ import annotations
 
 from analyzer.detectors._common import at, ms
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.steps import INIT_ACTIVITIES
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.init_overhead"
-MIN_TOTAL_US = 500_000
-SLOW_NCCL_INIT_US = 5_000_000
 
 
 class InitOverhead(TimelineDetector):
     name = "init_overhead"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.startup
         sp = model.spans
         init = sp[(sp["kind"] == "activity") & sp["name"].isin(INIT_ACTIVITIES) & sp["closed"]]
         if init.empty:
@@ -34,7 +33,7 @@ class InitOverhead(TimelineDetector):
                                                                  step=("step", "min")).reset_index()
         total = float(per["d"].sum())
         nccl = per[per["name"].isin(["INIT_NCCL", "NCCL_INIT"])]
-        if total < MIN_TOTAL_US:
+        if total < t.min_init_us:
             return None
         evidence = []
         for name, rows in per.groupby("name"):
@@ -45,7 +44,7 @@ class InitOverhead(TimelineDetector):
                         f"{ms(float(rows['d'].max()))}" + (f"; {later} after the first step" if later else ""),
                 sources=(at(model, first["off"]),),
                 metrics={"count": float(len(rows)), "total_ms": float(rows["d"].sum()) / 1e3}))
-        slow = not nccl.empty and float(nccl["d"].max()) >= SLOW_NCCL_INIT_US
+        slow = not nccl.empty and float(nccl["d"].max()) >= t.slow_nccl_init_us
         suggestions = (Suggestion(action="NCCL communicator creation over 5 s usually means slow bootstrap: check "
                                          "NCCL_SOCKET_IFNAME points at a routable interface and read the "
                                          "NCCL_DEBUG=INFO log for the time between 'Bootstrap' and 'Init COMPLETE'.",

@@ -6,8 +6,8 @@ previous NCCL collective: a slow or saturated network. It is told apart from
 produced the tensor yet: not a communication problem) and from ``INIT_NCCL`` /
 ``INIT_FUSION_BUFFER`` (one-off set-up, reported by ``timeline.init_overhead``): steps
 with set-up work are left out. Signal, over the remaining steady steps (medians): the
-per-step union of ``QUEUE`` is at least :data:`MIN_STEP_SHARE` of the step and
-:data:`MIN_COMM_SHARE` of the communication time, and longer than the waits for data.
+per-step union of ``QUEUE`` is at least ``long_queue.min_step_share`` of the step and
+``long_queue.min_comm_share`` of the communication time, and longer than the waits for data.
 
 Impact: the ``QUEUE`` time after the step's last negotiation ended (nothing else runs
 then), median per step: what the step would lose if the backlog disappeared.
@@ -18,21 +18,20 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.steps import step_windows, union_per_step
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.long_queue"
-MIN_STEP_SHARE = 0.1
-MIN_COMM_SHARE = 0.3
 WAIT_NAMES = ("WAIT_FOR_DATA", "WAIT_FOR_OTHER_TENSOR_DATA")
 
 
 class LongQueue(TimelineDetector):
     name = "long_queue"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.long_queue
         step_us = model.median_step_us
         steps = model.steps
         use = steps[steps["steady"] & (steps["init_us"] == 0)]
@@ -48,7 +47,7 @@ class LongQueue(TimelineDetector):
         wait = union_per_step(sp[sp["name"].isin(WAIT_NAMES) & (sp["kind"] == "activity")], lo, hi, n)[idx]
         comm = use["comm_us"].to_numpy()
         q, w, c, x = (float(np.median(a)) for a in (queue, wait, comm, exposed))
-        if q < MIN_STEP_SHARE * step_us or q < MIN_COMM_SHARE * c or q <= w:
+        if q < t.min_step_share * step_us or q < t.min_comm_share * c or q <= w:
             return None
         longest = queue_rows.assign(d=queue_rows["end_us"] - queue_rows["start_us"]).sort_values("d").iloc[-1]
         return Finding(

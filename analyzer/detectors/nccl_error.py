@@ -9,6 +9,7 @@ their chains, and gives the class's remediation.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
@@ -25,7 +26,7 @@ class NcclError(LogDetector):
     requires = ("nccl_errors",)
 
     def check(self, model: NcclModel) -> list[Finding]:
-        by_class: dict[str, list[dict]] = defaultdict(list)
+        by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for e in model.classified_errors:
             by_class[e["class"]].append(e)
         remedies = model.nccl_errors.set_index("message")["remediation"].to_dict() if by_class else {}
@@ -57,7 +58,7 @@ class NcclError(LogDetector):
         return out
 
 
-def _first_per_process(errs: list[dict]) -> list[dict]:
+def _first_per_process(errs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen = set()
     out = []
     for e in errs:

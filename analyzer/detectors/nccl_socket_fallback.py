@@ -12,15 +12,20 @@ finding adds what communication costs per step there.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Sequence
 
 import pandas as pd
 
 from analyzer.detectors._logs import IB_INTERFACE, hosts, listed, src, who
-from analyzer.detectors.base import Context, LogDetector
+from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
 from analyzer.timeline.model import TimelineModel
+
+if TYPE_CHECKING:
+    from analyzer.context import Context
 
 CODE = "nccl.socket_fallback"
 SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservatively

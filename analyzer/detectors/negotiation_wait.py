@@ -5,7 +5,7 @@ from the cycle in which the first rank asked for the tensor to the cycle in whic
 last one did, and carries no rank ticks. A rank that is late for **every** gradient
 therefore shows as a floor under all of a step's negotiations. Signal: in at least 90%
 of the steady steps (the 10th percentile), the step's **shortest** gradient negotiation
-is at least :data:`MIN_FLOOR_US` and :data:`MIN_FLOOR_SHARE` of the median step. Random
+is at least ``negotiation_wait.min_floor_us`` and ``negotiation_wait.min_floor_share`` of the median step. Random
 skew (oversubscribed or noisy ranks, one grouped negotiation per step) makes some steps'
 negotiations short, so it stays silent. Skipped when steady-state ticks exist (``timeline.straggler`` names the
 rank then). First-step ticks are cited as weak evidence only: the first step is warm-up.
@@ -16,21 +16,19 @@ Impact: the floor per step (median), the time every step waits for the late rank
 from __future__ import annotations
 
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.lateness import MIN_TICKED_STEPS, rank_summary
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.negotiation_wait"
-MIN_FLOOR_US = 10_000
-MIN_FLOOR_SHARE = 0.2
-RERUN_STEPS = 300
 
 
 class NegotiationWait(TimelineDetector):
     name = "negotiation_wait"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.negotiation_wait
         step_us = model.median_step_us
         steady = model.steady["step"]
         if not step_us or len(steady) < MIN_TICKED_STEPS:
@@ -46,7 +44,7 @@ class NegotiationWait(TimelineDetector):
         floors = per_step.min()
         floor = float(floors.median())
         typical = float(per_step.median().median())
-        if float(floors.quantile(0.1)) < max(MIN_FLOOR_US, MIN_FLOOR_SHARE * step_us):
+        if float(floors.quantile(0.1)) < max(t.min_floor_us, t.min_floor_share * step_us):
             return None
         longest = neg.loc[dur.idxmax()]
         evidence = [
@@ -62,7 +60,7 @@ class NegotiationWait(TimelineDetector):
                              f"{ms(float(longest['end_us'] - longest['start_us']))}",
                      sources=(at(model, longest["start_offset"]),)),
         ]
-        weak = self._first_step_ticks(model)
+        weak = self._first_step_ticks(model, ctx)
         if weak is not None:
             evidence.append(weak)
         return Finding(
@@ -82,7 +80,7 @@ class NegotiationWait(TimelineDetector):
                                "negotiations disappears); the work it does late is not on the others' path"),
             suggestions=(
                 Suggestion(
-                    action=f"Rerun about {RERUN_STEPS} steps with the response cache off and the timeline on, then "
+                    action=f"Rerun about {t.rerun_steps} steps with the response cache off and the timeline on, then "
                            "run hvd-analyze on that timeline: every negotiation then carries rank ticks and "
                            "timeline.straggler names the late rank.",
                     env={"HOROVOD_CACHE_CAPACITY": "0"},
@@ -98,14 +96,14 @@ class NegotiationWait(TimelineDetector):
         )
 
     @staticmethod
-    def _first_step_ticks(model: TimelineModel) -> Evidence | None:
+    def _first_step_ticks(model: TimelineModel, ctx: TimelineEvidence) -> Evidence | None:
         lat = model.lateness
         lat = lat.where_negotiations(lat.neg_step >= 0)
         ranks = rank_summary(lat)
         if not ranks or ranks[0].median_vs_median_us <= 0:
             return None
         r = ranks[0]
-        first = lat.first_last_offset(r.rank)
+        first = ctx.first_last_offset(model, lat, r.rank)
         return Evidence(
             summary=(f"weak evidence (warm-up, uncached negotiations only): rank {r.rank} was last ready in "
                      f"{r.last}/{r.negotiations} ticked negotiations, median {ms(r.median_us)} behind the first"),

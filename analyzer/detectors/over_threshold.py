@@ -3,11 +3,11 @@
 Horovod only fuses while the batch stays within ``HOROVOD_FUSION_THRESHOLD``; a tensor
 bigger than that (bytes from its op's E ``dtype`` and ``shape``) always gets its own
 collective. Signal: fusion works elsewhere (some batch holds >= 2 tensors), and a
-gradient tensor (a) runs as a single-tensor batch in at least :data:`MIN_ALONE_SHARE`
+gradient tensor (a) runs as a single-tensor batch in at least ``over_threshold.min_alone_share``
 of the steady steps, (b) is larger than the largest fused batch (the threshold's lower
 bound), and (c) either is at least the threshold's upper bound, or is more than twice the
 largest fused batch and was not alone for lack of company: in at least
-:data:`MIN_COMPANY_SHARE` of those steps another op of the same type was already ready
+``over_threshold.min_company_share`` of those steps another op of the same type was already ready
 when it started, yet ran separately. (A tensor just under the threshold, like 1024-byte
 weights with ``HOROVOD_FUSION_THRESHOLD=1024``, cannot fuse either, but is not over it:
 that is ``timeline.fusion_fragmented``.)
@@ -22,7 +22,7 @@ import pandas as pd
 
 from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.fusion import (
     MIB,
@@ -34,14 +34,13 @@ from analyzer.timeline.fusion import (
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.tensor_over_fusion_threshold"
-MIN_ALONE_SHARE = 0.9
-MIN_COMPANY_SHARE = 0.5
 
 
 class TensorOverFusionThreshold(TimelineDetector):
     name = "tensor_over_fusion_threshold"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.over_threshold
         est = model.fusion_estimate
         ops = steady_ops(model)
         if est.lower_bytes is None or ops.empty:
@@ -51,13 +50,13 @@ class TensorOverFusionThreshold(TimelineDetector):
         grads = ops[ops["pid"].isin(model.gradient_pids)]
         per = grads.groupby("pid").agg(tensor=("tensor", "first"), bytes=("bytes", "max"), alone=("alone", "mean"),
                                        n=("alone", "size"), offset=("start_offset", "min"))
-        per = per[(per["alone"] >= MIN_ALONE_SHARE) & (per["bytes"] > est.lower_bytes)]
+        per = per[(per["alone"] >= t.min_alone_share) & (per["bytes"] > est.lower_bytes)]
         if per.empty:
             return None
         per["company"] = _company_share(grads[grads["pid"].isin(per.index)], ops).reindex(per.index).fillna(0.0)
         upper = est.upper_bytes
         certain = per["bytes"] >= upper if upper is not None else False
-        likely = (per["bytes"] > 2 * est.lower_bytes) & (per["company"] >= MIN_COMPANY_SHARE)
+        likely = (per["bytes"] > 2 * est.lower_bytes) & (per["company"] >= t.min_company_share)
         over = per[certain | likely]
         if over.empty:
             return None
@@ -72,7 +71,7 @@ class TensorOverFusionThreshold(TimelineDetector):
         impact = step_impact(model, saved, "low",
                              f"{expected:.0f} batches per step instead of {now:.0f} with a {threshold // MIB} MiB "
                              "threshold, each saving the fixed per-collective cost" if expected is not None else "")
-        names = ", ".join(str(t) for t in over["tensor"].head(3))
+        names = ", ".join(str(name) for name in over["tensor"].head(3))
         return Finding(
             code=CODE,
             severity=Severity.WARNING if impact and impact.fraction_of_step >= 0.05 else Severity.INFO,

@@ -10,7 +10,7 @@ the run-wide statistics of the other detectors average it away.
 What the added time is spent on (:func:`analyzer.timeline.changepoints.attribute`): waiting for a late
 rank at the end of backward, exposed communication, or every rank computing slower alike.
 When rank ticks cover the slow steps (``HOROVOD_CACHE_CAPACITY=0``), the rank(s) that became
-late are named: last ready in at least :data:`MIN_LAST_SHARE` of the slow steps' negotiations,
+late are named: last ready in at least ``slowdown.min_last_share`` of the slow steps' negotiations,
 and later behind the median rank than before by at least half the added wait.
 
 Impact: the time the slow stretches took beyond the baseline's speed, per steady step of
@@ -22,10 +22,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
-import pyarrow.compute as pc
 
 from analyzer.detectors._common import ms
-from analyzer.detectors.base import Context, TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
 from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
@@ -37,12 +36,8 @@ from analyzer.timeline.lateness import (
 from analyzer.timeline.changepoints import Attribution, Segment, Slowdown, attribute
 from analyzer.timeline.steps import steady_durations
 from analyzer.timeline.model import TimelineModel
-from analyzer.timeline.load import DEFAULT_MEMORY_BUDGET, lateness_of_steps
 
 CODE = "timeline.slowdown"
-CRITICAL_SHARE = 0.25  # time lost per steady step, as a share of the median step
-MIN_LAST_SHARE = 0.5
-MAX_LISTED = 12  # stretches listed in the evidence; beyond, the slow ones only
 CAUSE_TEXT = {
     "wait": "waiting for late rank(s) at the end of backward",
     "exposed": "communication after backward (nothing overlaps it)",
@@ -59,19 +54,15 @@ def duration_text(us: float) -> str:
 class StepSlowdown(TimelineDetector):
     name = "slowdown"
 
-    def detect(self, ctx: Context) -> list[Finding]:
-        budget = int(ctx.config.get("memory_budget", DEFAULT_MEMORY_BUDGET))
-        out = []
-        for model in ctx.timelines():
-            found = model.slowdown
-            if found is not None:
-                out.append(self._finding(ctx, model, found, budget))
-        return out
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        found = model.slowdown
+        return None if found is None else self._finding(ctx, model, found)
 
-    def _finding(self, ctx: Context, model: TimelineModel, s: Slowdown, budget: int) -> Finding:
+    def _finding(self, ctx: TimelineEvidence, model: TimelineModel, s: Slowdown) -> Finding:
+        t = ctx.config.thresholds.slowdown
         run = model.all_steps
         split = attribute(run, s)
-        late = self._late_ranks(ctx, model, s, split, budget) if split.cause == "wait" else None
+        late = self._late_ranks(ctx, model, s, split) if split.cause == "wait" else None
         median_us = float(np.median(steady_durations(run)))
         per_step = s.lost_us / s.steady_steps
         base, onset = s.baseline, s.onset
@@ -93,12 +84,12 @@ class StepSlowdown(TimelineDetector):
                    f"{base.first_step:,}–{base.last_step:,}); from step {onset.first_step:,} ({when}) {course}. "
                    f"The {s.slow_steps:,} slow steps cost {duration_text(s.lost_us)} in all. "
                    f"The added {ms(split.added_us)} per step is mostly {cause}.")
-        evidence = (self._segments_evidence(ctx, model, s), self._split_evidence(split))
+        evidence: tuple[Evidence, ...] = (self._segments_evidence(ctx, model, s), self._split_evidence(split))
         if late:
             evidence += tuple(self._rank_evidence(r, before) for r, before in late.items())
         return Finding(
             code=CODE,
-            severity=Severity.CRITICAL if per_step >= CRITICAL_SHARE * median_us else Severity.WARNING,
+            severity=Severity.CRITICAL if per_step >= t.critical_share * median_us else Severity.WARNING,
             title=title,
             summary=summary,
             detector=self.name,
@@ -126,19 +117,12 @@ class StepSlowdown(TimelineDetector):
         return f"{at:%Y-%m-%d %H:%M:%S} UTC, {into}"
 
     @staticmethod
-    def _segments_evidence(ctx: Context, model: TimelineModel, s: Slowdown) -> Evidence:
+    def _segments_evidence(ctx: TimelineEvidence, model: TimelineModel, s: Slowdown) -> Evidence:
         def line(g: Segment) -> str:
             return f"steps {g.first_step:,}–{g.last_step:,}: {ms(g.median_us)}{' (slow)' if g in s.slow else ''}"
 
-        run = model.all_steps
-        starts = run["start_us"].to_numpy(dtype=np.int64)
-        k = int(np.searchsorted(run["step"].to_numpy(), s.onset.first_step))
-        where = pc.field("start_us") >= int(starts[k])
-        if k + 1 < len(starts):
-            where &= pc.field("start_us") < int(starts[k + 1])
-        offsets = ctx.store.input_table("spans", model.input_id, ["start_offset"], where).column("start_offset")
-        first = pc.min(offsets).as_py() if len(offsets) else None
-        listed = s.segments if len(s.segments) <= MAX_LISTED else s.slow
+        first = ctx.first_span_offset(model, s.onset.first_step)
+        listed = s.segments if len(s.segments) <= ctx.config.thresholds.slowdown.max_listed else s.slow
         more = "" if listed is s.segments else f" (the {len(s.slow)} slow ones of {len(s.segments)} stretches)"
         return Evidence(
             summary=(f"baseline {ms(s.baseline.median_us)}: the median of the steady steps before step "
@@ -173,15 +157,15 @@ class StepSlowdown(TimelineDetector):
 
     # -- which rank -----------------------------------------------------------------------------
     @staticmethod
-    def _late_ranks(ctx: Context, model: TimelineModel, s: Slowdown, split: Attribution,
-                    budget: int) -> dict[RankLateness, float | None] | None:
+    def _late_ranks(ctx: TimelineEvidence, model: TimelineModel, s: Slowdown,
+                    split: Attribution) -> dict[RankLateness, float | None] | None:
         """The ranks that became late in the slow steps, with their lateness behind the median
         rank in the baseline (None: no ticks there); None when ticks do not cover the slow steps."""
         first, last = s.onset.first_step, s.slow[-1].last_step
         head: Lateness = model.lateness  # a window's: its first steps, where the baseline starts
         lat = head
         if model.window is not None and first >= model.window.steps:  # beyond the detail: read those steps
-            lat = lateness_of_steps(ctx.store, ctx.input_entry(model.input_id), model, first, last, budget)
+            lat = ctx.lateness_of_steps(model, first, last)
 
         def between(ticks: Lateness, a: int, b: int) -> Lateness:
             return ticks.where_negotiations((ticks.neg_step >= a) & (ticks.neg_step <= b))
@@ -193,7 +177,7 @@ class StepSlowdown(TimelineDetector):
                   for r in rank_summary(between(head, s.baseline.first_step, s.baseline.last_step))}
         threshold = max(SAME_CYCLE_US, 0.5 * split.wait_us)
         return {r: before.get(r.rank) for r in rank_summary(slow)
-                if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold}
+                if r.last_share >= ctx.config.thresholds.slowdown.min_last_share and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold}
 
     # -- what to do ------------------------------------------------------------------------------
     @staticmethod

@@ -3,26 +3,26 @@
 Before the first step, ``broadcast_parameters`` / ``broadcast_optimizer_state`` wait
 until every rank has called them; a long ``NEGOTIATE_BROADCAST`` there is start-up skew
 (imports, data set indexing, model construction on some ranks), paid once. Signal: a
-negotiation before the first step lasting at least :data:`MIN_SKEW_US`. Rank ticks are
+negotiation before the first step lasting at least ``startup.min_skew_us``. Rank ticks are
 present there (first negotiation of each tensor), so the last rank is named.
 """
 
 from __future__ import annotations
 
 from analyzer.detectors._common import at, ms
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.startup_skew"
-MIN_SKEW_US = 100_000
 
 
 class StartupSkew(TimelineDetector):
     name = "startup_skew"
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.startup
         sp = model.spans
         pre = sp[(sp["kind"] == "negotiate") & (sp["step"] < 0) & sp["closed"]]
         if pre.empty:
@@ -30,7 +30,7 @@ class StartupSkew(TimelineDetector):
         dur = pre["end_us"] - pre["start_us"]
         longest = pre.loc[dur.idxmax()]
         skew = float(dur.max())
-        if skew < MIN_SKEW_US:
+        if skew < t.min_skew_us:
             return None
         evidence = [Evidence(summary=f"{longest['name']} of {longest['tensor']} waited {ms(skew)} for every rank "
                                      f"({len(pre)} negotiations before the first step)",

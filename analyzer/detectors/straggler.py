@@ -3,8 +3,8 @@
 Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions),
 see :mod:`analyzer.timeline.lateness`. A rank is a straggler when, over at least
 :data:`~analyzer.timeline.lateness.MIN_TICKED_STEPS` steady steps, it is among the last ready in at least
-:data:`MIN_LAST_SHARE` of the fully ticked negotiations **and** its median lateness
-behind the median rank is at least :data:`MIN_LATE_US` and :data:`MIN_LATE_SHARE` of
+``straggler.min_last_share`` of the fully ticked negotiations **and** its median lateness
+behind the median rank is at least ``straggler.min_late_us`` and ``straggler.min_late_share`` of
 the median step. The magnitude test keeps balanced runs silent: there the last rank
 changes, or is late by one cycle only (ranks processed in one cycle tick in rank order).
 First-step ticks alone (response cache on) are warm-up and never confirm a straggler;
@@ -19,36 +19,32 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.detectors._common import at, ms, step_impact
-from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
-    Lateness,
     RankLateness,
     loss_per_step,
 )
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.straggler"
-MIN_LAST_SHARE = 0.5
-MIN_LATE_US = 5_000
-MIN_LATE_SHARE = 0.05
-CRITICAL_SHARE = 0.25
 
 
 class Straggler(TimelineDetector):
     name = "straggler"
     requires = ("spans", "ticks")
 
-    def check(self, model: TimelineModel) -> Finding | None:
+    def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
+        t = ctx.config.thresholds.straggler
         step_us = model.median_step_us
         lat = model.steady_lateness
         n_steps = len(lat.steps())
         if not step_us or n_steps < MIN_TICKED_STEPS:
             return None
-        threshold = max(MIN_LATE_US, MIN_LATE_SHARE * step_us)
+        threshold = max(t.min_late_us, t.min_late_share * step_us)
         ranks = model.steady_ranks
-        late = [r for r in ranks if r.last_share >= MIN_LAST_SHARE and r.median_vs_median_us >= threshold]
+        late = [r for r in ranks if r.last_share >= t.min_last_share and r.median_vs_median_us >= threshold]
         if not late:
             return None
         ids = tuple(r.rank for r in late)
@@ -59,7 +55,7 @@ class Straggler(TimelineDetector):
             f"the late rank(s) would be ready when the median rank is (median over {n_steps} steps of their "
             "lateness on each step's last negotiation); the other ranks' speed is unchanged",
         )
-        evidence = tuple(self._evidence(model, lat, r, n_steps) for r in late)
+        evidence = tuple(self._evidence(model, ctx.first_last_offset(model, lat, r.rank), r, n_steps) for r in late)
         others = [r for r in ranks if r.rank not in ids]
         if others:
             typical = float(np.median([r.median_us for r in others]))
@@ -68,7 +64,7 @@ class Straggler(TimelineDetector):
         who = ", ".join(map(str, ids))
         return Finding(
             code=CODE,
-            severity=Severity.CRITICAL if impact and impact.fraction_of_step >= CRITICAL_SHARE else Severity.WARNING,
+            severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
             title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
                   f"ready {ms(worst.median_us)} after the first rank, every step",
             summary=(
@@ -97,8 +93,7 @@ class Straggler(TimelineDetector):
         )
 
     @staticmethod
-    def _evidence(model: TimelineModel, lat: Lateness, r: RankLateness, n_steps: int) -> Evidence:
-        first = lat.first_last_offset(r.rank)
+    def _evidence(model: TimelineModel, first: int | None, r: RankLateness, n_steps: int) -> Evidence:
         return Evidence(
             summary=(f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
                      f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "

@@ -11,10 +11,12 @@ analysed, but the end of the run is missing. No threshold: any loss is reported.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
-from analyzer.detectors.base import Context
 from analyzer.findings import Evidence, Finding, Severity, SourceRef, Suggestion
+
+if TYPE_CHECKING:
+    from analyzer.context import Context
 
 CODE = "timeline.truncated"
 LOSS_CODES = {
@@ -43,7 +45,7 @@ class TruncatedTimeline:
         for input_id, rows in sorted(by_input.items()):
             entry = ctx.input_entry(input_id)
             path = str(entry["path"])
-            tl = entry.get("timeline") or {}
+            tl: dict[str, Any] = dict(entry.get("timeline") or {})
             evidence = tuple(
                 Evidence(
                     summary=f"{row['code']} x{row['count']}: {row['message']}",

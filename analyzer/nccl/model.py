@@ -1,4 +1,4 @@
-"""Every NCCL / job log of a store, read once and shared by the log detectors and the report.
+"""Every NCCL / job log of a run, read once and shared by the log detectors and the report.
 
 Processes are keyed by ``(host, pid)``: one stdout can hold 64 hosts, one host can run
 many processes, and the same pid exists on several hosts. Communicators are grouped by
@@ -13,8 +13,8 @@ from functools import cached_property
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
-from analyzer.store.run_store import RunStore
 
 LOG_TABLES = ("nccl_processes", "nccl_connections", "nccl_comm_ranks", "nccl_versions", "nccl_env", "nccl_errors",
               "nccl_collectives", "watchdog_timeouts", "horovod_stalls", "autotune")
@@ -152,14 +152,15 @@ def opt_int(v: Any) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-def build_nccl_model(store: RunStore) -> NcclModel:
-    paths = {e["id"]: e["path"] for e in store.inputs}
-    tables = {}
+def nccl_model_of(tables: dict[str, pa.Table], paths: dict[str, str]) -> NcclModel:
+    """The model of the log tables (:data:`LOG_TABLES`, Arrow, as the store or the parser
+    holds them); ``paths`` names each ``input_id``'s file."""
+    frames = {}
     for name in LOG_TABLES:
-        t = store.table(name).to_pandas()
+        t = tables[name].to_pandas()
         for col in t.columns:
             if isinstance(t[col].dtype, pd.CategoricalDtype):
                 t[col] = t[col].astype(object)
         t.insert(0, "file", t.pop("input_id").map(paths) if len(t) else pd.Series(dtype=object))
-        tables[name] = t
-    return NcclModel(tables)
+        frames[name] = t
+    return NcclModel(frames)

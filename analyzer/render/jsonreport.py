@@ -14,7 +14,8 @@ from analyzer.findings import AnalysisReport
 
 def to_document(report: AnalysisReport) -> dict[str, Any]:
     """The JSON document (a dict) of a report; floats rounded for stable diffs."""
-    return _round(report.to_dict())
+    doc: dict[str, Any] = _round(report.to_dict())
+    return doc
 
 
 def _round(value: Any) -> Any:

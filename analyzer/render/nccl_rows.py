@@ -37,7 +37,7 @@ def host_rows(section: Mapping[str, Any]) -> list[tuple[str, ...]]:
                      f"{sum(p['init_complete'] for p in procs)}/{len(procs)}", str(sum(p["warns"] for p in procs))))
     if len(rows) > MAX_ROWS:
         rows = rows[:MAX_ROWS] + [(f"... {len(rows) - MAX_ROWS} more hosts (JSON report)",) + ("",) * 7]
-    return rows
+    return list(rows)
 
 
 ERROR_HEADER = ("class", "where", "message")

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from analyzer import __version__
-from analyzer.detectors import ALL_DETECTORS, Context, Detector
+from analyzer.config import AnalysisConfig
+from analyzer.context import Context
+from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.report.nccl_section import nccl_section
 from analyzer.store.run_store import RunStore
@@ -16,8 +18,8 @@ MAX_ISSUES_IN_REPORT = 200
 
 
 def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
-            config: dict[str, Any] | None = None) -> AnalysisReport:
-    return analyze_in(Context(store, dict(config or {})), detectors)
+            config: AnalysisConfig | None = None) -> AnalysisReport:
+    return analyze_in(Context(store, config or AnalysisConfig()), detectors)
 
 
 def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> AnalysisReport:

@@ -64,7 +64,7 @@ def autotune_result(model: NcclModel) -> dict[str, Any] | None:
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, float) and pd.isna(v):
             out[k] = None

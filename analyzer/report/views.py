@@ -80,7 +80,8 @@ def rank_box(lat: Lateness) -> dict[str, Any]:
     n = counts[present]
 
     def q(p: float) -> np.ndarray:
-        return late[starts + np.floor(p * (n - 1)).astype(np.int64)]
+        out: np.ndarray = late[starts + np.floor(p * (n - 1)).astype(np.int64)]
+        return out
 
     qs = {name: q(p) for name, p in (("p5", .05), ("q1", .25), ("median", .5), ("q3", .75), ("p95", .95))}
     pick = np.arange(len(present))
@@ -171,7 +172,7 @@ def batch_sizes(model: TimelineModel) -> dict[str, Any]:
 def cadence(model: TimelineModel) -> dict[str, Any]:
     """Histogram of the gaps (ms) the cycle estimate reads: between ``CYCLE_START`` markers, or
     between bursts of negotiation and operation starts."""
-    method, gaps = cadence_gaps(model)
+    method, gaps = cadence_gaps(model.markers_us, model.spans)
     c = model.cycle
     out: dict[str, Any] = {"method": method, "gaps": len(gaps), "edges_ms": [], "counts": [],
                            "cycle_ms": c.cycle_us / 1e3 if c else None, "regularity": c.regularity if c else None}

@@ -240,7 +240,7 @@ def _parse(item: InputFile, progress: Callable[[int], None] | None,
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
             parser = JobLogParser(item.path, display_name=str(item.path))
-            batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())  # type: ignore[arg-type]
+            batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())
         else:
             # imported here: it loads numba (0.2 s), which a worker parsing only logs never needs
             from parsers.timeline.parser import TimelineParser

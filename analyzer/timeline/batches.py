@@ -81,7 +81,8 @@ def _ready_times(spans: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     left = pd.DataFrame({"pid": ops["pid"].to_numpy(), "t": ops["start_us"].to_numpy(), "i": np.arange(len(ops))})
     right = negs.rename(columns={"end_us": "t"}).assign(ready=lambda d: d["t"]).sort_values("t")
     merged = pd.merge_asof(left.sort_values("t"), right, on="t", by="pid", direction="backward")
-    return merged.sort_values("i")["ready"].to_numpy(dtype=float)
+    ready: np.ndarray = merged.sort_values("i")["ready"].to_numpy(dtype=float)
+    return ready
 
 
 @dataclass(frozen=True, slots=True)

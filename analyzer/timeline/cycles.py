@@ -15,12 +15,8 @@ events, ops of varying length), in which case the estimate should not be trusted
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-if TYPE_CHECKING:  # timeline_model caches estimate_cycle, so it imports this module
-    from analyzer.timeline.model import TimelineModel
+import pandas as pd
 
 BURST_GAP_US = 200
 DEFAULT_CYCLE_US = 1_000.0  # HOROVOD_CYCLE_TIME default since 0.21, used when no estimate exists
@@ -35,13 +31,13 @@ class CycleEstimate:
     regularity: float
 
 
-def cadence_gaps(model: TimelineModel) -> tuple[str, np.ndarray]:
+def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame) -> tuple[str, np.ndarray]:
     """The gaps (us) the cycle is read from, and how: ``markers`` (between ``CYCLE_START``
     markers, when there are enough) or ``bursts`` (between distinct negotiation and operation
     start times and negotiation ends, gaps under :data:`BURST_GAP_US` dropped)."""
-    if len(model.markers_us) > MIN_GAPS:
-        return "markers", np.diff(model.markers_us)
-    sp = model.spans[model.spans["step"] >= 0]
+    if len(markers_us) > MIN_GAPS:
+        return "markers", np.diff(markers_us)
+    sp = spans[spans["step"] >= 0]
     neg = sp[sp["kind"] == "negotiate"]
     times = np.concatenate([neg["start_us"].to_numpy(), neg.loc[neg["closed"], "end_us"].to_numpy(),
                             sp.loc[sp["kind"] == "op", "start_us"].to_numpy()])
@@ -49,9 +45,10 @@ def cadence_gaps(model: TimelineModel) -> tuple[str, np.ndarray]:
     return "bursts", gaps[gaps >= BURST_GAP_US]
 
 
-def estimate_cycle(model: TimelineModel) -> CycleEstimate | None:
-    """The cycle time, or ``None`` with too few samples to tell."""
-    method, gaps = cadence_gaps(model)
+def estimate_cycle(markers_us: np.ndarray, spans: pd.DataFrame) -> CycleEstimate | None:
+    """The cycle time from the ``CYCLE_START`` markers or the spans (with their ``step``), or
+    ``None`` with too few samples to tell."""
+    method, gaps = cadence_gaps(markers_us, spans)
     if method == "markers":
         cycle = float(np.median(gaps))
         return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle))

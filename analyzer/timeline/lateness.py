@@ -17,22 +17,25 @@ DataFrame of ticks.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.timeline._kernels import (
     count_ticks,
-    first_last_offsets,
     group_lateness,
     rank_stats,
     scatter_ticks,
 )
+from analyzer.timeline._kernels import (
+    first_last_offsets as first_last_offsets_kernel,
+)
 
 SAME_CYCLE_US = 1_000
-_NONE = np.iinfo(np.int64).max
+NO_OFFSET = np.iinfo(np.int64).max
 MIN_TICKED_STEPS = 3  # steady steps with ticks needed to judge ranks (fewer: warm-up only)
 
 
@@ -59,8 +62,8 @@ class Lateness:
     fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed) and ``keep`` (the negotiations this view covers; selecting makes
     a new view, never a copy of the ticks). Per tick: ``rank``, ``lateness_us``,
     ``vs_median_us``, ``last`` (21 bytes). The file offsets of the ticks' records, which only
-    the evidence of a finding needs, are read again from ``chunks`` when asked for
-    (:meth:`first_last_offset`: one pass for every rank of a view).
+    the evidence of a finding needs, are not kept: :func:`first_last_offsets` reads them again
+    from the tick source when a finding asks (one pass for every rank of a view).
     """
 
     bounds: np.ndarray
@@ -73,8 +76,6 @@ class Lateness:
     vs_median_us: np.ndarray
     last: np.ndarray
     lut: np.ndarray  # negotiation index of a span id (-1: not a negotiation of this view's timeline)
-    chunks: Chunks
-    _first_last: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def ticked(self) -> np.ndarray:
@@ -97,24 +98,34 @@ class Lateness:
         """The view restricted to the negotiations for which ``keep`` holds."""
         return replace(self, keep=self.keep & keep)
 
-    def first_last_offset(self, rank: int) -> int | None:
-        """File offset of the earliest tick in which ``rank`` was (among) the last ready."""
-        key = hashlib.blake2b(np.packbits(self.keep).tobytes(), digest_size=16).digest()
-        if key not in self._first_last:  # one pass over the ticks for every rank of this view
-            out = np.full(int(self.rank.max(initial=-1)) + 1, _NONE, np.int64)
-            fill = self.bounds[:-1].copy()
-            full = self.bounds[1:] > self.bounds[:-1]
-            for ids, ranks, off in self.chunks(("negotiation_id", "rank", "offset")):
-                first_last_offsets(ids, ranks, off, self.lut, fill, full, self.keep, self.last, out)
-            self._first_last[key] = out
-        out = self._first_last[key]
-        return int(out[rank]) if 0 <= rank < len(out) and out[rank] != _NONE else None
-
 
 #: ``chunks(columns)`` yields, afresh on each call, one array per named column of the ticks table
 #: (``negotiation_id`` with -1 for none, ``rank``, ``ts_us``, ``offset``), one record batch at a time:
 #: each pass reads only the columns it needs
 Chunks = Callable[[tuple[str, ...]], Iterable[tuple[np.ndarray, ...]]]
+
+
+def table_chunks(batches: Callable[[list[str]], Iterable[pa.RecordBatch]]) -> Chunks:
+    """:data:`Chunks` over record batches of the ticks table: ``batches(columns)`` yields them
+    (from the store, or from an Arrow table in memory: ``lambda cols: table.select(cols).to_batches()``)."""
+
+    def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
+        for b in batches(list(columns)):
+            yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
+                        for name, c in zip(columns, b.columns, strict=True))
+
+    return chunks
+
+
+def first_last_offsets(lat: Lateness, chunks: Chunks) -> np.ndarray:
+    """Per rank, the file offset of the earliest tick of ``lat``'s view in which the rank was
+    (among) the last ready (:data:`NO_OFFSET`: none), from one pass over the ticks' offsets."""
+    out = np.full(int(lat.rank.max(initial=-1)) + 1, NO_OFFSET, np.int64)
+    fill = lat.bounds[:-1].copy()
+    full = lat.bounds[1:] > lat.bounds[:-1]
+    for ids, ranks, off in chunks(("negotiation_id", "rank", "offset")):
+        first_last_offsets_kernel(ids, ranks, off, lat.lut, fill, full, lat.keep, lat.last, out)
+    return out
 
 
 def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
@@ -144,7 +155,7 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
         scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
     vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
     return Lateness(bounds, counts, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
-                    rank_out, ts_out, vs, last, lut, chunks)
+                    rank_out, ts_out, vs, last, lut)
 
 
 def rank_summary(lat: Lateness) -> list[RankLateness]:

@@ -16,6 +16,11 @@ Steps are cut by start time, so a window holds exactly the spans of its steps, a
 window's table is computed with the end of the step before it: the step table is the one
 the whole model gives, row for row (tests/analyzer/test_window.py checks it). The report
 says which steps the span-level analyses read (:meth:`AnalysisWindow.note`).
+
+This module is the only reader of the store for timeline analyses: the model
+(:mod:`analyzer.timeline.model`) is built from what it reads here, and what evidence needs
+later (tick offsets, a step's first byte, a later stretch's ticks) is read here too, through
+:class:`analyzer.context.Context`.
 """
 
 from __future__ import annotations
@@ -27,20 +32,19 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from analyzer.timeline.batches import find_batches
-from analyzer.timeline.lateness import Lateness
-from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
+from analyzer.config import DEFAULT_MEMORY_BUDGET
 from analyzer.store.run_store import RunStore
+from analyzer.timeline.batches import find_batches
+from analyzer.timeline.lateness import Chunks, Lateness, first_last_offsets, table_chunks
 from analyzer.timeline.model import (
+    SPAN_COLUMNS,
     AnalysisWindow,
     TimelineModel,
-    build_model,
     model_of,
     negotiation_lateness,
-    read_spans,
+    typed_spans,
 )
-
-DEFAULT_MEMORY_BUDGET = 4 << 30
+from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
 #: the analysing process before any model: interpreter, pandas, pyarrow, numba's compiler, Arrow's pool
 BASELINE_BYTES = 450 << 20
 #: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
@@ -73,7 +77,10 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
     if k >= n:  # too few steps to leave any out: the head would be the whole timeline
         return build_model(store, entry)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
-    model = model_of(store, entry, head, starts[:k], grads, seg, part=True)
+    ids = head.loc[head["kind"] == "negotiate", "span_id"]
+    tick_range = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
+    model = model_of(entry, head, tick_chunks(store, input_id, tick_range), _markers(store, input_id), starts[:k],
+                     grads, seg, tick_range)
     tables = [model.steps]
     size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
     for a in range(k, n, size):
@@ -102,7 +109,50 @@ def lateness_of_steps(store: RunStore, entry: dict[str, Any], model: TimelineMod
         where &= pc.field("start_us") < int(starts[last + 1])
     neg = read_spans(store, entry["id"], where)
     neg["step"] = step_of(neg["start_us"].to_numpy(), starts)
-    return negotiation_lateness(store, entry["id"], neg, part=True)
+    ids = neg["span_id"]
+    return negotiation_lateness(neg, tick_chunks(store, entry["id"], (int(ids.min()), int(ids.max())) if len(ids)
+                                                 else (0, -1)))
+
+
+def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
+    """The whole model of the timeline input ``entry`` (a manifest entry) of ``store``
+    (:func:`analysed_model` decides when a window must do)."""
+    spans = read_spans(store, entry["id"])
+    return model_of(entry, spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans))
+
+
+def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
+    """The spans of an input (those matching ``where``), typed for the analyses."""
+    return typed_spans(store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas())
+
+
+def tick_chunks(store: RunStore, input_id: str, tick_range: tuple[int, int] | None = None) -> Chunks:
+    """The input's rank ticks (those of the negotiations whose span ids are within ``tick_range``),
+    streamed from the store one record batch at a time on each pass."""
+    between = None if tick_range is None else ("negotiation_id", *tick_range)
+    return table_chunks(lambda cols: store.input_batches("ticks", input_id, cols, between=between))
+
+
+def tick_offsets(store: RunStore, model: TimelineModel, lat: Lateness) -> np.ndarray:
+    """:func:`analyzer.timeline.lateness.first_last_offsets` of a view of ``model``'s ticks."""
+    return first_last_offsets(lat, tick_chunks(store, model.input_id, model.tick_range))
+
+
+def first_span_offset(store: RunStore, model: TimelineModel, step: int) -> int | None:
+    """The file offset of the first span of step ``step`` of the run (the step's first byte)."""
+    run = model.all_steps
+    starts = run["start_us"].to_numpy(dtype=np.int64)
+    k = int(np.searchsorted(run["step"].to_numpy(), step))
+    where = pc.field("start_us") >= int(starts[k])
+    if k + 1 < len(starts):
+        where &= pc.field("start_us") < int(starts[k + 1])
+    offsets = store.input_table("spans", model.input_id, ["start_offset"], where).column("start_offset")
+    first = pc.min(offsets).as_py() if len(offsets) else None
+    return None if first is None else int(first)
+
+
+def _markers(store: RunStore, input_id: str) -> pd.DataFrame:
+    return store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
 
 
 def _segment_rows(store: RunStore, input_id: str) -> pd.DataFrame:

@@ -1,31 +1,35 @@
-"""One timeline input, analysed once and shared by every detector and renderer.
+"""One timeline, analysed once and shared by every detector and renderer: a value, no I/O.
 
-:func:`build_model` reads the input's partitions from the store, segments steps
-(:mod:`analyzer.timeline.steps`), groups fused batches (:mod:`analyzer.timeline.batches`) and builds the
-per-step table. :class:`TimelineModel` is immutable; detectors only read it.
+:func:`model_of` takes the timeline's spans (a DataFrame), a source of its rank ticks and
+its markers, segments nothing itself (the steps come from :func:`analyzer.timeline.steps.find_steps`),
+groups fused batches (:mod:`analyzer.timeline.batches`), builds the per-step table and the
+lateness of the ticks. Who reads those tables from where (the store, whole or through a
+window) is :mod:`analyzer.timeline.load`'s business; :func:`model_from_tables` builds a model
+from Arrow tables in memory. :class:`TimelineModel` is immutable; detectors only read it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
+import pyarrow as pa
 
 from analyzer.timeline.batches import FusionEstimate, estimate_threshold, find_batches
+from analyzer.timeline.changepoints import Slowdown, find_slowdown
 from analyzer.timeline.cycles import CycleEstimate, estimate_cycle
 from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
+    Chunks,
     Lateness,
     RankLateness,
     rank_summary,
+    table_chunks,
     tick_lateness,
 )
-from analyzer.timeline.changepoints import Slowdown, find_slowdown
 from analyzer.timeline.steps import (
     NO_END,
     Segmentation,
@@ -34,7 +38,6 @@ from analyzer.timeline.steps import (
     step_of,
     step_table,
 )
-from analyzer.store.run_store import RunStore
 
 SPAN_COLUMNS = ["span_id", "pid", "tensor", "name", "kind", "start_us", "end_us", "closed", "parent_id", "op_id",
                 "dtype", "bytes", "start_offset", "end_offset"]
@@ -85,6 +88,8 @@ class TimelineModel:
     gradient_pids: pd.Index = field(default_factory=lambda: pd.Index([], dtype="int32"))
     run_steps: pd.DataFrame | None = None
     window: AnalysisWindow | None = None
+    #: the span ids whose ticks the model read (a window's), None: every tick of the input
+    tick_range: tuple[int, int] | None = None
 
     @property
     def all_steps(self) -> pd.DataFrame:
@@ -106,10 +111,6 @@ class TimelineModel:
         mask = np.zeros(len(self.steps) + 1, bool)
         mask[self.steady["step"].to_numpy() + 1] = True
         return mask
-
-    def in_steady(self, step: pd.Series) -> np.ndarray:
-        """Which rows of a ``step`` column belong to steady steps (fast on millions of rows)."""
-        return self.steady_mask[step.to_numpy() + 1]
 
     @cached_property
     def steady_lateness(self) -> Lateness:
@@ -154,19 +155,11 @@ class TimelineModel:
     @cached_property
     def cycle(self) -> CycleEstimate | None:
         """:func:`analyzer.timeline.cycles.estimate_cycle`, computed once."""
-        return estimate_cycle(self)
+        return estimate_cycle(self.markers_us, self.spans)
 
 
-def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
-    """Analyse the timeline input ``entry`` (a manifest entry) of ``store``, all of it in memory
-    (:func:`analyzer.timeline.load.analysed_model` decides when a window must do)."""
-    spans = read_spans(store, entry["id"])
-    return model_of(store, entry, spans, *find_steps(spans))
-
-
-def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
-    """The spans of an input (those matching ``where``), typed for the analyses."""
-    spans = store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas()
+def typed_spans(spans: pd.DataFrame) -> pd.DataFrame:
+    """The ``spans`` table (:data:`SPAN_COLUMNS`) typed for the analyses."""
     for col in ("name", "tensor", "dtype"):
         spans[col] = spans[col].astype("object")
     spans["kind"] = spans["kind"].astype("category")  # compared often: codes, not strings
@@ -175,47 +168,43 @@ def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = Non
     return spans
 
 
-def model_of(store: RunStore, entry: dict[str, Any], spans: pd.DataFrame, starts: np.ndarray, grads: pd.Index,
-             seg: Segmentation, part: bool = False) -> TimelineModel:
-    """The model of ``spans`` (:func:`read_spans`) cut into the steps that start at ``starts``;
-    ``part``: ``spans`` are only some of the input's (a window), so only the ticks within the
-    range of their negotiations' span ids are read."""
-    input_id = entry["id"]
+def model_of(entry: dict[str, Any], spans: pd.DataFrame, ticks: Chunks, markers: pd.DataFrame, starts: np.ndarray,
+             grads: pd.Index, seg: Segmentation, tick_range: tuple[int, int] | None = None) -> TimelineModel:
+    """The model of ``spans`` (:func:`typed_spans`) cut into the steps that start at ``starts``.
+    ``entry`` is the input's manifest entry (``id``, ``path``, ``timeline`` facts), ``ticks`` its
+    rank ticks (only those of ``tick_range`` when ``spans`` are a window's), ``markers`` its
+    ``name``/``ts_us`` markers."""
     spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
     batch_of, ready_of, batches = find_batches(spans)
     spans["batch"] = batch_of
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
-    lateness = negotiation_lateness(store, input_id, spans, part)
-    markers = store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
     return TimelineModel(
-        input_id=input_id,
+        input_id=entry["id"],
         path=str(entry["path"]),
         facts=dict(entry.get("timeline") or {}),
         spans=spans,
         steps=steps,
         batches=batches,
-        lateness=lateness,
+        lateness=negotiation_lateness(spans, ticks),
         markers_us=np.sort(markers.loc[markers["name"].astype(str) == "CYCLE_START", "ts_us"].to_numpy()),
         segmentation=seg,
         gradient_pids=grads,
+        tick_range=tick_range,
     )
 
 
-def negotiation_lateness(store: RunStore, input_id: str, spans: pd.DataFrame, part: bool) -> Lateness:
-    """Lateness of the ticks of the negotiations, read from the store one record batch at a time
-    (``part``: only the ticks within the range of their span ids)."""
+def negotiation_lateness(spans: pd.DataFrame, ticks: Chunks) -> Lateness:
+    """Lateness of the ticks of the negotiations among ``spans`` (with their ``step``)."""
     neg = spans[spans["kind"] == "negotiate"]
     neg_step = neg["step"].to_numpy(np.int64)
     neg_end = np.where(neg["closed"].to_numpy(bool), neg["end_us"].to_numpy(np.float64), np.nan)
-    ids = neg["span_id"].to_numpy(np.int64)
-    between = None
-    if part:
-        between = ("negotiation_id", int(ids.min()), int(ids.max())) if len(ids) else ("negotiation_id", 0, -1)
+    return tick_lateness(ticks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)
 
-    def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
-        for b in store.input_batches("ticks", input_id, list(columns), between=between):
-            yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
-                        for name, c in zip(columns, b.columns, strict=True))
 
-    return tick_lateness(chunks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)
+def model_from_tables(entry: dict[str, Any], spans: pa.Table, ticks: pa.Table, markers: pa.Table) -> TimelineModel:
+    """The whole model of a timeline from its ``spans``, ``ticks`` and ``markers`` tables in memory
+    (as :class:`parsers.timeline.TimelineParser` builds them, or as a test writes them)."""
+    typed = typed_spans(spans.select(SPAN_COLUMNS).to_pandas())
+    return model_of(entry, typed, table_chunks(lambda cols: ticks.select(cols).to_batches()),
+                    markers.select(["name", "ts_us"]).to_pandas(), *find_steps(typed))

@@ -218,4 +218,5 @@ def step_windows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def steady_durations(table: pd.DataFrame) -> np.ndarray:
     """Durations (us) of the steady steps, the sample every step statistic uses."""
-    return table.loc[table["steady"], "duration_us"].to_numpy(dtype=np.int64)
+    durations: np.ndarray = table.loc[table["steady"], "duration_us"].to_numpy(dtype=np.int64)
+    return durations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 import pyarrow as pa
 
@@ -36,6 +36,20 @@ COLL_LINE = re.compile(
 )
 
 
+class LogFacts(TypedDict):
+    """:attr:`JobLogParser.info`: what the manifest and the report say of a log."""
+
+    lines: int
+    records: int
+    processes: int
+    foreign_lines: int
+    blank_lines: int
+    merged_lines: int
+    watchdog_timeouts: int
+    stall_ranks: int
+    autotune_rows: int
+
+
 class JobLogParser:
     """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
 
@@ -52,7 +66,7 @@ class JobLogParser:
         self._fast_colls: dict[tuple[str, str, str, str], list[Any]] = {}
         self.watchdog: list[dict[str, Any]] = []
         self.stalls: list[tuple[Any, ...]] = []
-        self.autotune: list[tuple[Any, ...]] = []
+        self.autotune: list[joblog.AutotuneRow] = []
         self._autotune_layout: str | None = None
         self._in_stall = False
         self._bare_versions: list[tuple[int, str, str]] = []
@@ -255,7 +269,7 @@ class JobLogParser:
         if r.level == "WARN":
             p.warns += 1
             cls, fix = classify_warn(r.msg)
-            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
+            err: dict[str, Any] = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
                    "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix,
                    "time": timestamp(r.outer)}
             self.errors.append(err)
@@ -368,7 +382,7 @@ class JobLogParser:
         return None
 
     @property
-    def info(self) -> dict[str, Any]:
+    def info(self) -> LogFacts:
         return {"lines": self.lines, "records": self.counts["records"], "processes": len(self.procs),
                 "foreign_lines": self.counts["foreign"], "blank_lines": self.counts["blank"],
                 "merged_lines": self.counts["merged"], "watchdog_timeouts": len(self.watchdog),

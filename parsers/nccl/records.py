@@ -88,7 +88,7 @@ def _header(head: str) -> tuple[str, str, int, int, int | None, str | None, str 
 def _find_records(line: str) -> list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None,
                                                                   str | None]]]:
     """(header start, message start, level, header) of every record in ``line``."""
-    out = []
+    out: list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None, str | None]]] = []
     pos = 0
     while True:
         at = line.find(" NCCL ", pos)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -137,6 +138,35 @@ def cache_verdict(negotiations: np.ndarray, ticked: np.ndarray) -> CacheVerdict:
     )
 
 
+class HorovodVersionFacts(TypedDict):
+    """The Horovod release range a timeline's content allows."""
+
+    low: str
+    high: str
+    text: str
+    evidence: list[str]
+    conflict: bool
+
+
+class TimelineFacts(TypedDict):
+    """:meth:`TimelineInfo.to_dict`: what the manifest and the report say of a timeline."""
+
+    status: str
+    layout: str
+    records: int
+    bytes_read: int
+    start_time_since_epoch_us: int | None
+    first_ts_us: int | None
+    last_ts_us: int | None
+    uptime_origin: bool
+    max_depth: int
+    horovod_version: HorovodVersionFacts | None
+    steady_state_ticks: bool | None
+    response_cache: str | None
+    response_cache_reason: str | None
+    counts: dict[str, int]
+
+
 @dataclass(slots=True)
 class TimelineInfo:
     """What one timeline file is, read off its content."""
@@ -155,7 +185,7 @@ class TimelineInfo:
     cache: CacheVerdict | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> TimelineFacts:
         v = self.version
         c = self.cache
         return {

@@ -17,7 +17,8 @@ import pytest
 
 from analyzer.render import figures
 from analyzer.report import views
-from analyzer.detectors import Context
+from analyzer.config import AnalysisConfig
+from analyzer.context import Context
 from analyzer.store.discover import discover
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.report.analyze import analyze
@@ -36,7 +37,7 @@ def _report(tmp_path: Path, budget: int | None = None, **spec: Any) -> tuple[Ana
     truth = write_timeline(tmp_path / "timeline.json", TimelineSpec(steps=220, **spec))
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([tmp_path / "timeline.json"]))
-    return analyze(store, config={} if budget is None else {"memory_budget": budget}), truth, store
+    return analyze(store, config=None if budget is None else AnalysisConfig(memory_budget=budget)), truth, store
 
 
 def _slowdown(report: AnalysisReport) -> Finding:

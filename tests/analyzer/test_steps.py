@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.timeline.batches import estimate_threshold
-from analyzer.detectors.base import Context
+from analyzer.context import Context
 from analyzer.store.discover import discover
 from analyzer.timeline.lateness import rank_summary
 from analyzer.store.run_store import RunStore

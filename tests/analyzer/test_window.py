@@ -16,15 +16,16 @@ from analyzer.fleet import run_batch
 from analyzer.cli import cli
 from analyzer.store.discover import discover
 from analyzer.store.parallel import Executor
+from analyzer.config import AnalysisConfig
 from analyzer.report.analyze import analyze
 from analyzer.store.run_store import RunStore
-from analyzer.timeline.model import build_model
 from analyzer.report.views import timeline_views
+from analyzer.config import DEFAULT_MEMORY_BUDGET
 from analyzer.timeline.load import (
     BASELINE_BYTES,
-    DEFAULT_MEMORY_BUDGET,
     MIN_DETAIL_STEPS,
     analysed_model,
+    build_model,
     model_bytes,
 )
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
@@ -102,7 +103,7 @@ def test_report_through_a_window_says_so(long_run: tuple[RunStore, dict]) -> Non
     store, entry = long_run
     n = len(build_model(store, entry).steps)
     budget = _budget_for(entry, 60, n)
-    rep = analyze(store, config={"memory_budget": budget})
+    rep = analyze(store, config=AnalysisConfig(memory_budget=budget))
     section = rep.timelines[0]
     assert section["window"]["run_steps"] == n == section["steps"]["count"]
     assert section["window"]["budget_bytes"] == budget < section["window"]["estimate_bytes"]

@@ -1,0 +1,76 @@
+"""What an analysis reads: the run store, the settings, and the models built from the store once.
+
+Detectors, the report sections and the web app get a :class:`Context`; they never read the
+store themselves. The timeline models come from :mod:`analyzer.timeline.load` (whole, or
+through a window within ``config.memory_budget``), the NCCL model from
+:mod:`analyzer.nccl.model` (from the store's log tables). What evidence needs beyond a model (the file offsets of rank
+ticks, a step's first byte, the ticks of a stretch a window left out) is asked of the context,
+which reads it through the same loader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from analyzer.config import AnalysisConfig
+from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
+from analyzer.store.manifest import ManifestEntry
+from analyzer.store.run_store import RunStore
+from analyzer.timeline import load
+from analyzer.timeline.lateness import NO_OFFSET, Lateness
+from analyzer.timeline.model import TimelineModel
+
+
+@dataclass
+class Context:
+    """The store (its tables are cached there), the settings and the models, built on first use."""
+
+    store: RunStore
+    config: AnalysisConfig = field(default_factory=AnalysisConfig)
+    _timelines: list[TimelineModel] | None = field(default=None, repr=False)
+    _nccl: NcclModel | None = field(default=None, repr=False)
+    _offsets: dict[tuple[str, bytes], np.ndarray] = field(default_factory=dict, repr=False)
+
+    def table(self, name: str) -> pa.Table:
+        return self.store.table(name)
+
+    def input_entry(self, input_id: str) -> ManifestEntry:
+        """The manifest entry of an input (path, sha256, timeline facts, ...)."""
+        return next(e for e in self.store.inputs if e["id"] == input_id)
+
+    def timelines(self) -> list[TimelineModel]:
+        """Every timeline input, analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
+        if self._timelines is None:
+            self._timelines = [load.analysed_model(self.store, e, self.config.memory_budget)
+                               for e in self.store.inputs if e["kind"] == "horovod_timeline"]
+        return self._timelines
+
+    def nccl(self) -> NcclModel:
+        """Every NCCL / job log of the store (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
+        if self._nccl is None:
+            self._nccl = nccl_model_of({name: self.store.table(name) for name in LOG_TABLES},
+                                       {e["id"]: e["path"] for e in self.store.inputs})
+        return self._nccl
+
+    def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
+        """File offset of the earliest tick of ``lat`` (a view of ``model``'s ticks) in which
+        ``rank`` was (among) the last ready; one pass over the ticks for every rank of a view."""
+        key = (model.input_id, hashlib.blake2b(np.packbits(lat.keep).tobytes(), digest_size=16).digest())
+        if key not in self._offsets:
+            self._offsets[key] = load.tick_offsets(self.store, model, lat)
+        out = self._offsets[key]
+        return int(out[rank]) if 0 <= rank < len(out) and out[rank] != NO_OFFSET else None
+
+    def first_span_offset(self, model: TimelineModel, step: int) -> int | None:
+        """The file offset of the first span of step ``step`` of ``model``'s run."""
+        return load.first_span_offset(self.store, model, step)
+
+    def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
+        """Rank lateness of steps ``first..last`` of the run, beyond a windowed model's detail
+        (:func:`analyzer.timeline.load.lateness_of_steps`)."""
+        return load.lateness_of_steps(self.store, self.input_entry(model.input_id), model, first, last,
+                                      self.config.memory_budget)
