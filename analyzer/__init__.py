@@ -1,1 +1,73 @@
+"""hvd-analyze's analysis: the run store, the timeline and NCCL models, the detectors, the
+report and its renderers. ``import analyzer`` is cheap: the names below load on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from analyzer.store.run_store import RunStore, temporary_store
+    from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.context import Context
+    from analyzer.config import AnalysisConfig, Thresholds, DEFAULT_MEMORY_BUDGET
+    from analyzer.findings import AnalysisReport, Finding, Severity, Evidence, Impact, Suggestion, SourceRef
+    from analyzer.errors import HvdAnalyzeError, StoreError, UsageError
+    from analyzer.render import RENDERERS, renderer_for
+
+_FACE = {
+    "RunStore": "analyzer.store.run_store",
+    "temporary_store": "analyzer.store.run_store",
+    "analyze": "analyzer.report.assembly",
+    "analyze_in": "analyzer.report.assembly",
+    "Context": "analyzer.context",
+    "AnalysisConfig": "analyzer.config",
+    "Thresholds": "analyzer.config",
+    "DEFAULT_MEMORY_BUDGET": "analyzer.config",
+    "AnalysisReport": "analyzer.findings",
+    "Finding": "analyzer.findings",
+    "Severity": "analyzer.findings",
+    "Evidence": "analyzer.findings",
+    "Impact": "analyzer.findings",
+    "Suggestion": "analyzer.findings",
+    "SourceRef": "analyzer.findings",
+    "HvdAnalyzeError": "analyzer.errors",
+    "StoreError": "analyzer.errors",
+    "UsageError": "analyzer.errors",
+    "RENDERERS": "analyzer.render",
+    "renderer_for": "analyzer.render",
+}
+
+__all__ = [
+    "__version__",
+    "RunStore",
+    "temporary_store",
+    "analyze",
+    "analyze_in",
+    "Context",
+    "AnalysisConfig",
+    "Thresholds",
+    "DEFAULT_MEMORY_BUDGET",
+    "AnalysisReport",
+    "Finding",
+    "Severity",
+    "Evidence",
+    "Impact",
+    "Suggestion",
+    "SourceRef",
+    "HvdAnalyzeError",
+    "StoreError",
+    "UsageError",
+    "RENDERERS",
+    "renderer_for",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

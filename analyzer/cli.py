@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
 from analyzer.store.parallel import (
@@ -63,7 +63,11 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Exec
         from tqdm import tqdm
 
         with tqdm(total=total, unit="B", unit_scale=True, desc="ingest", file=sys.stderr) as bar:
-            return store.ingest(inputs, skipped, progress=bar.update, runner=runner)
+
+            def advance(n: int) -> None:
+                bar.update(n)
+
+            return store.ingest(inputs, skipped, progress=advance, runner=runner)
     return store.ingest(inputs, skipped, runner=runner)
 
 
@@ -101,7 +105,7 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
     if quiet:
         return
     for entry in rep.added:
-        tl = entry.get("timeline") or {}
+        tl: dict[str, Any] = dict(entry.get("timeline") or {})
         issues = entry["issues"]
         click.echo(f"added {entry['path']} ({tl.get('status')}, {entry['rows'].get('spans', 0)} spans, "
                    f"{entry['rows'].get('ticks', 0)} ticks; issues: {issues['error']} error, "
@@ -139,7 +143,7 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
     from analyzer.config import AnalysisConfig
-    from analyzer.report.analyze import analyze
+    from analyzer.report.assembly import analyze
 
     with _errors():
         renderer = renderer_for(fmt, output)

@@ -10,7 +10,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, cast
+
+from analyzer.report.types import (
+    FindingDoc,
+    InputDoc,
+    NcclSection,
+    ParseIssueDoc,
+    ReportDocument,
+    SkippedFileDoc,
+    TimelineSection,
+)
+from analyzer.report.types import Severity as SeverityLabel
 
 
 class Severity(enum.IntEnum):
@@ -21,8 +32,8 @@ class Severity(enum.IntEnum):
     CRITICAL = 30
 
     @property
-    def label(self) -> str:
-        return self.name.lower()
+    def label(self) -> SeverityLabel:
+        return cast(SeverityLabel, self.name.lower())
 
     @classmethod
     def parse(cls, text: str) -> Severity:
@@ -96,7 +107,7 @@ class Skipped:
     reason: str
 
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION: Literal[1] = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,18 +116,19 @@ class AnalysisReport:
 
     tool_version: str
     store: str
-    inputs: tuple[Mapping[str, Any], ...]
+    inputs: tuple[InputDoc, ...]
     findings: tuple[Finding, ...]
     skipped: tuple[Skipped, ...]
-    parse_issues: tuple[Mapping[str, Any], ...]
-    skipped_files: tuple[Mapping[str, str], ...] = ()
-    timelines: tuple[Mapping[str, Any], ...] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
-    nccl: Mapping[str, Any] | None = None  # analyzer.report.nccl_section.nccl_section
+    parse_issues: tuple[ParseIssueDoc, ...]
+    skipped_files: tuple[SkippedFileDoc, ...] = ()
+    timelines: tuple[TimelineSection, ...] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
+    nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReportDocument:
+        worst = self.worst()
         return {
             "schema_version": REPORT_SCHEMA_VERSION,
             "tool": "hvd-analyze",
@@ -124,21 +136,25 @@ class AnalysisReport:
             "store": self.store,
             "summary": {
                 "findings": len(self.findings),
-                "by_severity": {s.label: sum(f.severity is s for f in self.findings) for s in Severity},
-                "worst": None if self.worst() is None else self.worst().label,  # type: ignore[union-attr]
+                "by_severity": {"info": self._count(Severity.INFO), "warning": self._count(Severity.WARNING),
+                                "critical": self._count(Severity.CRITICAL)},
+                "worst": None if worst is None else worst.label,
             },
-            "inputs": [dict(i) for i in self.inputs],
-            "timeline": dict(self.timelines[0]) if self.timelines else None,
-            "other_timelines": [dict(t) for t in self.timelines[1:]],
-            "nccl": None if self.nccl is None else dict(self.nccl),
+            "inputs": list(self.inputs),
+            "timeline": self.timelines[0] if self.timelines else None,
+            "other_timelines": list(self.timelines[1:]),
+            "nccl": self.nccl,
             "findings": [_finding_dict(f) for f in self.findings],
             "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
-            "parse_issues": [dict(i) for i in self.parse_issues],
-            "skipped_files": [dict(s) for s in self.skipped_files],
+            "parse_issues": list(self.parse_issues),
+            "skipped_files": list(self.skipped_files),
         }
 
+    def _count(self, severity: Severity) -> int:
+        return sum(f.severity is severity for f in self.findings)
 
-def _finding_dict(f: Finding) -> dict[str, Any]:
+
+def _finding_dict(f: Finding) -> FindingDoc:
     return {
         "code": f.code,
         "severity": f.severity.label,

@@ -13,19 +13,19 @@ findings (:mod:`analyzer.timeline.changepoints`), by the time the slow steps los
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from analyzer.context import Context
 from analyzer.detectors.slowdown import CODE as SLOWDOWN
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Finding, Severity
 from analyzer.store.parallel import Executor
 from analyzer.render import jsonreport
-from analyzer.report.analyze import analyze_in
+from analyzer.report.assembly import analyze_in
 from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
 from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 
@@ -79,7 +79,8 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
     doc = jsonreport.to_document(report)
     report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
     report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    steps = doc["timeline"]["steps"] if doc.get("timeline") else None
+    main = doc["timeline"]
+    steps = main["steps"] if main else None
     slowdown = max((_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"],
                    default=None)
     findings = [{"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks),
@@ -101,7 +102,7 @@ def _slowdown(f: Finding) -> dict[str, Any]:
             "onset_ms": m["onset_ms"], "lost_s": m["lost_s"], "title": f.title}
 
 
-def fleet_summary(summaries: list[Mapping[str, Any]]) -> dict[str, Any]:
+def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ok = [s for s in summaries if s["status"] == "ok"]
 
     def with_code(code: str) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ UNLIMITED = 1 << 60
 def child(store_dir: str, budget: int) -> None:
     from analyzer.render import RENDERERS
     from analyzer.config import AnalysisConfig
-    from analyzer.report.analyze import analyze
+    from analyzer.report.assembly import analyze
     from analyzer.store.run_store import RunStore
 
     t = time.perf_counter()

@@ -20,7 +20,7 @@ from bench.common import big_timeline, entry, measure_all
 
 
 def ours(path: Path) -> None:
-    from analyzer.store.discover import discover
+    from analyzer.store.discovery import discover
     from analyzer.store.run_store import RunStore
 
     with tempfile.TemporaryDirectory() as d:

@@ -31,7 +31,7 @@ def parse(path: Path) -> None:
 
 
 def ingest(path: Path) -> None:
-    from analyzer.store.discover import discover
+    from analyzer.store.discovery import discover
     from analyzer.store.run_store import RunStore
 
     with tempfile.TemporaryDirectory() as d:

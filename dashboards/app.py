@@ -108,11 +108,11 @@ def create_app(store_dir: str | Path, stores: list[str] | None = None, paths: li
         library.register_store(s)
     if paths:
         library.submit_paths(paths)
-    app = Dash(__name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title=None,
+    app = Dash(__name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title="",
                suppress_callback_exceptions=True)
     app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
     app.layout = lambda: layout(library)
-    app.library = library  # type: ignore[attr-defined]  # for tests and the CLI
+    app.library = library  # for tests and the CLI
 
     @app.callback(Output("job", "data"), Output("upload-status", "children", allow_duplicate=True),
                   Output("poll", "disabled", allow_duplicate=True), Output("upload-status", "className"),

@@ -9,20 +9,20 @@ in the document (:func:`dashboards.runs.relabel`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from dash import dash_table, dcc, html
 
-from analyzer.render import figures
-from analyzer.findings import SourceRef
-from analyzer.render import nccl_rows
+from analyzer import SourceRef
+from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, format_impact
 from analyzer.render.sections import fusion_line, steps_line, window_line
+from analyzer.report import FindingDoc, TimelineSection
+from dashboards.runs import AnalysisDocument
 
 PAGES = (("overview", "Overview"), ("steps", "Steps"), ("ranks", "Ranks"), ("phases", "Phases & fusion"),
          ("nccl", "NCCL"))
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _TABLE_STYLE = {"style_table": {"overflowX": "auto"}, "style_cell": {"fontSize": "13px", "textAlign": "left",
                                                                     "whiteSpace": "normal", "height": "auto"},
                 "style_header": {"fontWeight": "bold"}}
@@ -32,13 +32,13 @@ def _graph(fig: Any, gid: str) -> dcc.Graph:
     return dcc.Graph(id=gid, figure=fig, config={"displaylogo": False}, className="fig")
 
 
-def _table(tid: str, header: tuple[str, ...], rows: list[tuple[str, ...]], **extra: Any) -> dash_table.DataTable:
+def _table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], **extra: Any) -> Any:
     cols = [{"name": h, "id": f"c{i}"} for i, h in enumerate(header)]
     data = [{f"c{i}": v for i, v in enumerate(r)} for r in rows]
     return dash_table.DataTable(id=tid, columns=cols, data=data, **_TABLE_STYLE, **extra)
 
 
-def _main(doc: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, dict[str, Any] | None]:
     section = doc["report"].get("timeline")
     if section is None:
         return None, None
@@ -50,15 +50,7 @@ def _none(text: str) -> html.Div:
 
 
 # overview -----------------------------------------------------------------------------
-def ordered_findings(findings: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Critical first; within a severity, the most time lost per step first (not estimable last)."""
-    def key(f: Mapping[str, Any]) -> tuple[int, float, str]:
-        impact = f["impact"]["seconds_per_step"] if f.get("impact") else -1.0
-        return SEVERITY_ORDER.get(f["severity"], 9), -impact, f["code"]
-    return sorted(findings, key=key)
-
-
-def finding_card(f: Mapping[str, Any], i: int) -> html.Div:
+def finding_card(f: FindingDoc, i: int) -> html.Div:
     evidence = []
     for e in f["evidence"]:
         where = "; ".join(str(SourceRef(**s)) for s in e["sources"])
@@ -82,12 +74,12 @@ def finding_card(f: Mapping[str, Any], i: int) -> html.Div:
     return html.Div(body, className=f"finding {f['severity']}", **{"data-code": f["code"]})
 
 
-def overview(doc: Mapping[str, Any]) -> html.Div:
+def overview(doc: AnalysisDocument) -> html.Div:
     rep = doc["report"]
     inputs = [html.Li(f"{e['path']}: {e['kind']}, {e['size']:,} bytes, "
                       f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
                       f"{e['issues'].get('info', 0)} info") for e in rep["inputs"]]
-    findings = ordered_findings(rep["findings"])
+    findings = rep["findings"]  # in the report's order: critical first, then by time lost per step
     cards = [finding_card(f, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
     parts: list[Any] = [html.H3("Inputs"), html.Ul(inputs),
                         html.H3(f"Findings ({len(findings)})"),
@@ -101,7 +93,7 @@ def overview(doc: Mapping[str, Any]) -> html.Div:
 
 
 # steps ---------------------------------------------------------------------------------
-def steps(doc: Mapping[str, Any]) -> html.Div:
+def steps(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
         return _none("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
@@ -124,7 +116,7 @@ NO_TICKS = ("This timeline has no per-rank ready ticks after the first step: Hor
             "step, rerun with the cache off:")
 
 
-def ranks(doc: Mapping[str, Any]) -> html.Div:
+def ranks(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
         return _none("This run has no Horovod timeline: per-rank lateness comes from its negotiation ticks.")
@@ -148,7 +140,7 @@ def ranks(doc: Mapping[str, Any]) -> html.Div:
 
 
 # phases & fusion -------------------------------------------------------------------------
-def phases(doc: Mapping[str, Any]) -> html.Div:
+def phases(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
         return _none("This run has no Horovod timeline.")
@@ -172,7 +164,7 @@ def phases(doc: Mapping[str, Any]) -> html.Div:
 
 
 # NCCL ----------------------------------------------------------------------------------
-def nccl(doc: Mapping[str, Any]) -> html.Div:
+def nccl(doc: AnalysisDocument) -> html.Div:
     n = doc["report"].get("nccl")
     if not n or not (n["processes"] or n["errors"] or n["watchdog_timeouts"] or n["horovod_stalls"]):
         return _none("This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
@@ -188,16 +180,17 @@ def nccl(doc: Mapping[str, Any]) -> html.Div:
         parts += [html.H3("NCCL versions per host"),
                   _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()])]
     if n["communicators"]:
-        rows = [(c["comm_id"] or c["id"], str(c["nranks"]), str(len(c["ranks_complete"])),
+        comm_rows = [(c["comm_id"] or c["id"], str(c["nranks"]), str(len(c["ranks_complete"])),
                  ", ".join(f"{r['rank']} ({r['host'] or '?'}, {r['file']}:{r['line']})"
                            for r in c["ranks_incomplete"]) or "-") for c in n["communicators"][:nccl_rows.MAX_ROWS]]
         parts += [html.H3("Communicators"), _table("nccl-comms", ("communicator", "ranks", "Init COMPLETE",
-                                                                  "missing (started, never completed)"), rows)]
+                                                                  "missing (started, never completed)"), comm_rows)]
     if n["errors"]:
-        rows = [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
+        error_rows = [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
                  f"{e['file']}:{e['line']}", e["message"], e.get("remediation") or "")
                 for e in n["errors"][:nccl_rows.MAX_ROWS]]
-        parts += [html.H3("Errors"), _table("nccl-errors", ("class", "process", "line", "message", "remediation"), rows)]
+        parts += [html.H3("Errors"), _table("nccl-errors", ("class", "process", "line", "message", "remediation"),
+                                            error_rows)]
     if n["watchdog_timeouts"]:
         parts += [html.H3("Watchdog timeouts"),
                   _table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n))]
@@ -207,7 +200,7 @@ def nccl(doc: Mapping[str, Any]) -> html.Div:
 RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases, "nccl": nccl}
 
 
-def render_page(page: str, doc: Mapping[str, Any] | None) -> html.Div:
+def render_page(page: str, doc: AnalysisDocument | None) -> html.Div:
     if doc is None:
         return _none("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
     return RENDER.get(page, overview)(doc)

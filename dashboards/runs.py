@@ -23,18 +23,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
-from analyzer.context import Context
-from analyzer.store.discover import discover
-from analyzer.errors import HvdAnalyzeError
+from analyzer import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Context, HvdAnalyzeError
 from analyzer.render import jsonreport
-from analyzer.report.analyze import analyze_in
-from analyzer.store.run_store import MANIFEST, RunStore
-from analyzer.report.views import timeline_views
-from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
+from analyzer.report import ReportDocument, analyze_in, timeline_views
+from analyzer.store import MANIFEST, RunStore, discover
 from dashboards.uploads import Limits, SavedFile, save_upload
 
 RUNS = "runs"
@@ -56,7 +52,14 @@ class Job:
                     "error": self.error}
 
 
-def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
+class AnalysisDocument(TypedDict):
+    """What the app shows of a run: the JSON report and the views of each timeline (by input id)."""
+
+    report: ReportDocument
+    views: dict[str, dict[str, Any]]
+
+
+def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:
     """The report document and the views of every timeline: what the app shows of a run."""
     ctx = Context(store, AnalysisConfig(memory_budget=memory_budget))
     doc = jsonreport.to_document(analyze_in(ctx))
@@ -84,7 +87,7 @@ class RunLibrary:
         self.root = Path(root)
         self.limits = limits or Limits()
         self._jobs: dict[str, Job] = {}
-        self._docs: dict[str, dict[str, Any]] = {}
+        self._docs: dict[str, AnalysisDocument] = {}
         self._lock = threading.Lock()
 
     # runs ---------------------------------------------------------------------------------
@@ -106,7 +109,8 @@ class RunLibrary:
     def meta(self, run_id: str) -> dict[str, Any] | None:
         """The run's run.json (None for an unknown id)."""
         try:
-            return json.loads((self._dir(run_id) / "run.json").read_text(encoding="utf-8"))
+            meta: dict[str, Any] = json.loads((self._dir(run_id) / "run.json").read_text(encoding="utf-8"))
+            return meta
         except (OSError, ValueError, KeyError):
             return None
 
@@ -123,17 +127,13 @@ class RunLibrary:
         self._write_meta(meta)
         return meta
 
-    def store_path(self, run_id: str) -> Path:
-        meta = self.meta(run_id) or {}
-        return Path(meta["store"]) if meta.get("store") else self._dir(run_id) / "store"
-
-    def document(self, run_id: str) -> dict[str, Any] | None:
+    def document(self, run_id: str) -> AnalysisDocument | None:
         """The run's analysis document (None until its job is done)."""
         with self._lock:
             if run_id in self._docs:
                 return self._docs[run_id]
         try:
-            doc = orjson.loads((self._dir(run_id) / "analysis.json").read_bytes())
+            doc: AnalysisDocument = orjson.loads((self._dir(run_id) / "analysis.json").read_bytes())
         except (OSError, orjson.JSONDecodeError, KeyError):
             return None
         with self._lock:

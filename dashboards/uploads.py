@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from analyzer.errors import HvdAnalyzeError
-from analyzer.config import DEFAULT_MEMORY_BUDGET
+from analyzer import DEFAULT_MEMORY_BUDGET, HvdAnalyzeError
 
 GIB = 1 << 30
 CHUNK = 1 << 20

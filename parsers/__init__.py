@@ -1,0 +1,60 @@
+"""What hvd-analyze reads: bytes of Horovod timelines and NCCL / job logs in, Arrow tables and
+counted parse issues out. Imports nothing of ``analyzer`` or ``dashboards``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parsers.inputs import InputKind, sniff, open_binary, GunzipStream, ByteSource
+    from parsers.errors import HvdAnalyzeError, InputError, SchemaError
+    from parsers.issues import IssueSeverity, IssueSink, ParseIssue, IssueCounts
+    from parsers.timeline.parser import TimelineParser, parse_timeline, ParsedTimeline
+    from parsers.nccl.parser import JobLogParser
+
+_FACE = {
+    "InputKind": "parsers.inputs",
+    "sniff": "parsers.inputs",
+    "open_binary": "parsers.inputs",
+    "GunzipStream": "parsers.inputs",
+    "ByteSource": "parsers.inputs",
+    "HvdAnalyzeError": "parsers.errors",
+    "InputError": "parsers.errors",
+    "SchemaError": "parsers.errors",
+    "IssueSeverity": "parsers.issues",
+    "IssueSink": "parsers.issues",
+    "ParseIssue": "parsers.issues",
+    "IssueCounts": "parsers.issues",
+    "TimelineParser": "parsers.timeline.parser",
+    "parse_timeline": "parsers.timeline.parser",
+    "ParsedTimeline": "parsers.timeline.parser",
+    "JobLogParser": "parsers.nccl.parser",
+}
+
+__all__ = [
+    "InputKind",
+    "sniff",
+    "open_binary",
+    "GunzipStream",
+    "ByteSource",
+    "HvdAnalyzeError",
+    "InputError",
+    "SchemaError",
+    "IssueSeverity",
+    "IssueSink",
+    "ParseIssue",
+    "IssueCounts",
+    "TimelineParser",
+    "parse_timeline",
+    "ParsedTimeline",
+    "JobLogParser",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, cast
 
 try:  # ISA-L inflates gzip 2-3x faster than zlib; optional.
     from isal import igzip as _gzip_impl
@@ -51,6 +51,12 @@ if _gzip_impl is not gzip:  # pragma: no cover - depends on the environment
 GUNZIP_PIECE = 64 * 1024
 
 
+class ByteSource(Protocol):
+    """What the parsers read from: a file, a gzip stream, a range of a file, a hashing reader."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
 class GunzipStream:
     """Decompress a gzip stream, treating a cut or damaged stream as its end.
 
@@ -59,7 +65,7 @@ class GunzipStream:
     parser analyses everything inflated before the damage and reports the loss.
     """
 
-    def __init__(self, fileobj: BinaryIO) -> None:
+    def __init__(self, fileobj: ByteSource) -> None:
         self._gz = _gzip_impl.GzipFile(fileobj=fileobj, mode="rb")
         self.cut: str | None = None  # what went wrong, if the stream ended early
 
@@ -182,11 +188,12 @@ def sha256_of(path: str | Path, block: int = 8 * 1024 * 1024) -> str:
     return h.hexdigest()
 
 
-def readinto_full(f: io.BufferedIOBase | io.RawIOBase | GunzipStream | BinaryIO, view: memoryview) -> int:
+def readinto_full(f: BinaryIO | GunzipStream, view: memoryview) -> int:
     """Fill ``view`` as far as the stream allows (gzip streams return short reads)."""
     total = 0
     while total < len(view):
-        n = f.readinto(view[total:])
+        # every binary file object Python opens has readinto; typeshed's BinaryIO does not declare it
+        n = cast(io.RawIOBase, f).readinto(view[total:])
         if not n:
             break
         total += n

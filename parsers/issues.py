@@ -10,7 +10,16 @@ million rows.
 from __future__ import annotations
 
 import enum
+from typing import TypedDict
 from dataclasses import dataclass
+
+
+class IssueCounts(TypedDict):
+    """Parse-issue occurrences of an input, per severity."""
+
+    error: int
+    data_loss: int
+    info: int
 
 
 class IssueSeverity(enum.StrEnum):
@@ -64,9 +73,9 @@ class IssueSink:
     def issues(self) -> list[ParseIssue]:
         return list(self._issues.values())
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> IssueCounts:
         """Number of issue occurrences per severity (all three keys present)."""
-        out = {s.value: 0 for s in IssueSeverity}
+        n = dict.fromkeys(IssueSeverity, 0)
         for issue in self._issues.values():
-            out[issue.severity.value] += issue.count
-        return out
+            n[issue.severity] += issue.count
+        return {"info": n[IssueSeverity.INFO], "data_loss": n[IssueSeverity.DATA_LOSS], "error": n[IssueSeverity.ERROR]}

@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.store.discover import discover
-from analyzer.report.analyze import analyze
+from analyzer.store.discovery import discover
+from analyzer.render.jsonreport import to_document
+from analyzer.report.assembly import analyze
 from analyzer.timeline.changepoints import find_slowdown
 from analyzer.store.run_store import temporary_store
 from sample_traces.capture.capture import SCENARIOS, expected_md
 from tests.builders import truth_steps
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Validate
 
 CAPTURED = ROOT / "sample_traces" / "captured"
 START_UP = {"timeline.startup_skew", "timeline.init_overhead"}
@@ -27,12 +28,13 @@ def test_every_scenario_was_captured() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_captured_scenario_meets_expected(name: str) -> None:
+def test_captured_scenario_meets_expected(name: str, validated: Validate) -> None:
     sc = SCENARIOS[name]
     folder = CAPTURED / name
     with temporary_store() as store:
         store.ingest(*discover([folder]))
         report = analyze(store)
+    validated(to_document(report))
     tolerated = START_UP | {"timeline.truncated"}  # 0.28.1's writer loses its last records at a clean exit
     if find_slowdown(truth_steps(folder / "steps.csv")) is not None:
         tolerated.add("timeline.slowdown")  # the capture machine slowed down: its own step times say so

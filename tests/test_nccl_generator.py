@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.report.analyze import analyze
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import temporary_store
 from parsers.nccl.messages import parse_version
 from sample_traces.generator.nccl import WORDINGS, NcclLogSpec, write_nccl_log

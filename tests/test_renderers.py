@@ -64,9 +64,20 @@ def test_renderer(name: str, report: AnalysisReport) -> None:
         assert "<script" not in text and "http" not in text.split("</style>")[1]  # self-contained
 
 
-def test_json_findings_in_severity_then_impact_order() -> None:
+def test_json_keeps_the_findings_in_the_order_it_is_given() -> None:
     doc = json.loads(RENDERERS["json"].render(FULL))
-    assert [f["code"] for f in doc["findings"]] == ["timeline.truncated", "a.b", "c.d"]  # as given by analyze()
+    assert [f["code"] for f in doc["findings"]] == ["timeline.truncated", "a.b", "c.d"]  # analyze() orders them
+
+
+def test_findings_sort_critical_first_then_by_time_lost() -> None:
+    def with_impact(code: str, sev: Severity, seconds: float | None) -> Finding:
+        impact = None if seconds is None else Impact(seconds, 0.1, "medium", "")
+        return Finding(code=code, severity=sev, title="", summary="", detector="d", impact=impact)
+
+    found = [with_impact("w-small", Severity.WARNING, 0.001), with_impact("info", Severity.INFO, 9.0),
+             with_impact("w-none", Severity.WARNING, None), with_impact("crit", Severity.CRITICAL, None),
+             with_impact("w-big", Severity.WARNING, 0.5)]
+    assert [f.code for f in sorted(found, key=Finding.sort_key)] == ["crit", "w-big", "w-small", "w-none", "info"]
 
 
 def test_renderer_for() -> None:
@@ -79,8 +90,8 @@ def test_renderer_for() -> None:
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
 def test_nccl_section_in_every_format(name: str) -> None:
-    from analyzer.store.discover import discover
-    from analyzer.report.analyze import analyze
+    from analyzer.store.discovery import discover
+    from analyzer.report.assembly import analyze
     from analyzer.store.run_store import temporary_store
     from tests.conftest import ROOT
 

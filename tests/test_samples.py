@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.store.discover import discover
-from analyzer.report.analyze import analyze
+from analyzer.store.discovery import discover
+from analyzer.render.jsonreport import to_document
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import RunStore
 from parsers.timeline.parser import parse_timeline
 from sample_traces.generator.__main__ import SAMPLES, expected_md, generate
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Validate
 
 SYNTH = ROOT / "sample_traces" / "synthetic"
 
@@ -35,8 +36,9 @@ def _analysis(tmp_path: Path, name: str):
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str) -> None:
+def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str, validated: Validate) -> None:
     report = _analysis(tmp_path, name)
+    validated(to_document(report))
     assert sorted(f.code for f in report.findings) == sorted(SAMPLES[name].expect)
     truth = SAMPLES[name].spec
     if truth is not None:

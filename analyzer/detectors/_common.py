@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, SupportsInt
+
 from analyzer.findings import Impact, SourceRef
 from analyzer.timeline.model import TimelineModel
 
@@ -11,15 +13,16 @@ def ms(us: float) -> str:
     return f"{us / 1e6:.2f} s" if abs(us) >= 1e6 else f"{us / 1e3:.1f} ms"
 
 
-def at(model: TimelineModel, offset: object) -> SourceRef:
+def at(model: TimelineModel, offset: SupportsInt) -> SourceRef:
     """A byte position in the model's timeline file."""
-    return SourceRef(model.path, byte_offset=int(offset))  # type: ignore[call-overload]
+    return SourceRef(model.path, byte_offset=int(offset))
 
 
-def step_impact(model: TimelineModel, saved_us: float, confidence: str, assumptions: str) -> Impact | None:
+def step_impact(model: TimelineModel, saved_us: float, confidence: Literal["low", "medium", "high"],
+                assumptions: str) -> Impact | None:
     """Impact of saving ``saved_us`` per step, relative to the median steady step."""
     step = model.median_step_us
     if not step or saved_us <= 0:
         return None
     return Impact(seconds_per_step=saved_us / 1e6, fraction_of_step=min(1.0, saved_us / step),
-                  confidence=confidence, assumptions=assumptions)  # type: ignore[arg-type]
+                  confidence=confidence, assumptions=assumptions)

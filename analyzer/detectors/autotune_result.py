@@ -17,6 +17,7 @@ CODE = "horovod.autotune_result"
 
 class AutotuneResult(LogDetector):
     name = "autotune_result"
+    code = CODE
     requires = ("autotune",)
     why_required = "no Horovod autotune log (HOROVOD_AUTOTUNE_LOG) was ingested"
 

@@ -4,7 +4,7 @@ A detector is a plain object with a ``name``, the ``requires`` tuple of store ta
 reads (perfetto's data checks), and ``detect(ctx) -> list[Finding]``. It computes; it
 never prints, plots or logs, and it reads only what :class:`analyzer.context.Context`
 hands it (models, tables, evidence offsets, its thresholds in ``ctx.config``), never the
-store itself. :func:`analyzer.report.analyze.analyze` skips a detector whose tables
+store itself. :func:`analyzer.report.assembly.analyze` skips a detector whose tables
 are absent and records why, instead of running it on empty data.
 """
 
@@ -38,9 +38,21 @@ class TimelineEvidence(Protocol):
 
 
 class Detector(Protocol):
-    name: str
-    requires: tuple[str, ...]
-    why_required: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def code(self) -> str:
+        """The finding code it reports (a public contract)."""
+        ...
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The store tables it reads; absent ones skip it with :attr:`why_required`."""
+        ...
+
+    @property
+    def why_required(self) -> str: ...
 
     def detect(self, ctx: Context) -> list[Finding]: ...
 
@@ -50,6 +62,7 @@ class TimelineDetector:
     implement :meth:`check`."""
 
     name: str
+    code: str
     requires: tuple[str, ...] = ("spans",)
     why_required = "no Horovod timeline was ingested"
 
@@ -65,6 +78,7 @@ class LogDetector:
     ``requires`` and implement :meth:`check`."""
 
     name: str
+    code: str
     requires: tuple[str, ...] = ("nccl_processes",)
     why_required = "no NCCL_DEBUG=INFO log was ingested"
 

@@ -28,6 +28,7 @@ def suggested_cycle_ms(step_us: float) -> float:
 
 class CycleTimeHigh(TimelineDetector):
     name = "cycle_time_high"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.cycle

@@ -34,6 +34,7 @@ CODE = "timeline.fusion_fragmented"
 
 class FusionFragmented(TimelineDetector):
     name = "fusion_fragmented"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.fusion

@@ -17,6 +17,7 @@ CODE = "horovod.stall"
 
 class HorovodStall(LogDetector):
     name = "horovod_stall"
+    code = CODE
     requires = ("horovod_stalls",)
     why_required = "no job log with Horovod stall-inspector warnings was ingested"
 

@@ -20,6 +20,7 @@ CODE = "timeline.init_overhead"
 
 class InitOverhead(TimelineDetector):
     name = "init_overhead"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.startup

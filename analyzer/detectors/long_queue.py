@@ -29,6 +29,7 @@ WAIT_NAMES = ("WAIT_FOR_DATA", "WAIT_FOR_OTHER_TENSOR_DATA")
 
 class LongQueue(TimelineDetector):
     name = "long_queue"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.long_queue

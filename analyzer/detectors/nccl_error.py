@@ -23,6 +23,7 @@ SECONDARY = {"remote_process_exited", "socket_error"}  # usually the echo of ano
 
 class NcclError(LogDetector):
     name = "nccl_error"
+    code = CODE
     requires = ("nccl_errors",)
 
     def check(self, model: NcclModel) -> list[Finding]:

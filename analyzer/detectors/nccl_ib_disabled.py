@@ -17,6 +17,7 @@ CODE = "nccl.ib_disabled"
 
 class IbDisabled(LogDetector):
     name = "ib_disabled"
+    code = CODE
     requires = ("nccl_env",)
 
     def check(self, model: NcclModel) -> list[Finding]:

@@ -18,6 +18,7 @@ CODE = "nccl.init_incomplete"
 
 class InitIncomplete(LogDetector):
     name = "init_incomplete"
+    code = CODE
     requires = ("nccl_comm_ranks",)
 
     def check(self, model: NcclModel) -> list[Finding]:

@@ -17,6 +17,7 @@ CODE = "nccl.no_gdrdma"
 
 class NoGdrdma(LogDetector):
     name = "no_gdrdma"
+    code = CODE
 
     def check(self, model: NcclModel) -> list[Finding]:
         p = model.processes

@@ -33,6 +33,7 @@ SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservative
 
 class SocketFallback(LogDetector):
     name = "socket_fallback"
+    code = CODE
 
     def detect(self, ctx: Context) -> list[Finding]:
         return self.check(ctx.nccl(), ctx.timelines())  # the job's timeline, if any: what sockets cost there

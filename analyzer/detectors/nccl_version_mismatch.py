@@ -25,6 +25,7 @@ def _key(text: str) -> tuple[int, int, int]:
 
 class VersionMismatch(LogDetector):
     name = "version_mismatch"
+    code = CODE
 
     def check(self, model: NcclModel) -> list[Finding]:
         p = model.processes

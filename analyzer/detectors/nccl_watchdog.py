@@ -18,6 +18,7 @@ CODE = "nccl.watchdog_timeout"
 
 class WatchdogTimeout(LogDetector):
     name = "watchdog_timeout"
+    code = CODE
     requires = ("watchdog_timeouts",)
     why_required = "no job log with PyTorch watchdog timeouts was ingested"
 

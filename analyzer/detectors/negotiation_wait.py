@@ -26,6 +26,7 @@ CODE = "timeline.negotiation_wait"
 
 class NegotiationWait(TimelineDetector):
     name = "negotiation_wait"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.negotiation_wait

@@ -38,6 +38,7 @@ CODE = "timeline.tensor_over_fusion_threshold"
 
 class TensorOverFusionThreshold(TimelineDetector):
     name = "tensor_over_fusion_threshold"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.over_threshold

@@ -53,6 +53,7 @@ def duration_text(us: float) -> str:
 
 class StepSlowdown(TimelineDetector):
     name = "slowdown"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         found = model.slowdown

@@ -20,6 +20,7 @@ CODE = "timeline.startup_skew"
 
 class StartupSkew(TimelineDetector):
     name = "startup_skew"
+    code = CODE
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.startup

@@ -33,6 +33,7 @@ CODE = "timeline.straggler"
 
 class Straggler(TimelineDetector):
     name = "straggler"
+    code = CODE
     requires = ("spans", "ticks")
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:

@@ -33,6 +33,7 @@ LOSS_CODES = {
 
 class TruncatedTimeline:
     name = "truncated"
+    code = CODE
     requires = ("parse_issues",)
     why_required = "no Horovod timeline was ingested"
 

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from analyzer.findings import AnalysisReport, Finding
+from analyzer.report.types import InputDoc
 
 
 class Renderer(Protocol):
@@ -37,14 +38,15 @@ def export_lines(envs: Iterable[Mapping[str, str]]) -> list[str]:
     return [f"export {k}={v}" for env in envs for k, v in env.items()]
 
 
-def input_line(entry: dict) -> str:  # type: ignore[type-arg]
+def input_line(entry: InputDoc) -> str:
     if entry["kind"] != "horovod_timeline":
         log = entry.get("log") or {}
         return (f"{entry['path']}: {entry['kind']}, {log.get('lines', 0)} lines, {log.get('records', 0)} NCCL records "
                 f"from {log.get('processes', 0)} process(es), {log.get('watchdog_timeouts', 0)} watchdog timeout(s), "
                 f"{log.get('autotune_rows', 0)} autotune row(s)")
-    tl = entry.get("timeline") or {}
-    ver = (tl.get("horovod_version") or {}).get("text", "?")
-    return (f"{entry['path']}: {entry['kind']}, {tl.get('status', '?')}, layout {tl.get('layout', '?')}, "
-            f"Horovod {ver}, response cache {tl.get('response_cache', '?')}, "
+    tl = entry["timeline"]
+    status, layout, cache = ("?", "?", "?") if tl is None else (tl["status"], tl["layout"], tl["response_cache"])
+    ver = tl["horovod_version"]["text"] if tl is not None and tl["horovod_version"] else "?"
+    return (f"{entry['path']}: {entry['kind']}, {status}, layout {layout}, "
+            f"Horovod {ver}, response cache {cache}, "
             f"{entry.get('rows', {}).get('spans', 0)} spans, {entry.get('rows', {}).get('ticks', 0)} ticks")

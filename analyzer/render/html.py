@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from html import escape
 
 import plotly.offline
@@ -17,6 +19,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
+from analyzer.report.types import NcclSection, TimelineSection
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -46,7 +49,7 @@ class HtmlRenderer:
             f"<title>hvd-analyze report</title><style>{_CSS}</style></head><body>",
             f"<h1>hvd-analyze report</h1><p class='muted'>hvd-analyze {_e(report.tool_version)}</p>",
             "<h2>Inputs</h2><ul>",
-            *[f"<li>{_e(input_line(dict(e)))}</li>" for e in report.inputs],
+            *[f"<li>{_e(input_line(e))}</li>" for e in report.inputs],
             "</ul>",
         ]
         figures = [self._timeline(t) for t in report.timelines]
@@ -78,7 +81,7 @@ class HtmlRenderer:
         return "\n".join(parts)
 
     @staticmethod
-    def _timeline(section: dict) -> tuple[bool, str]:  # type: ignore[type-arg]
+    def _timeline(section: TimelineSection) -> tuple[bool, str]:
         figs = all_figures(section)
         rows = [f"<h2>Timeline {_e(section['path'])}</h2><p>{_e(steps_line(section))}</p>"]
         if (window := window_line(section)) is not None:
@@ -120,13 +123,13 @@ class HtmlRenderer:
         return "".join(rows)
 
 
-def _html_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _html_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+def _nccl(section: NcclSection) -> list[str]:
     out = ["<h2>NCCL and job logs</h2>", f"<p>{_e(nccl_rows.summary_line(section))}</p>"]
     if section["processes"]:
         out.append(_html_table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section)))

@@ -10,11 +10,12 @@ from typing import Any
 import orjson
 
 from analyzer.findings import AnalysisReport
+from analyzer.report.types import ReportDocument
 
 
-def to_document(report: AnalysisReport) -> dict[str, Any]:
+def to_document(report: AnalysisReport) -> ReportDocument:
     """The JSON document (a dict) of a report; floats rounded for stable diffs."""
-    doc: dict[str, Any] = _round(report.to_dict())
+    doc: ReportDocument = _round(report.to_dict())
     return doc
 
 

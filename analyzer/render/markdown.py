@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
@@ -13,6 +15,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
+from analyzer.report.types import NcclSection, TimelineSection
 
 
 def _md(text: object) -> str:
@@ -28,7 +31,7 @@ class MarkdownRenderer:
 
     def render(self, report: AnalysisReport) -> str:
         out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
-        out += [f"- {_md(input_line(dict(e)))}" for e in report.inputs] or ["(none)"]
+        out += [f"- {_md(input_line(e))}" for e in report.inputs] or ["(none)"]
         for section in report.timelines:
             out += _timeline(section)
         if report.nccl:
@@ -60,7 +63,7 @@ class MarkdownRenderer:
         return "\n".join(out) + "\n"
 
 
-def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
+def _timeline(section: TimelineSection) -> list[str]:
     out = ["", f"## Timeline {_md(section['path'])}", "", _md(steps_line(section)), ""]
     if (window := window_line(section)) is not None:
         out += [f"> {_md(window)}", ""]
@@ -78,12 +81,12 @@ def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
     return out
 
 
-def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
         "| " + " | ".join(_md(c) for c in r) + " |" for r in rows] + [""]
 
 
-def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+def _nccl(section: NcclSection) -> list[str]:
     out = ["", "## NCCL and job logs", "", _md(nccl_rows.summary_line(section)), ""]
     if section["processes"]:
         out += _md_table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section))

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from analyzer.report.types import NcclSection, ProcessDoc
 
 MAX_ROWS = 40
 
@@ -22,9 +21,9 @@ def _ranks(ranks: list[int]) -> str:
 HOST_HEADER = ("host", "processes", "ranks", "NCCL", "network", "transports", "init complete", "warns")
 
 
-def host_rows(section: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def host_rows(section: NcclSection) -> list[tuple[str, ...]]:
     """One row per host (processes of a host grouped), at most :data:`MAX_ROWS`."""
-    by_host: dict[str, list[Mapping[str, Any]]] = {}
+    by_host: dict[str, list[ProcessDoc]] = {}
     for p in section["processes"]:
         by_host.setdefault(p["host"] or "?", []).append(p)
     rows = []
@@ -43,7 +42,7 @@ def host_rows(section: Mapping[str, Any]) -> list[tuple[str, ...]]:
 ERROR_HEADER = ("class", "where", "message")
 
 
-def error_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def error_rows(section: NcclSection) -> list[tuple[str, str, str]]:
     return [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'} ({e['file']}:{e['line']})",
              e["message"][:160]) for e in section["errors"][:MAX_ROWS]]
 
@@ -51,13 +50,13 @@ def error_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 WATCHDOG_HEADER = ("rank", "SeqNum", "op", "ran (s)", "last completed")
 
 
-def watchdog_rows(section: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def watchdog_rows(section: NcclSection) -> list[tuple[str, ...]]:
     return [(str(w["rank"]) if w["rank"] is not None else "?", str(w["seq"]), w["op"], f"{w['ran_ms'] / 1e3:.0f}",
              str(w["last_completed"]) if w["last_completed"] is not None else "?")
             for w in section["watchdog_timeouts"][:MAX_ROWS]]
 
 
-def comm_lines(section: Mapping[str, Any]) -> list[str]:
+def comm_lines(section: NcclSection) -> list[str]:
     out = []
     for c in section["communicators"][:MAX_ROWS]:
         line = (f"communicator {c['comm_id'] or c['id']}: {c['nranks']} ranks, {len(c['ranks_complete'])} reached "
@@ -68,7 +67,7 @@ def comm_lines(section: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def summary_line(section: Mapping[str, Any]) -> str:
+def summary_line(section: NcclSection) -> str:
     procs = section["processes"]
     parts = [f"{len(procs)} NCCL process(es) on {len(section['hosts'])} host(s)"]
     if section["errors"]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from analyzer.report.types import TimelineSection
 
 BAR_WIDTH = 40
 
 
-def histogram_lines(section: Mapping[str, Any]) -> list[str]:
+def histogram_lines(section: TimelineSection) -> list[str]:
     """One line per bin: ``  80.0 -  85.0 ms | ##########  12``."""
     hist = section["steps"]["histogram"]
     counts = hist["counts"]
@@ -20,32 +19,33 @@ def histogram_lines(section: Mapping[str, Any]) -> list[str]:
             for a, b, c in zip(edges, edges[1:], counts, strict=False)]
 
 
-def steps_line(section: Mapping[str, Any]) -> str:
+def steps_line(section: TimelineSection) -> str:
     s = section["steps"]
     seg = section["segmentation"]
-    if s["median_s"] is None:
+    median, p10, p90, mean = s["median_s"], s["p10_s"], s["p90_s"], s["mean_s"]
+    if median is None or p10 is None or p90 is None or mean is None:  # all None together: no steady step
         return f"{s['count']} step(s), none steady (segmentation: {seg['method']}, {seg['note']})"
-    return (f"{s['count']} steps ({s['steady']} steady): median {s['median_s'] * 1e3:.1f} ms, "
-            f"p10 {s['p10_s'] * 1e3:.1f} ms, p90 {s['p90_s'] * 1e3:.1f} ms, mean {s['mean_s'] * 1e3:.1f} ms "
+    return (f"{s['count']} steps ({s['steady']} steady): median {median * 1e3:.1f} ms, "
+            f"p10 {p10 * 1e3:.1f} ms, p90 {p90 * 1e3:.1f} ms, mean {mean * 1e3:.1f} ms "
             f"(segmentation: {seg['method']}, {seg['confidence']} confidence: {seg['note']})")
 
 
-def window_line(section: Mapping[str, Any]) -> str | None:
+def window_line(section: TimelineSection) -> str | None:
     """What a timeline over the memory budget was analysed from (None: all of it)."""
     w = section.get("window")
     return None if w is None else f"Analysed through a window: {w['note']}"
 
 
-def phase_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def phase_rows(section: TimelineSection) -> list[tuple[str, str, str]]:
     return [(p["phase"], f"{p['median_ms']:.2f}", f"{p['share_of_step']:.0%}") for p in section["phases"]]
 
 
-def rank_rows(section: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+def rank_rows(section: TimelineSection) -> list[tuple[str, str, str, str]]:
     return [(str(r["rank"]), f"{r['last']}/{r['negotiations']}", f"{r['median_lateness_ms']:.1f}",
              f"{r['p90_lateness_ms']:.1f}") for r in section["ranks"]["ranks"]]
 
 
-def fusion_line(section: Mapping[str, Any]) -> str:
+def fusion_line(section: TimelineSection) -> str:
     f = section["fusion"]
     c = section["cycle"]
     parts = []

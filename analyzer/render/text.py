@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
@@ -13,6 +15,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
+from analyzer.report.types import NcclSection, TimelineSection
 
 
 class TextRenderer:
@@ -22,7 +25,7 @@ class TextRenderer:
     def render(self, report: AnalysisReport) -> str:
         out = [f"hvd-analyze {report.tool_version} report", ""]
         out.append(f"Inputs ({len(report.inputs)}):")
-        out += [f"  - {input_line(dict(e))}" for e in report.inputs] or ["  (none)"]
+        out += [f"  - {input_line(e)}" for e in report.inputs] or ["  (none)"]
         out.append("")
         for section in report.timelines:
             out += _timeline(section)
@@ -56,7 +59,7 @@ class TextRenderer:
         return "\n".join(out) + "\n"
 
 
-def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
+def _timeline(section: TimelineSection) -> list[str]:
     out = [f"Timeline {section['path']}:", f"  steps: {steps_line(section)}"]
     if (window := window_line(section)) is not None:
         out.append(f"  {window}")
@@ -74,13 +77,13 @@ def _timeline(section: dict) -> list[str]:  # type: ignore[type-arg]
     return out
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
     widths = [max(len(str(r[i])) if i < len(r) else 0 for r in [header, *rows]) for i in range(len(header))]
     return [indent + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
             for r in [header, *rows]]
 
 
-def _nccl(section: dict) -> list[str]:  # type: ignore[type-arg]
+def _nccl(section: NcclSection) -> list[str]:
     out = [f"NCCL and job logs: {nccl_rows.summary_line(section)}"]
     if section["processes"]:
         out += _table(nccl_rows.HOST_HEADER, nccl_rows.host_rows(section))

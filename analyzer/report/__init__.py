@@ -1,0 +1,43 @@
+"""The report: running the detectors (:func:`analyze`), the timeline and NCCL sections, the
+app's views, and the JSON shape as types (:mod:`analyzer.report.types`) with its generated
+JSON Schema.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.report.views import timeline_views
+    from analyzer.report.types import ReportDocument, TimelineSection, NcclSection, FindingDoc, InputDoc
+
+_FACE = {
+    "analyze": "analyzer.report.assembly",
+    "analyze_in": "analyzer.report.assembly",
+    "timeline_views": "analyzer.report.views",
+    "ReportDocument": "analyzer.report.types",
+    "TimelineSection": "analyzer.report.types",
+    "NcclSection": "analyzer.report.types",
+    "FindingDoc": "analyzer.report.types",
+    "InputDoc": "analyzer.report.types",
+}
+
+__all__ = [
+    "analyze",
+    "analyze_in",
+    "timeline_views",
+    "ReportDocument",
+    "TimelineSection",
+    "NcclSection",
+    "FindingDoc",
+    "InputDoc",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

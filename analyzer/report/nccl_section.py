@@ -3,16 +3,26 @@ Horovod stalls and the autotune result, from :class:`analyzer.nccl.model.NcclMod
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from analyzer.nccl.model import NcclModel, opt_int
+from analyzer.report.types import (
+    AutotuneDoc,
+    CommunicatorDoc,
+    NcclErrorDoc,
+    NcclSection,
+    ProcessDoc,
+    StallDoc,
+    VersionDoc,
+    WatchdogDoc,
+)
 
 MAX_ERRORS = 500
 
 
-def nccl_section(model: NcclModel) -> dict[str, Any] | None:
+def nccl_section(model: NcclModel) -> NcclSection | None:
     """None when the store holds no job log."""
     if model.empty:
         return None
@@ -20,16 +30,17 @@ def nccl_section(model: NcclModel) -> dict[str, Any] | None:
     return {
         "hosts": sorted({h for h in procs["host"] if isinstance(h, str)}) if not procs.empty else [],
         "processes": [_process(r) for r in procs.itertuples(index=False)],
-        "versions": [_clean(r) for r in model.nccl_versions.to_dict("records")],
-        "communicators": model.communicators,
-        "errors": model.classified_errors[:MAX_ERRORS],
-        "watchdog_timeouts": [_clean(r) for r in model.watchdog_timeouts.to_dict("records")],
-        "horovod_stalls": [_clean(r) for r in model.horovod_stalls.to_dict("records")],
+        # rows of the log tables, whose columns are these types' keys (the JSON Schema checks them in tests)
+        "versions": cast(list[VersionDoc], [_clean(r) for r in model.nccl_versions.to_dict("records")]),
+        "communicators": cast(list[CommunicatorDoc], model.communicators),
+        "errors": cast(list[NcclErrorDoc], model.classified_errors[:MAX_ERRORS]),
+        "watchdog_timeouts": cast(list[WatchdogDoc], [_clean(r) for r in model.watchdog_timeouts.to_dict("records")]),
+        "horovod_stalls": cast(list[StallDoc], [_clean(r) for r in model.horovod_stalls.to_dict("records")]),
         "autotune": autotune_result(model),
     }
 
 
-def _process(r: Any) -> dict[str, Any]:
+def _process(r: Any) -> ProcessDoc:
     interfaces = ([r.bootstrap_interface] if isinstance(r.bootstrap_interface, str) else []) + \
         [i for i in r.socket_interfaces if i != r.bootstrap_interface]
     return {
@@ -43,7 +54,7 @@ def _process(r: Any) -> dict[str, Any]:
     }
 
 
-def autotune_result(model: NcclModel) -> dict[str, Any] | None:
+def autotune_result(model: NcclModel) -> AutotuneDoc | None:
     """The best autotune row: the last row when tuning finished (Horovod appends the best
     set, identical to an earlier row), else the highest score."""
     a = model.autotune

@@ -1,15 +1,22 @@
 """The report's ``timeline`` section: steps, histogram, phases, per-rank lateness, fusion, cycle.
 
-Plain dicts (JSON-ready, documented in docs/report-schema.md) built from a
-:class:`~analyzer.timeline.model.TimelineModel`; renderers and the dashboard draw them.
+JSON-ready dicts of the types in :mod:`analyzer.report.types` (documented in
+docs/report-schema.md), built from a :class:`~analyzer.timeline.model.TimelineModel`;
+renderers and the dashboard draw them.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from analyzer.report.types import (
+    CycleDoc,
+    FusionDoc,
+    RanksDoc,
+    StepsDoc,
+    TimelineSection,
+    WindowDoc,
+)
 from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.phases import phase_summary
 from analyzer.timeline.steps import steady_durations
@@ -18,7 +25,7 @@ from analyzer.timeline.model import TimelineModel
 MAX_BINS = 30
 
 
-def timeline_section(model: TimelineModel) -> dict[str, Any]:
+def timeline_section(model: TimelineModel) -> TimelineSection:
     seg = model.segmentation
     return {
         "input_id": model.input_id,
@@ -35,7 +42,7 @@ def timeline_section(model: TimelineModel) -> dict[str, Any]:
     }
 
 
-def window_summary(model: TimelineModel) -> dict[str, Any] | None:
+def window_summary(model: TimelineModel) -> WindowDoc | None:
     """Which steps the span-level sections read when the timeline did not fit the memory budget."""
     w = model.window
     if w is None:
@@ -44,20 +51,20 @@ def window_summary(model: TimelineModel) -> dict[str, Any] | None:
             "estimate_bytes": w.estimate_bytes, "budget_bytes": w.budget_bytes, "note": w.note()}
 
 
-def steps_summary(model: TimelineModel) -> dict[str, Any]:
+def steps_summary(model: TimelineModel) -> StepsDoc:
     """Step times over every step of the run (a window's model carries the whole run's table)."""
     d = steady_durations(model.all_steps) / 1e6
-    out: dict[str, Any] = {"count": len(model.all_steps), "steady": len(d), "median_s": None, "p10_s": None,
+    out: StepsDoc = {"count": len(model.all_steps), "steady": len(d), "median_s": None, "p10_s": None,
                            "p90_s": None, "mean_s": None, "histogram": {"edges_s": [], "counts": []}}
     if len(d):
         counts, edges = np.histogram(d, bins=min(MAX_BINS, max(1, len(np.histogram_bin_edges(d, "auto")) - 1)))
-        out.update(median_s=float(np.median(d)), p10_s=float(np.percentile(d, 10)),
-                   p90_s=float(np.percentile(d, 90)), mean_s=float(d.mean()),
-                   histogram={"edges_s": [float(e) for e in edges], "counts": [int(c) for c in counts]})
+        out.update({"median_s": float(np.median(d)), "p10_s": float(np.percentile(d, 10)),
+                    "p90_s": float(np.percentile(d, 90)), "mean_s": float(d.mean()),
+                    "histogram": {"edges_s": [float(e) for e in edges], "counts": [int(c) for c in counts]}})
     return out
 
 
-def ranks_summary(model: TimelineModel) -> dict[str, Any]:
+def ranks_summary(model: TimelineModel) -> RanksDoc:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
     scope, lat = model.rank_scope
     rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
@@ -67,7 +74,7 @@ def ranks_summary(model: TimelineModel) -> dict[str, Any]:
         for r in sorted(rows, key=lambda r: r.rank)]}
 
 
-def fusion_summary(model: TimelineModel) -> dict[str, Any]:
+def fusion_summary(model: TimelineModel) -> FusionDoc:
     est = model.fusion_estimate
     b = model.steady_batches
     steady = model.steady
@@ -81,7 +88,7 @@ def fusion_summary(model: TimelineModel) -> dict[str, Any]:
     }
 
 
-def cycle_summary(model: TimelineModel) -> dict[str, Any] | None:
+def cycle_summary(model: TimelineModel) -> CycleDoc | None:
     c = model.cycle
     if c is None:
         return None

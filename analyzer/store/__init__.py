@@ -1,0 +1,58 @@
+"""Everything on disk: the run store (Parquet tables and manifest.json), finding inputs,
+planning and writing buckets, parallel ingest (processes, threads, Dask), hashing. It knows
+no analysis.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from analyzer.store.run_store import RunStore, IngestReport, MANIFEST, temporary_store, safe_name
+    from analyzer.store.discovery import discover, InputFile, SkippedFile
+    from analyzer.store.manifest import Manifest, ManifestEntry, SkippedEntry
+    from analyzer.store.parallel import Executor, executor_from_options, ingest_runner, ingest_pieces
+
+_FACE = {
+    "RunStore": "analyzer.store.run_store",
+    "IngestReport": "analyzer.store.run_store",
+    "MANIFEST": "analyzer.store.run_store",
+    "temporary_store": "analyzer.store.run_store",
+    "safe_name": "analyzer.store.run_store",
+    "discover": "analyzer.store.discovery",
+    "InputFile": "analyzer.store.discovery",
+    "SkippedFile": "analyzer.store.discovery",
+    "Manifest": "analyzer.store.manifest",
+    "ManifestEntry": "analyzer.store.manifest",
+    "SkippedEntry": "analyzer.store.manifest",
+    "Executor": "analyzer.store.parallel",
+    "executor_from_options": "analyzer.store.parallel",
+    "ingest_runner": "analyzer.store.parallel",
+    "ingest_pieces": "analyzer.store.parallel",
+}
+
+__all__ = [
+    "RunStore",
+    "IngestReport",
+    "MANIFEST",
+    "temporary_store",
+    "safe_name",
+    "discover",
+    "InputFile",
+    "SkippedFile",
+    "Manifest",
+    "ManifestEntry",
+    "SkippedEntry",
+    "Executor",
+    "executor_from_options",
+    "ingest_runner",
+    "ingest_pieces",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,15 +22,16 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.store.discover import InputFile
+from analyzer.store.discovery import InputFile
 from analyzer.errors import StoreError
 from analyzer.store.hashing import HashingReader
+from analyzer.store.manifest import ManifestEntry
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
 from parsers.nccl.chunks import ChunkMerger
 from parsers.nccl.parser import JobLogParser
@@ -91,7 +92,7 @@ def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None, run: s
 
 
 def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None,
-                 input_id: str | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+                 input_id: str | None = None) -> list[tuple[InputFile, ManifestEntry]]:
     """Parse one bucket of inputs into ``root/tables/<table>/bucket=<name>/part-0.parquet`` and
     return ``(input, manifest entry)`` for each (the manifest itself is not touched: the caller
     adds the entries). Safe to run in another process or on a Dask worker sharing the folder:
@@ -108,22 +109,24 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
 
 
 def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
-                     ) -> list[tuple[InputFile, dict[str, Any]]]:
+                     ) -> list[tuple[InputFile, ManifestEntry]]:
     """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
-    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
         for name, table in _with_issues(merger.tables().items(), merger.parser):
             _write(root, writers, name, tmp, _with_id(table, iid))
             rows[name] = table.num_rows
-        return [(item, {**_entry(item, sha256, rows, merger.parser), "id": iid})]
+        entry = _entry(item, sha256, rows, merger.parser)
+        entry["id"] = iid
+        return [(item, entry)]
     return _bucket(root, run, fill)
 
 
 def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list[Any]], Iterable[Any]],
                           sha256: Callable[[], str], run: str | None = None, range_bytes: int | None = None,
-                          progress: Callable[[int], None] | None = None) -> list[tuple[InputFile, dict[str, Any]]]:
+                          progress: Callable[[int], None] | None = None) -> list[tuple[InputFile, ManifestEntry]]:
     """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
     :meth:`analyzer.store.parallel.Executor.ordered`) and paired here in file order
     (:meth:`parsers.timeline.parser.TimelineParser.batches_in_ranges`), written as the bucket that
@@ -143,7 +146,7 @@ def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list
             done[0] += r.stop - r.start
             yield r
 
-    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
         parser = TimelineParser(item.path, display_name=str(item.path))
         rows: dict[str, int] = {}
@@ -153,13 +156,15 @@ def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list
             rows[name] = rows.get(name, 0) + table.num_rows
         if progress:
             progress(item.size - done[0])
-        return [(item, {**_entry(item, sha256(), rows, parser), "id": iid})]
+        entry = _entry(item, sha256(), rows, parser)
+        entry["id"] = iid
+        return [(item, entry)]
     return _bucket(root, run, fill)
 
 
 def _bucket(root: Path, run: str | None,
-            fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, dict[str, Any]]]]
-            ) -> list[tuple[InputFile, dict[str, Any]]]:
+            fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, ManifestEntry]]]
+            ) -> list[tuple[InputFile, ManifestEntry]]:
     """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
     folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
     tmp = _tmp_name()
@@ -180,7 +185,7 @@ def _bucket(root: Path, run: str | None,
 
 
 def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, input_id: str | None,
-            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
     """The one big input of ``bucket``, written batch by batch as it is parsed."""
     (item,) = bucket.inputs
     iid = input_id or prefix_id(item.path, item.size)
@@ -190,14 +195,18 @@ def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, 
 
 
 def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
-            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, dict[str, Any]]]:
+            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
     """The small inputs of ``bucket``, each parsed in memory (its id is its sha256), then written
     in one go per table; the same bytes twice are written once."""
-    out: list[tuple[InputFile, dict[str, Any]]] = []
+    out: list[tuple[InputFile, ManifestEntry]] = []
     pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows
     for item in bucket.inputs:
         tables: list[tuple[str, pa.Table]] = []
-        entry = _parse(item, progress, lambda name, t, into=tables: into.append((name, t)), threaded_hash=False)
+
+        def collect(name: str, t: pa.Table, into: list[tuple[str, pa.Table]] = tables) -> None:
+            into.append((name, t))
+
+        entry = _parse(item, progress, collect, threaded_hash=False)
         entry["id"] = entry["sha256"][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
@@ -226,7 +235,7 @@ def prefix_id(path: Path, size: int) -> str:
 
 
 def _parse(item: InputFile, progress: Callable[[int], None] | None,
-           emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> dict[str, Any]:
+           emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> ManifestEntry:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
     (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
@@ -236,7 +245,7 @@ def _parse(item: InputFile, progress: Callable[[int], None] | None,
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
         raw = HashingReader(raw_file, threaded_hash)
-        stream: Any = GunzipStream(raw) if gz else raw  # type: ignore[arg-type]
+        stream: Any = GunzipStream(raw) if gz else raw
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
             parser = JobLogParser(item.path, display_name=str(item.path))
@@ -273,14 +282,19 @@ def _with_issues(batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser
 
 
 def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
-           ) -> dict[str, Any]:
-    """An input's manifest entry, without ``id`` and ``bucket``."""
-    return {
+           ) -> ManifestEntry:
+    """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them)."""
+    partial = {
         "path": str(item.path), "paths": [str(item.path)], "size": item.size,
         "sha256": sha256, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
         "tables": sorted(rows), "rows": rows, "issues": parser.sink.counts(),
-        **({"log": parser.info} if isinstance(parser, JobLogParser) else {"timeline": parser.info.to_dict()}),
     }
+    entry = cast(ManifestEntry, partial)  # "id" is the caller's: known only once the input is parsed
+    if isinstance(parser, JobLogParser):
+        entry["log"] = parser.info
+    else:
+        entry["timeline"] = parser.info.to_dict()
+    return entry
 
 
 def _write(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import queue
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 FILE_BLOCK = 8 << 20
 
@@ -38,7 +39,8 @@ class HashingReader:
             self._sha.update(block)
 
     def readinto(self, b: Any) -> int:
-        n = self.raw.readinto(b)  # type: ignore[attr-defined]
+        # every binary file object Python opens has readinto; typeshed's BinaryIO does not declare it
+        n = cast(io.RawIOBase, self.raw).readinto(b)
         if n:
             self._take(memoryview(b)[:n])
         return n or 0

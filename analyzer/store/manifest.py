@@ -9,16 +9,9 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from parsers.issues import IssueCounts
 from parsers.nccl.parser import LogFacts
 from parsers.timeline.facts import TimelineFacts
-
-
-class IssueCounts(TypedDict):
-    """Parse-issue occurrences of an input, per severity."""
-
-    error: int
-    data_loss: int
-    info: int
 
 
 class ManifestEntry(TypedDict):
@@ -51,6 +44,7 @@ class SkippedEntry(TypedDict):
 class Manifest(TypedDict):
     schema_version: int
     run: NotRequired[str]
+    tool: NotRequired[str]
     tool_version: str
     created_at: str
     updated_at: str

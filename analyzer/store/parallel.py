@@ -39,9 +39,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from analyzer.store.discover import InputFile
+from analyzer.store.discovery import InputFile
 from analyzer.errors import UsageError
 from analyzer.store.hashing import file_sha256
+from analyzer.store.manifest import ManifestEntry
 from analyzer.store.buckets import (
     Bucket,
     write_bucket,
@@ -50,6 +51,7 @@ from analyzer.store.buckets import (
 )
 from parsers.inputs import InputKind
 from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
+from parsers.nccl.parser import JobLogParser
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -270,19 +272,63 @@ def _windowed(submit: Callable[[T], Any], items: Sequence[T], ahead: int) -> Ite
         yield result
 
 
-def ingest_tasks(tasks: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
-    """Task: ``("bucket", store root, bucket, number)`` -> ``(number, entries)``, the manifest
-    entries :func:`write_bucket` made for the bucket's inputs, in their order (the inputs
-    themselves are not sent back: unpickling 4096 paths took the coordinator 0.2 s of a core
-    that the workers need); ``("chunk", path, index, start, end)`` -> that chunk's parser
-    (:func:`parsers.nccl.chunks.parse_chunk`), merged by the coordinator."""
-    out: list[tuple[str, Any]] = []
+@dataclass(frozen=True, slots=True)
+class BucketTask:
+    """Parse the bucket ``number`` of the plan into the store at ``root``."""
+
+    root: str
+    bucket: Bucket
+    number: int
+
+    @property
+    def weight(self) -> int:
+        return self.bucket.size
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTask:
+    """Parse bytes ``start:end`` of the log at ``path``, chunk ``index`` of its plan."""
+
+    path: str
+    index: int
+    start: int
+    end: int
+
+    @property
+    def weight(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class BucketDone:
+    """The manifest entries :func:`write_bucket` made for bucket ``number``'s inputs, in their
+    order (the inputs themselves are not sent back: unpickling 4096 paths took the coordinator
+    0.2 s of a core that the workers need)."""
+
+    number: int
+    entries: list[ManifestEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """A chunk's parser (:func:`parsers.nccl.chunks.parse_chunk`), merged by the coordinator."""
+
+    path: str
+    index: int
+    parser: JobLogParser
+
+
+IngestTask = BucketTask | ChunkTask
+
+
+def ingest_tasks(tasks: list[IngestTask]) -> list[BucketDone | ChunkDone]:
+    """A worker's share of an ingest: each task's result, in order."""
+    out: list[BucketDone | ChunkDone] = []
     for task in tasks:
-        if task[0] == "bucket":
-            out.append(("entries", (task[3], [entry for _, entry in write_bucket(Path(task[1]), task[2])])))
+        if isinstance(task, BucketTask):
+            out.append(BucketDone(task.number, [entry for _, entry in write_bucket(Path(task.root), task.bucket)]))
         else:
-            _, path, index, start, end = task
-            out.append(("chunk", (path, index, parse_chunk(path, start, end, path))))
+            out.append(ChunkDone(task.path, task.index, parse_chunk(task.path, task.start, task.end, task.path)))
     return out
 
 
@@ -314,13 +360,13 @@ def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) ->
 
 def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
                   ) -> Callable[[Path, list[Bucket], Callable[[int], None] | None],
-                                Iterator[tuple[InputFile, dict[str, Any]]]]:
+                                Iterator[tuple[InputFile, ManifestEntry]]]:
     """A :data:`analyzer.store.run_store.Runner` that parses the buckets with ``executor``; a big log's
     bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
     come back, while this process hashes the file; a big timeline is tokenized in ranges
     on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
     def run(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
-            ) -> Iterator[tuple[InputFile, dict[str, Any]]]:
+            ) -> Iterator[tuple[InputFile, ManifestEntry]]:
         rest: list[Bucket] = []
         timelines: list[Bucket] = []
         for b in buckets:
@@ -339,35 +385,33 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
                 yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
                                                  sha.result, b.run, range_bytes, progress)
 
-    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, dict[str, Any]]]:
-        tasks: list[tuple[Any, ...]] = []
+    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
+        tasks: list[IngestTask] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
         hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
         try:
             for number, b in enumerate(buckets):
                 item = b.inputs[0]
                 if not (b.stream and chunkable(item, chunk_bytes)):
-                    tasks.append(("bucket", str(root), b, number))
+                    tasks.append(BucketTask(str(root), b, number))
                     continue
                 path = str(item.path)
                 ranges = chunk_ranges(path, item.size, chunk_bytes)
                 logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)
-                tasks += [("chunk", path, i, start, end) for i, (start, end) in enumerate(ranges)]
+                tasks += [ChunkTask(path, i, start, end) for i, (start, end) in enumerate(ranges)]
 
-            def weight(task: tuple[Any, ...]) -> int:
-                return task[2].size if task[0] == "bucket" else task[4] - task[3]
+            def weight(task: IngestTask) -> int:
+                return task.weight
 
             # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
             here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
             # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
-            for kind, result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
-                if kind == "entries":
-                    number, entries = result
-                    yield from zip(buckets[number].inputs, entries, strict=True)
+            for result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
+                if isinstance(result, BucketDone):
+                    yield from zip(buckets[result.number].inputs, result.entries, strict=True)
                     continue
-                path, index, parser = result
-                item, merger, sha, run = logs[path]
-                merger.add(index, parser)
+                item, merger, sha, run = logs[result.path]
+                merger.add(result.index, result.parser)
                 if merger.complete:
                     yield from write_merged_log(root, item, merger, sha.result(), run)
         finally:

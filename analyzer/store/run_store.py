@@ -46,8 +46,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer import __version__
-from analyzer.store.discover import InputFile, SkippedFile
+from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.errors import StoreError
+from analyzer.store.manifest import Manifest, ManifestEntry
 from analyzer.store.hashing import file_sha256
 from analyzer.store.buckets import (
     PART,
@@ -71,20 +72,20 @@ MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most
 #: runs :func:`analyzer.store.buckets.write_bucket` for each bucket somewhere (a process pool, Dask) and
 #: yields ``(input, entry)`` as each bucket completes, in any order; reports the bytes parsed to
 #: the progress callback (third argument) as it goes
-Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterable[tuple[InputFile, dict[str, Any]]]]
+Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterable[tuple[InputFile, ManifestEntry]]]
 
 
 @dataclass
 class IngestReport:
-    added: list[dict[str, Any]] = field(default_factory=list)
-    unchanged: list[dict[str, Any]] = field(default_factory=list)
+    added: list[ManifestEntry] = field(default_factory=list)
+    unchanged: list[ManifestEntry] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
 
 
 class RunStore:
     """Open (or create) a store folder. All reads go through :meth:`table`."""
 
-    def __init__(self, root: str | Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, root: str | Path, manifest: Manifest) -> None:
         self.root = Path(root)
         self.manifest = manifest
         self._cache: dict[str, pa.Table] = {}
@@ -140,7 +141,7 @@ class RunStore:
         if root.exists() and any(root.iterdir()):
             raise StoreError(f"{root}: exists, is not empty and is not a run store; choose a new folder for -o")
         root.mkdir(parents=True, exist_ok=True)
-        manifest = {
+        manifest: Manifest = {
             "schema_version": SCHEMA_VERSION, "run": run or safe_name(root.resolve().name), "tool": "hvd-analyze",
             "tool_version": __version__, "created_at": now(), "updated_at": now(), "inputs": [], "skipped": [],
         }
@@ -155,10 +156,10 @@ class RunStore:
         return str(self.manifest.get("run") or safe_name(self.root.resolve().name))
 
     @property
-    def inputs(self) -> list[dict[str, Any]]:
+    def inputs(self) -> list[ManifestEntry]:
         return list(self.manifest["inputs"])
 
-    def part_path(self, name: str, entry: dict[str, Any]) -> Path:
+    def part_path(self, name: str, entry: ManifestEntry) -> Path:
         """The Parquet file holding the rows of table ``name`` of input ``entry`` (a manifest entry)."""
         return self.root / "tables" / name / _folder(entry) / PART
 
@@ -327,7 +328,7 @@ class RunStore:
             elif folder.name.startswith(TMP_PREFIX) or folder.name not in listed:
                 shutil.rmtree(folder, ignore_errors=True)
 
-    def _drop_rows(self, entry: dict[str, Any]) -> None:
+    def _drop_rows(self, entry: ManifestEntry) -> None:
         """Remove the rows of an input the manifest will not list from the bucket they were
         written to (the whole bucket when it is that input's own)."""
         bucket = entry["bucket"]
@@ -366,7 +367,7 @@ def _row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[in
     return out
 
 
-def _folder(entry: dict[str, Any]) -> str:
+def _folder(entry: ManifestEntry) -> str:
     """The folder of a manifest entry's rows under ``tables/<table>/``: its run's bucket, its
     bucket (schema version 2), or (version 1) its own."""
     return bucket_folder(entry["bucket"], entry.get("run")) if entry.get("bucket") else f"input_id={entry['id']}"
@@ -377,7 +378,7 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
 
 
-def _known(item: InputFile, sizes: set[int], by_sha: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def _known(item: InputFile, sizes: set[int], by_sha: dict[str, ManifestEntry]) -> ManifestEntry | None:
     """The entry with the same bytes, checked cheaply (size) then by full sha256."""
     if item.size not in sizes:
         return None

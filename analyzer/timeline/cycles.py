@@ -15,6 +15,7 @@ events, ops of varying length), in which case the estimate should not be trusted
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 import numpy as np
 import pandas as pd
 
@@ -26,7 +27,7 @@ MIN_GAPS = 20
 @dataclass(frozen=True, slots=True)
 class CycleEstimate:
     cycle_us: float
-    method: str  # "markers" | "bursts"
+    method: Literal["markers", "bursts"]
     samples: int
     regularity: float
 

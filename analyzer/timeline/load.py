@@ -33,12 +33,14 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from analyzer.config import DEFAULT_MEMORY_BUDGET
+from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.batches import find_batches
 from analyzer.timeline.lateness import Chunks, Lateness, first_last_offsets, table_chunks
 from analyzer.timeline.model import (
     SPAN_COLUMNS,
     AnalysisWindow,
+    InputIdentity,
     TimelineModel,
     model_of,
     negotiation_lateness,
@@ -57,13 +59,13 @@ MIN_DETAIL_STEPS = 20
 SEGMENT_COLUMNS = ["pid", "kind", "start_us", "start_offset"]
 
 
-def model_bytes(entry: dict[str, Any]) -> int:
+def model_bytes(entry: ManifestEntry) -> int:
     """Estimated peak memory of the whole model of the timeline input ``entry``."""
     rows = entry.get("rows", {})
     return int(rows.get("spans", 0)) * SPAN_BYTES + int(rows.get("ticks", 0)) * TICK_BYTES
 
 
-def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT_MEMORY_BUDGET) -> TimelineModel:
+def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_MEMORY_BUDGET) -> TimelineModel:
     """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed."""
     need = model_bytes(entry)
     if need + BASELINE_BYTES <= budget:
@@ -79,7 +81,7 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
     tick_range = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
-    model = model_of(entry, head, tick_chunks(store, input_id, tick_range), _markers(store, input_id), starts[:k],
+    model = model_of(_identity(entry), head, tick_chunks(store, input_id, tick_range), _markers(store, input_id), starts[:k],
                      grads, seg, tick_range)
     tables = [model.steps]
     size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
@@ -94,7 +96,7 @@ def analysed_model(store: RunStore, entry: dict[str, Any], budget: int = DEFAULT
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
 
 
-def lateness_of_steps(store: RunStore, entry: dict[str, Any], model: TimelineModel, first: int, last: int,
+def lateness_of_steps(store: RunStore, entry: ManifestEntry, model: TimelineModel, first: int, last: int,
                       budget: int = DEFAULT_MEMORY_BUDGET) -> Lateness:
     """Rank lateness of the negotiations of steps ``first..last`` of the run (numbered as in
     :attr:`TimelineModel.all_steps`), read from the store: what a windowed model's detail lacks
@@ -114,11 +116,11 @@ def lateness_of_steps(store: RunStore, entry: dict[str, Any], model: TimelineMod
                                                  else (0, -1)))
 
 
-def build_model(store: RunStore, entry: dict[str, Any]) -> TimelineModel:
+def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
     """The whole model of the timeline input ``entry`` (a manifest entry) of ``store``
     (:func:`analysed_model` decides when a window must do)."""
     spans = read_spans(store, entry["id"])
-    return model_of(entry, spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans))
+    return model_of(_identity(entry), spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans))
 
 
 def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
@@ -149,6 +151,10 @@ def first_span_offset(store: RunStore, model: TimelineModel, step: int) -> int |
     offsets = store.input_table("spans", model.input_id, ["start_offset"], where).column("start_offset")
     first = pc.min(offsets).as_py() if len(offsets) else None
     return None if first is None else int(first)
+
+
+def _identity(entry: ManifestEntry) -> InputIdentity:
+    return InputIdentity(entry["id"], str(entry["path"]), dict(entry.get("timeline") or {}))
 
 
 def _markers(store: RunStore, input_id: str) -> pd.DataFrame:

@@ -10,9 +10,10 @@ from Arrow tables in memory. :class:`TimelineModel` is immutable; detectors only
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -67,6 +68,15 @@ def _bytes(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
+@dataclass(frozen=True, slots=True)
+class InputIdentity:
+    """Which input a model is of: its id, its path (for evidence) and the facts its parser read."""
+
+    input_id: str
+    path: str
+    facts: Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class TimelineModel:
     """Spans (with ``step``, ``batch`` and, for ops, ``ready_us``), steps, batches and the
@@ -78,7 +88,7 @@ class TimelineModel:
 
     input_id: str
     path: str
-    facts: dict[str, Any]
+    facts: Mapping[str, Any]  # parsers.timeline.facts.TimelineFacts (older stores may lack keys)
     spans: pd.DataFrame
     steps: pd.DataFrame
     batches: pd.DataFrame
@@ -123,7 +133,7 @@ class TimelineModel:
         return rank_summary(self.steady_lateness)
 
     @cached_property
-    def rank_scope(self) -> tuple[str, Lateness]:
+    def rank_scope(self) -> tuple[Literal["steady", "first_negotiations", "none"], Lateness]:
         """The ticks per-rank statistics read, and what they are: ``steady`` (enough steady steps
         carry ticks), else ``first_negotiations`` (warm-up ticks only, the response cache's
         doing), else ``none``."""
@@ -168,10 +178,10 @@ def typed_spans(spans: pd.DataFrame) -> pd.DataFrame:
     return spans
 
 
-def model_of(entry: dict[str, Any], spans: pd.DataFrame, ticks: Chunks, markers: pd.DataFrame, starts: np.ndarray,
+def model_of(of: InputIdentity, spans: pd.DataFrame, ticks: Chunks, markers: pd.DataFrame, starts: np.ndarray,
              grads: pd.Index, seg: Segmentation, tick_range: tuple[int, int] | None = None) -> TimelineModel:
-    """The model of ``spans`` (:func:`typed_spans`) cut into the steps that start at ``starts``.
-    ``entry`` is the input's manifest entry (``id``, ``path``, ``timeline`` facts), ``ticks`` its
+    """The model of ``spans`` (:func:`typed_spans`) of input ``of``, cut into the steps that start
+    at ``starts``; ``ticks`` its
     rank ticks (only those of ``tick_range`` when ``spans`` are a window's), ``markers`` its
     ``name``/``ts_us`` markers."""
     spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
@@ -180,9 +190,9 @@ def model_of(entry: dict[str, Any], spans: pd.DataFrame, ticks: Chunks, markers:
     spans["ready_us"] = ready_of
     steps = step_table(spans, starts, grads)
     return TimelineModel(
-        input_id=entry["id"],
-        path=str(entry["path"]),
-        facts=dict(entry.get("timeline") or {}),
+        input_id=of.input_id,
+        path=of.path,
+        facts=of.facts,
         spans=spans,
         steps=steps,
         batches=batches,
@@ -202,9 +212,9 @@ def negotiation_lateness(spans: pd.DataFrame, ticks: Chunks) -> Lateness:
     return tick_lateness(ticks, neg["span_id"].to_numpy(np.int64), neg_step, neg_end)
 
 
-def model_from_tables(entry: dict[str, Any], spans: pa.Table, ticks: pa.Table, markers: pa.Table) -> TimelineModel:
+def model_from_tables(of: InputIdentity, spans: pa.Table, ticks: pa.Table, markers: pa.Table) -> TimelineModel:
     """The whole model of a timeline from its ``spans``, ``ticks`` and ``markers`` tables in memory
     (as :class:`parsers.timeline.TimelineParser` builds them, or as a test writes them)."""
     typed = typed_spans(spans.select(SPAN_COLUMNS).to_pandas())
-    return model_of(entry, typed, table_chunks(lambda cols: ticks.select(cols).to_batches()),
+    return model_of(of, typed, table_chunks(lambda cols: ticks.select(cols).to_batches()),
                     markers.select(["name", "ts_us"]).to_pandas(), *find_steps(typed))

@@ -18,6 +18,7 @@ step time; the first negotiation start, which depends on the earliest rank, is n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -38,10 +39,10 @@ STEP_COLUMNS = (
 class Segmentation:
     """How the steps were found, and how much to trust them."""
 
-    method: str  # "recurrence" | "single" | "none"
-    source: str  # "negotiate" | "op" | ""
+    method: Literal["recurrence", "single", "none"]
+    source: Literal["negotiate", "op", ""]
     gradient_tensors: int
-    confidence: str  # "high" | "medium" | "low"
+    confidence: Literal["high", "medium", "low"]
     note: str
 
 
@@ -69,7 +70,7 @@ def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]
     """``(step_starts_us, gradient_pids, segmentation)`` of :func:`segment`. Only the
     negotiation spans are read (the op spans when there are none), so a caller short of
     memory may pass just those rows."""
-    src_kind = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
+    src_kind: Literal["negotiate", "op"] = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
     src = spans[spans["kind"] == src_kind]
     if src.empty:
         return (np.empty(0, np.int64), pd.Index([], dtype="int32"),
@@ -90,7 +91,8 @@ def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]
         starts = g["start_us"].to_numpy()[first].astype(np.int64)
         per_step = np.bincount(step_of)
         full = float(np.mean(per_step[1:-1] == len(grads))) if len(per_step) > 2 else 0.0
-        confidence = "high" if full >= 0.9 and len(starts) >= 3 else "medium" if full >= 0.6 else "low"
+        confidence: Literal["high", "medium", "low"] = (
+            "high" if full >= 0.9 and len(starts) >= 3 else "medium" if full >= 0.6 else "low")
         seg = Segmentation(
             "recurrence", src_kind, len(grads), confidence,
             f"{len(grads)} gradient tensor(s) recur once per step (from their {src_kind} spans); "
@@ -161,12 +163,12 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     table = pd.DataFrame({
         "step": np.arange(first, first + n, dtype=np.int64),
         "start_us": starts,
-        "ready_us": pd.array(np.where(last_neg_end == NO_END, None, last_neg_end), dtype="Int64"),
-        "end_us": pd.array(np.where(end_us == NO_END, None, end_us), dtype="Int64"),
-        "duration_us": pd.array(np.where(duration == NO_END, None, duration), dtype="Int64"),
-        "busy_us": pd.array(np.where(end_us == NO_END, None, end_us - starts), dtype="Int64"),
+        "ready_us": _nullable(last_neg_end, last_neg_end == NO_END),
+        "end_us": _nullable(end_us, end_us == NO_END),
+        "duration_us": _nullable(duration, duration == NO_END),
+        "busy_us": _nullable(end_us - starts, end_us == NO_END),
         "negotiation_us": negotiation,
-        "wait_us": pd.array(np.where(wait == NO_END, None, wait), dtype="Int64"),
+        "wait_us": _nullable(wait, wait == NO_END),
         "comm_us": comm,
         "exposed_comm_us": exposed,
         "init_us": init,
@@ -214,6 +216,11 @@ def step_windows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
     end = table["end_us"].fillna(big).to_numpy(dtype=np.int64)
     ready = table["ready_us"].fillna(pd.Series(end, index=table.index)).to_numpy(dtype=np.int64)
     return table["start_us"].to_numpy(dtype=np.int64), ready, end
+
+
+def _nullable(values: np.ndarray, missing: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """``values`` as a nullable Int64 column, missing where ``missing`` holds."""
+    return pd.arrays.IntegerArray(np.asarray(values, dtype=np.int64), np.asarray(missing, dtype=bool))
 
 
 def steady_durations(table: pd.DataFrame) -> np.ndarray:

@@ -1,0 +1,46 @@
+"""The NCCL_DEBUG and job-log importer: record headers of every release and launcher, message
+classification, per-process state, chunked parsing of big logs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parsers.nccl.parser import JobLogParser, LogFacts
+    from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
+    from parsers.nccl.error_classes import CLASSES, classify_warn, classify_chain, remediation
+
+_FACE = {
+    "JobLogParser": "parsers.nccl.parser",
+    "LogFacts": "parsers.nccl.parser",
+    "CHUNK_BYTES": "parsers.nccl.chunks",
+    "ChunkMerger": "parsers.nccl.chunks",
+    "chunk_ranges": "parsers.nccl.chunks",
+    "parse_chunk": "parsers.nccl.chunks",
+    "CLASSES": "parsers.nccl.error_classes",
+    "classify_warn": "parsers.nccl.error_classes",
+    "classify_chain": "parsers.nccl.error_classes",
+    "remediation": "parsers.nccl.error_classes",
+}
+
+__all__ = [
+    "JobLogParser",
+    "LogFacts",
+    "CHUNK_BYTES",
+    "ChunkMerger",
+    "chunk_ranges",
+    "parse_chunk",
+    "CLASSES",
+    "classify_warn",
+    "classify_chain",
+    "remediation",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -71,7 +71,7 @@ def parse_chunk(path: str | Path, start: int, end: int, display_name: str | None
     state :class:`ChunkMerger` continues with."""
     parser = JobLogParser(path, display_name)
     with open(path, "rb") as f:
-        parser.feed(_Range(f, start, end))  # type: ignore[arg-type]
+        parser.feed(_Range(f, start, end))
     return parser
 
 
@@ -114,7 +114,7 @@ class ChunkMerger:
             self.rereads += 1
             start, end = self.ranges[index]
             with open(self.path, "rb") as f:
-                p.feed(_Range(f, start, end))  # type: ignore[arg-type]
+                p.feed(_Range(f, start, end))
             return
         _absorb(p, chunk, base)
 
@@ -147,8 +147,8 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         err["line"] += base  # open_error holds the same dicts
     p.errors += chunk.errors
     p.open_error.update(chunk.open_error)
-    for mine, later in ((p.comm_ranks, chunk.comm_ranks), (p.versions, chunk.versions), (p.env, chunk.env)):
-        mine += [_at(row, 2, base) for row in later]  # (host, pid, line, ...)
+    for rows, later in ((p.comm_ranks, chunk.comm_ranks), (p.versions, chunk.versions), (p.env, chunk.env)):
+        rows += [_at(row, 2, base) for row in later]  # (host, pid, line, ...)
     for w in chunk.watchdog:
         w["line"] += base
     p.watchdog += chunk.watchdog

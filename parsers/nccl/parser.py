@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, TypedDict
 import pyarrow as pa
 
 from parsers.nccl import joblog
+from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl.error_classes import classify_chain, classify_warn
 from parsers.nccl.messages import classify, wording_range
@@ -79,13 +80,13 @@ class JobLogParser:
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
 
     # -- reading --------------------------------------------------------------------
-    def parse(self, stream: BinaryIO) -> dict[str, pa.Table]:
+    def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
         """Parse the whole ``stream`` and return the tables."""
         self.feed(stream)
         self.finish(getattr(stream, "cut", None))
         return log_tables(self)
 
-    def feed(self, stream: BinaryIO) -> None:
+    def feed(self, stream: ByteSource) -> None:
         """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
         starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends."""
         rest = b""

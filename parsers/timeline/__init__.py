@@ -1,0 +1,41 @@
+"""The Horovod timeline importer: a compiled tokenizer (bytes -> one row per record), B/E
+pairing per pid, the Arrow tables, and the facts read off the content (layout, status,
+version range, response cache).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parsers.timeline.parser import TimelineParser, parse_timeline, ParsedTimeline
+    from parsers.timeline.facts import TimelineInfo, TimelineFacts, HorovodVersionFacts
+    from parsers.timeline.tokens import RANGE_BYTES
+
+_FACE = {
+    "TimelineParser": "parsers.timeline.parser",
+    "parse_timeline": "parsers.timeline.parser",
+    "ParsedTimeline": "parsers.timeline.parser",
+    "TimelineInfo": "parsers.timeline.facts",
+    "TimelineFacts": "parsers.timeline.facts",
+    "HorovodVersionFacts": "parsers.timeline.facts",
+    "RANGE_BYTES": "parsers.timeline.tokens",
+}
+
+__all__ = [
+    "TimelineParser",
+    "parse_timeline",
+    "ParsedTimeline",
+    "TimelineInfo",
+    "TimelineFacts",
+    "HorovodVersionFacts",
+    "RANGE_BYTES",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ import numpy as np
 from parsers.timeline import _tokenize as T
 from parsers.timeline._state import TokenState, decode_str
 from parsers.errors import InputError, describe_bytes
-from parsers.inputs import readinto_full
+from parsers.inputs import GunzipStream, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
@@ -89,7 +89,7 @@ class Tokenizer:
         self.skipped_bytes = 0
         self.position = 0  # file offset after the last byte read
 
-    def blocks(self, f: BinaryIO, start: int = 0, stop: int | None = None) -> Iterator[TokenBlock]:
+    def blocks(self, f: BinaryIO | GunzipStream, start: int = 0, stop: int | None = None) -> Iterator[TokenBlock]:
         """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end)."""
         st = self.state
         chunk = self.chunk_bytes
@@ -109,7 +109,7 @@ class Tokenizer:
                 left -= n
             return n
 
-        end = read(memoryview(buf)[:chunk])
+        end = read(buf.data[:chunk])
         eof = end < chunk or left == 0
         pos = self.open_array(buf, end) if self.first else 0
         base = start
@@ -164,7 +164,7 @@ class Tokenizer:
             else:
                 buf[:carry] = buf[pos:end]
             base += pos
-            n = read(memoryview(buf)[carry : carry + chunk])
+            n = read(buf.data[carry : carry + chunk])
             eof = n < chunk or left == 0
             pos, end = 0, carry + n
 
@@ -233,7 +233,7 @@ class Tokenizer:
                       f"a record longer than {MAX_RECORD >> 20} MiB was skipped", byte_offset=offset)
 
     @staticmethod
-    def _trailing(f: BinaryIO, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
+    def _trailing(f: BinaryIO | GunzipStream, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
         """Non-blank bytes after the closing ']' to the end of the input or range, and the
         bytes read past the buffer to count them."""
         extra, read = nonblank(f, left)
@@ -250,7 +250,7 @@ class Tokenizer:
         return TokenBlock(events[:ne].copy(), strings, raw)
 
 
-def nonblank(f: BinaryIO, left: int | None = None) -> tuple[int, int]:
+def nonblank(f: BinaryIO | GunzipStream, left: int | None = None) -> tuple[int, int]:
     """The bytes of ``f`` from where it is (``left`` of them, or to its end) other than blanks
     around each MiB read, and how many were read."""
     extra = read = 0

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import analyzer.store.buckets
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.store.buckets import Bucket, plan_buckets
 from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.schema import TABLES
@@ -37,7 +37,7 @@ def _bucket_ids(root: Path, table: str, bucket: str) -> list[str]:
 def test_plan_groups_small_inputs_in_natural_order_and_big_ones_alone(tmp_path: Path) -> None:
     for name, size in [("node-10.log", 30), ("node-2.log", 30), ("node-1.log", 30), ("big.json", 100)]:
         (tmp_path / name).write_bytes(b"x" * size)
-    from analyzer.store.discover import InputFile
+    from analyzer.store.discovery import InputFile
     from parsers.inputs import InputKind
 
     items = [InputFile(tmp_path / n, InputKind.JOB_LOG, False, (tmp_path / n).stat().st_size)

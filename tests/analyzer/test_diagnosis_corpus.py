@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.findings import AnalysisReport
-from analyzer.report.analyze import analyze
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import temporary_store
 from tests.builders import truth_steps
 

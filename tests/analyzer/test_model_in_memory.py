@@ -10,10 +10,10 @@ import pyarrow as pa
 from analyzer.config import AnalysisConfig, StragglerThresholds, Thresholds
 from analyzer.context import Context
 from analyzer.detectors.straggler import Straggler
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
-from analyzer.timeline.model import TimelineModel, model_from_tables
+from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
 from parsers.timeline.parser import parse_timeline
 from tests.builders import B, E, X, glued, meta, write
 
@@ -41,8 +41,8 @@ class MemoryEvidence:
 def _in_memory(path: Path) -> tuple[TimelineModel, pa.Table]:
     parsed = parse_timeline(path, input_id="mem")
     t = parsed.tables
-    entry = {"id": "mem", "path": str(path), "timeline": parsed.info.to_dict()}
-    return model_from_tables(entry, t["spans"], t["ticks"], t["markers"]), t["ticks"]
+    of = InputIdentity("mem", str(path), parsed.info.to_dict())
+    return model_from_tables(of, t["spans"], t["ticks"], t["markers"]), t["ticks"]
 
 
 def _steps(n: int, late_rank: int, late_us: int) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 import analyzer.store.parallel
 import analyzer.store.buckets
 from analyzer.fleet import run_batch
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.store.parallel import Executor, ingest_runner
 from analyzer.store.run_store import RunStore
 from parsers.nccl.chunks import chunk_ranges

@@ -19,9 +19,9 @@ from analyzer.render import figures
 from analyzer.report import views
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.report.analyze import analyze
+from analyzer.report.assembly import analyze
 from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, find_slowdown, stretch_test
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.load import BASELINE_BYTES, model_bytes

@@ -9,7 +9,7 @@ import pandas as pd
 
 from analyzer.timeline.batches import estimate_threshold
 from analyzer.context import Context
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.timeline.lateness import rank_summary
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.model import TimelineModel

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.errors import StoreError
 from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.errors import InputError

@@ -10,7 +10,7 @@ import pytest
 from analyzer.render import figures
 from analyzer.report import views
 from analyzer.context import Context
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from analyzer.timeline.model import TimelineModel
 

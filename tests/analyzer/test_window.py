@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from analyzer.fleet import run_batch
 from analyzer.cli import cli
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.store.parallel import Executor
 from analyzer.config import AnalysisConfig
-from analyzer.report.analyze import analyze
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import RunStore
 from analyzer.report.views import timeline_views
 from analyzer.config import DEFAULT_MEMORY_BUDGET

@@ -11,7 +11,8 @@ from dash import dash_table, dcc, html
 
 from analyzer.store.run_store import RunStore
 from dashboards.app import create_app, poll_job, run_error, run_options, start_upload
-from dashboards.pages import PAGES, ordered_findings, render_page
+from dashboards.pages import PAGES, render_page
+from tests.conftest import Validate
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits
 from tests.dashboards.helpers import (
@@ -104,24 +105,18 @@ def test_runs_persist_across_restarts(lib: RunLibrary, tmp_path: Path) -> None:
     assert again.document(run_id) == lib.document(run_id)
 
 
-def test_overview_lists_findings_with_evidence_and_env(lib: RunLibrary) -> None:
+def test_overview_lists_findings_with_evidence_and_env(lib: RunLibrary, validated: Validate) -> None:
     run_id = _upload(lib, {"timeline.json": CACHED_STRAGGLER.read_bytes(), "job.log": SOCKET_LOG.read_bytes()})
     doc = lib.document(run_id)
+    assert doc is not None
+    validated(doc["report"])
     page = render_page("overview", doc)
     codes = [c.__dict__.get("data-code") for c in _walk(page) if getattr(c, "className", "").startswith("finding")]
-    assert codes == [f["code"] for f in ordered_findings(doc["report"]["findings"])]
+    assert codes == [f["code"] for f in doc["report"]["findings"]]  # the report's order: Finding.sort_key
     assert "nccl.socket_fallback" in codes
     text = _text(page)
     assert "export NCCL_SOCKET_IFNAME=" in text or "export NCCL_IB_HCA=" in text
     assert "job.log" in text and "input-0" not in text  # users see their file names, not the app's copies
-
-
-def test_findings_are_ordered_by_severity_then_time_lost() -> None:
-    f = [{"code": "a", "severity": "warning", "impact": {"seconds_per_step": 0.5}},
-         {"code": "b", "severity": "critical", "impact": None},
-         {"code": "c", "severity": "warning", "impact": {"seconds_per_step": 0.9}},
-         {"code": "d", "severity": "warning", "impact": None}]
-    assert [x["code"] for x in ordered_findings(f)] == ["b", "c", "a", "d"]
 
 
 def test_steps_page_histogram_counts_every_steady_step(lib: RunLibrary) -> None:
@@ -216,7 +211,7 @@ def test_an_upload_over_the_limit_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
-    from analyzer.store.discover import discover
+    from analyzer.store.discovery import discover
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([REAL_STRAGGLER]))
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "store").rglob("*"))

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.report.analyze import analyze
+from tests.conftest import validate_report
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import temporary_store
 
 
@@ -114,7 +115,7 @@ def reports(corpus: Path) -> dict[str, dict[str, Any]]:
     for path in sorted((corpus / "nccl").glob("*.log")):
         with temporary_store() as store:
             store.ingest(*discover([path]))
-            out[path.name.split("-")[0]] = to_document(analyze(store))
+            out[path.name.split("-")[0]] = dict(validate_report(to_document(analyze(store))))
     return out
 
 

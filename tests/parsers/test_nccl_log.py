@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discover import discover
+from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
-from analyzer.report.analyze import analyze
+from analyzer.report.assembly import analyze
 from analyzer.store.run_store import temporary_store
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.records import split_records

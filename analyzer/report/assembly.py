@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 from analyzer import __version__
 from analyzer.config import AnalysisConfig
@@ -11,6 +11,8 @@ from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.report.nccl_section import nccl_section
+from analyzer.report.types import InputDoc, InputKindName, TimelineFactsDoc
+from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.report.timeline_section import timeline_section
 
@@ -50,10 +52,10 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
     )
 
 
-def _input_summary(entry: dict[str, Any]) -> dict[str, Any]:
+def _input_summary(entry: ManifestEntry) -> InputDoc:
     return {
-        "id": entry["id"], "path": entry["path"], "kind": entry["kind"], "size": entry["size"],
-        "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": dict(entry.get("issues", {})),
-        "timeline": entry.get("timeline"),
-        "log": entry.get("log"),
+        "id": entry["id"], "path": entry["path"], "kind": cast(InputKindName, entry["kind"]), "size": entry["size"],
+        "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": entry["issues"],
+        "timeline": cast(TimelineFactsDoc | None, entry.get("timeline")),
+        "log": cast(dict[str, int] | None, entry.get("log")),
     }

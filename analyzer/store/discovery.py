@@ -45,7 +45,10 @@ def discover(paths: list[str | Path]) -> tuple[list[InputFile], list[SkippedFile
         if path.is_dir():
             for sub in _walk(path):
                 item = _classify(sub, explicit=False)
-                (found if isinstance(item, InputFile) else skipped).append(item)  # type: ignore[arg-type]
+                if isinstance(item, InputFile):
+                    found.append(item)
+                else:
+                    skipped.append(item)
         else:
             item = _classify(path, explicit=True)
             assert isinstance(item, InputFile)
