@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from analyzer.store.run_store import RunStore, temporary_store
-    from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Thresholds
     from analyzer.context import Context
-    from analyzer.config import AnalysisConfig, Thresholds, DEFAULT_MEMORY_BUDGET
-    from analyzer.findings import AnalysisReport, Finding, Severity, Evidence, Impact, Suggestion, SourceRef
     from analyzer.errors import HvdAnalyzeError, StoreError, UsageError
+    from analyzer.findings import AnalysisReport, Evidence, Finding, Impact, Severity, SourceRef, Suggestion
     from analyzer.render import RENDERERS, renderer_for
+    from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.store.run_store import RunStore, temporary_store
 
 _FACE = {
     "RunStore": "analyzer.store.run_store",

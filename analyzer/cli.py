@@ -15,16 +15,16 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.store.discovery import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
+from analyzer.render import RENDERERS, renderer_for
+from analyzer.store.discovery import discover
 from analyzer.store.parallel import (
     Executor,
     executor_from_options,
     ingest_pieces,
     ingest_runner,
 )
-from analyzer.render import RENDERERS, renderer_for
 from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
 
 
@@ -58,7 +58,9 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Exec
     inputs, skipped = discover(list(paths))
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
-    runner = ingest_runner(executor) if executor is not None and executor.pays_off(ingest_pieces(inputs), total) else None
+    runner = (
+        ingest_runner(executor) if executor is not None and executor.pays_off(ingest_pieces(inputs), total) else None
+    )
     if show:
         from tqdm import tqdm
 
@@ -73,25 +75,53 @@ def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Exec
 
 def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--jobs``, ``--scheduler`` and ``--dask-workers``."""
-    fn = click.option("--dask-workers", type=int, default=None,
-                      help="Start a local Dask cluster of this many worker processes.")(fn)
-    fn = click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                      help="Run on this Dask cluster (its workers must see the same filesystem paths).")(fn)
-    return click.option("-j", "--jobs", type=int, default=None,
-                        help="Local workers (default: all cores; 1: this process only): processes for files, runs "
-                             "and log chunks, threads for a big timeline's ranges.")(fn)
+    fn = click.option(
+        "--dask-workers", type=int, default=None, help="Start a local Dask cluster of this many worker processes."
+    )(fn)
+    fn = click.option(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="Run on this Dask cluster (its workers must see the same filesystem paths).",
+    )(fn)
+    return click.option(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="Local workers (default: all cores; 1: this process only): processes for files, runs "
+        "and log chunks, threads for a big timeline's ranges.",
+    )(fn)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", "store_dir", required=True, type=click.Path(file_okay=False),
-              help="Store folder (created if missing; inputs already in it are skipped).")
+@click.option(
+    "-o",
+    "--output",
+    "store_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Store folder (created if missing; inputs already in it are skipped).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
-@click.option("--run", "run", default=None, metavar="NAME",
-              help="The run's name, its tables' run=NAME partition (default: the store folder's name).")
+@click.option(
+    "--run",
+    "run",
+    default=None,
+    metavar="NAME",
+    help="The run's name, its tables' run=NAME partition (default: the store folder's name).",
+)
 @_scale_options
-def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None, jobs: int | None,
-           scheduler: str | None, dask_workers: int | None) -> None:
+def ingest(
+    paths: tuple[str, ...],
+    store_dir: str,
+    quiet: bool,
+    run: str | None,
+    jobs: int | None,
+    scheduler: str | None,
+    dask_workers: int | None,
+) -> None:
     """Ingest timelines and logs (files or folders, recognised by content) into a Parquet run store.
 
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
@@ -107,39 +137,63 @@ def ingest(paths: tuple[str, ...], store_dir: str, quiet: bool, run: str | None,
     for entry in rep.added:
         tl: dict[str, Any] = dict(entry.get("timeline") or {})
         issues = entry["issues"]
-        click.echo(f"added {entry['path']} ({tl.get('status')}, {entry['rows'].get('spans', 0)} spans, "
-                   f"{entry['rows'].get('ticks', 0)} ticks; issues: {issues['error']} error, "
-                   f"{issues['data_loss']} data_loss, {issues['info']} info)")
+        click.echo(
+            f"added {entry['path']} ({tl.get('status')}, {entry['rows'].get('spans', 0)} spans, "
+            f"{entry['rows'].get('ticks', 0)} ticks; issues: {issues['error']} error, "
+            f"{issues['data_loss']} data_loss, {issues['info']} info)"
+        )
     for entry in rep.unchanged:
         click.echo(f"unchanged {entry['path']} (already in the store, sha256 {entry['sha256'][:16]})")
     if rep.skipped:
         click.echo(f"skipped {len(rep.skipped)} file(s) not recognised as inputs (see {Path(store_dir) / MANIFEST})")
     size = sum(e["size"] for e in rep.added)
-    click.echo(f"ingested {len(rep.added)} input(s), {size / 1e6:,.1f} MB in {seconds:.2f} s "
-               f"({size / 1e6 / max(seconds, 1e-9):,.1f} MB/s)")
+    click.echo(
+        f"ingested {len(rep.added)} input(s), {size / 1e6:,.1f} MB in {seconds:.2f} s "
+        f"({size / 1e6 / max(seconds, 1e-9):,.1f} MB/s)"
+    )
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
 
 
 def _budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--memory-budget", default="4G", show_default=True, metavar="SIZE",
+        "--memory-budget",
+        default="4G",
+        show_default=True,
+        metavar="SIZE",
         help="Memory a timeline's analysis may take (K, M or G suffix). A timeline whose model would need more "
-             "is analysed through a window: step times cover every step, span-level analyses its first steps "
-             "(the report says which).")(fn)
+        "is analysed through a window: step times cover every step, span-level analyses its first steps "
+        "(the report says which).",
+    )(fn)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("-f", "--format", "fmt", type=click.Choice(sorted(RENDERERS)), default=None,
-              help="Report format (default: from the -o extension, else text).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report here ('-' or absent: standard output).")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
-              help="Exit 1 when a finding at or above this severity is found.")
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(RENDERERS)),
+    default=None,
+    help="Report format (default: from the -o extension, else text).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the report here ('-' or absent: standard output).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["info", "warning", "critical"]),
+    default=None,
+    help="Exit 1 when a finding at or above this severity is found.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
 @_budget_option
-def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool,
-           memory_budget: str) -> None:
+def report(
+    paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool, memory_budget: str
+) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
     from analyzer.config import AnalysisConfig
@@ -166,41 +220,79 @@ def report(paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on:
 
 @cli.command()
 @click.argument("runs_dir", type=click.Path(file_okay=False))
-@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder for runs/<run>.json and the fleet summary (fleet.json, fleet.md).")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "critical"]), default=None,
-              help="Exit 1 when any run has a finding at or above this severity.")
-@click.option("--keep-stores", is_flag=True,
-              help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
-                   "DuckDB, Spark, Dask); a rerun reuses them.")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for runs/<run>.json and the fleet summary (fleet.json, fleet.md).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["info", "warning", "critical"]),
+    default=None,
+    help="Exit 1 when any run has a finding at or above this severity.",
+)
+@click.option(
+    "--keep-stores",
+    is_flag=True,
+    help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
+    "DuckDB, Spark, Dask); a rerun reuses them.",
+)
 @_scale_options
 @_budget_option
-def batch(runs_dir: str, out_dir: str, fail_on: str | None, keep_stores: bool, jobs: int | None,
-          scheduler: str | None, dask_workers: int | None, memory_budget: str) -> None:
+def batch(
+    runs_dir: str,
+    out_dir: str,
+    fail_on: str | None,
+    keep_stores: bool,
+    jobs: int | None,
+    scheduler: str | None,
+    dask_workers: int | None,
+    memory_budget: str,
+) -> None:
     """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary.
     Each worker analyses one run at a time within --memory-budget."""
     from analyzer.fleet import run_batch
 
     with _errors():
         budget = _size(memory_budget, "--memory-budget")
-        fleet = run_batch(runs_dir, out_dir, executor_from_options(jobs, scheduler, dask_workers),
-                          keep_stores=keep_stores, memory_budget=budget)
-    click.echo(f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
-               f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
-               f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}")
+        fleet = run_batch(
+            runs_dir,
+            out_dir,
+            executor_from_options(jobs, scheduler, dask_workers),
+            keep_stores=keep_stores,
+            memory_budget=budget,
+        )
+    click.echo(
+        f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
+        f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
+        f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}"
+    )
     if fail_on and any(Severity.parse(r["worst"]) >= Severity.parse(fail_on) for r in fleet["with_findings"]):
         sys.exit(1)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (the app has no login: keep it on localhost unless it is behind one).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (the app has no login: keep it on localhost unless it is behind one).",
+)
 @click.option("--port", default=8050, show_default=True, type=int)
-@click.option("--store-dir", default="hvd-analyze-runs", show_default=True, type=click.Path(file_okay=False),
-              help="Where uploaded runs are stored (they persist across restarts).")
-@click.option("--max-upload", default="2G", show_default=True,
-              help="Largest file one upload may carry (K, M or G suffix).")
+@click.option(
+    "--store-dir",
+    default="hvd-analyze-runs",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where uploaded runs are stored (they persist across restarts).",
+)
+@click.option(
+    "--max-upload", default="2G", show_default=True, help="Largest file one upload may carry (K, M or G suffix)."
+)
 @_budget_option
 def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_upload: str, memory_budget: str) -> None:
     """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
@@ -208,8 +300,9 @@ def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_uplo
     from dashboards.uploads import Limits
 
     with _errors():
-        limits = Limits(max_upload=_size(max_upload, "--max-upload"),
-                        memory_budget=_size(memory_budget, "--memory-budget"))
+        limits = Limits(
+            max_upload=_size(max_upload, "--max-upload"), memory_budget=_size(memory_budget, "--memory-budget")
+        )
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
         app = create_app(store_dir, stores=stores, paths=files or None, limits=limits)

@@ -45,15 +45,19 @@ class Context:
     def timelines(self) -> list[TimelineModel]:
         """Every timeline input, analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
         if self._timelines is None:
-            self._timelines = [load.analysed_model(self.store, e, self.config.memory_budget)
-                               for e in self.store.inputs if e["kind"] == "horovod_timeline"]
+            self._timelines = [
+                load.analysed_model(self.store, e, self.config.memory_budget)
+                for e in self.store.inputs
+                if e["kind"] == "horovod_timeline"
+            ]
         return self._timelines
 
     def nccl(self) -> NcclModel:
         """Every NCCL / job log of the store (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
         if self._nccl is None:
-            self._nccl = nccl_model_of({name: self.store.table(name) for name in LOG_TABLES},
-                                       {e["id"]: e["path"] for e in self.store.inputs})
+            self._nccl = nccl_model_of(
+                {name: self.store.table(name) for name in LOG_TABLES}, {e["id"]: e["path"] for e in self.store.inputs}
+            )
         return self._nccl
 
     def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
@@ -72,5 +76,6 @@ class Context:
     def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
         """Rank lateness of steps ``first..last`` of the run, beyond a windowed model's detail
         (:func:`analyzer.timeline.load.lateness_of_steps`)."""
-        return load.lateness_of_steps(self.store, self.input_entry(model.input_id), model, first, last,
-                                      self.config.memory_budget)
+        return load.lateness_of_steps(
+            self.store, self.input_entry(model.input_id), model, first, last, self.config.memory_budget
+        )

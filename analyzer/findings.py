@@ -121,7 +121,9 @@ class AnalysisReport:
     skipped: tuple[Skipped, ...]
     parse_issues: tuple[ParseIssueDoc, ...]
     skipped_files: tuple[SkippedFileDoc, ...] = ()
-    timelines: tuple[TimelineSection, ...] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
+    timelines: tuple[
+        TimelineSection, ...
+    ] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
     nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
 
     def worst(self) -> Severity | None:
@@ -136,8 +138,11 @@ class AnalysisReport:
             "store": self.store,
             "summary": {
                 "findings": len(self.findings),
-                "by_severity": {"info": self._count(Severity.INFO), "warning": self._count(Severity.WARNING),
-                                "critical": self._count(Severity.CRITICAL)},
+                "by_severity": {
+                    "info": self._count(Severity.INFO),
+                    "warning": self._count(Severity.WARNING),
+                    "critical": self._count(Severity.CRITICAL),
+                },
                 "worst": None if worst is None else worst.label,
             },
             "inputs": list(self.inputs),
@@ -172,7 +177,9 @@ def _finding_dict(f: Finding) -> FindingDoc:
             }
             for e in f.evidence
         ],
-        "impact": None if f.impact is None else {
+        "impact": None
+        if f.impact is None
+        else {
             "seconds_per_step": f.impact.seconds_per_step,
             "fraction_of_step": f.impact.fraction_of_step,
             "confidence": f.impact.confidence,

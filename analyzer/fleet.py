@@ -18,16 +18,16 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors.slowdown import CODE as SLOWDOWN
-from analyzer.store.discovery import discover
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Finding, Severity
-from analyzer.store.parallel import Executor
 from analyzer.render import jsonreport
 from analyzer.report.assembly import analyze_in
+from analyzer.store.discovery import discover
+from analyzer.store.parallel import Executor
 from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
-from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 TOP = 10
@@ -44,8 +44,9 @@ def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
     return runs
 
 
-def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False,
-                memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
+def analyze_run(
+    name: str, path: str, out_dir: str, keep_store: bool = False, memory_budget: int = DEFAULT_MEMORY_BUDGET
+) -> dict[str, Any]:
     """Task: analyse one run, write its JSON report, return its summary (never raises for bad input).
 
     ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
@@ -60,8 +61,11 @@ def analyze_run(name: str, path: str, out_dir: str, keep_store: bool = False,
                 why = "; ".join(f"{s.path.name}: {s.reason}" for s in skipped[:5]) or "the folder is empty"
                 raise UsageError(f"{path}: not an input hvd-analyze reads in this run ({why})")
             run = safe_name(name)
-            with (nullcontext(RunStore.create_or_open(Path(out_dir) / STORES / run, run=run)) if keep_store
-                  else temporary_store(run)) as store:
+            with (
+                nullcontext(RunStore.create_or_open(Path(out_dir) / STORES / run, run=run))
+                if keep_store
+                else temporary_store(run)
+            ) as store:
                 store.ingest(inputs, skipped)
                 summary = _summarize(name, store, out_dir, config)
     except HvdAnalyzeError as exc:
@@ -81,12 +85,17 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
     report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     main = doc["timeline"]
     steps = main["steps"] if main else None
-    slowdown = max((_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"],
-                   default=None)
-    findings = [{"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks),
-                 "hosts": list(f.hosts)} for f in report.findings]
+    slowdown = max(
+        (_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"], default=None
+    )
+    findings = [
+        {"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks), "hosts": list(f.hosts)}
+        for f in report.findings
+    ]
     return {
-        "run": name, "status": "ok", "report": str(report_path),
+        "run": name,
+        "status": "ok",
+        "report": str(report_path),
         "worst": None if (worst := report.worst()) is None else worst.label,
         "findings": findings,
         "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
@@ -98,8 +107,14 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
 def _slowdown(f: Finding) -> dict[str, Any]:
     """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
     m = next(e.metrics for e in f.evidence if "onset_step" in e.metrics)
-    return {"ratio": m["ratio"], "onset_step": int(m["onset_step"]), "baseline_ms": m["baseline_ms"],
-            "onset_ms": m["onset_ms"], "lost_s": m["lost_s"], "title": f.title}
+    return {
+        "ratio": m["ratio"],
+        "onset_step": int(m["onset_step"]),
+        "baseline_ms": m["baseline_ms"],
+        "onset_ms": m["onset_ms"],
+        "lost_s": m["lost_s"],
+        "title": f.title,
+    }
 
 
 def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -110,49 +125,85 @@ def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for s in ok:
             hits = [f for f in s["findings"] if f["code"] == code]
             if hits:
-                out.append({"run": s["run"], "ranks": sorted({r for f in hits for r in f["ranks"]}),
-                            "hosts": sorted({h for f in hits for h in f["hosts"]}), "title": hits[0]["title"]})
+                out.append(
+                    {
+                        "run": s["run"],
+                        "ranks": sorted({r for f in hits for r in f["ranks"]}),
+                        "hosts": sorted({h for f in hits for h in f["hosts"]}),
+                        "title": hits[0]["title"],
+                    }
+                )
         return out
 
     warn = Severity.parse("warning")
-    faulty = [{"run": s["run"], "worst": s["worst"],
-               "codes": sorted({f["code"] for f in s["findings"] if Severity.parse(f["severity"]) >= warn})}
-              for s in ok if s["worst"] is not None and Severity.parse(s["worst"]) >= warn]
+    faulty = [
+        {
+            "run": s["run"],
+            "worst": s["worst"],
+            "codes": sorted({f["code"] for f in s["findings"] if Severity.parse(f["severity"]) >= warn}),
+        }
+        for s in ok
+        if s["worst"] is not None and Severity.parse(s["worst"]) >= warn
+    ]
     regress = sorted((s for s in ok if s["slowdown"] is not None), key=lambda s: -s["slowdown"]["lost_s"])[:TOP]
     return {
-        "runs": len(summaries), "analysed": len(ok),
+        "runs": len(summaries),
+        "analysed": len(ok),
         "failed": [{"run": s["run"], "error": s["error"]} for s in summaries if s["status"] == "failed"],
         "with_findings": faulty,
         "socket_fallback": with_code("nccl.socket_fallback"),
         "stragglers": with_code("timeline.straggler"),
-        "worst_regressions": [{"run": s["run"], **s["slowdown"], "median_step_ms": s["median_step_ms"]}
-                              for s in regress],
-        "slowest_steps": [{"run": s["run"], "median_step_ms": s["median_step_ms"]} for s in sorted(
-            (s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[:TOP]],
+        "worst_regressions": [
+            {"run": s["run"], **s["slowdown"], "median_step_ms": s["median_step_ms"]} for s in regress
+        ],
+        "slowest_steps": [
+            {"run": s["run"], "median_step_ms": s["median_step_ms"]}
+            for s in sorted((s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[
+                :TOP
+            ]
+        ],
     }
 
 
 def fleet_markdown(fleet: Mapping[str, Any]) -> str:
-    lines = [f"# Fleet summary: {fleet['runs']} runs", "",
-             (f"{fleet['analysed']} analysed, {len(fleet['failed'])} failed, "
-              f"{len(fleet['with_findings'])} with a finding at warning or above."), ""]
+    lines = [
+        f"# Fleet summary: {fleet['runs']} runs",
+        "",
+        (
+            f"{fleet['analysed']} analysed, {len(fleet['failed'])} failed, "
+            f"{len(fleet['with_findings'])} with a finding at warning or above."
+        ),
+        "",
+    ]
 
     def section(title: str, rows: list[str]) -> None:
         lines.extend([f"## {title} ({len(rows)})", "", *(rows or ["none"]), ""])
 
     section("Socket fallback", [f"- `{r['run']}`: {r['title']}" for r in fleet["socket_fallback"]])
     section("Stragglers", [f"- `{r['run']}`: rank(s) {', '.join(map(str, r['ranks']))}" for r in fleet["stragglers"]])
-    section("Worst step-time regressions within a run (timeline.slowdown, by time lost)",
-            [f"- `{r['run']}`: {r['ratio']:.2f}x from step {r['onset_step']:,} ({r['baseline_ms']:.1f} → "
-             f"{r['onset_ms']:.1f} ms), {r['lost_s']:.1f} s lost: {r['title']}" for r in fleet["worst_regressions"]])
-    section("Runs with findings", [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}"
-                                   for r in fleet["with_findings"]])
+    section(
+        "Worst step-time regressions within a run (timeline.slowdown, by time lost)",
+        [
+            f"- `{r['run']}`: {r['ratio']:.2f}x from step {r['onset_step']:,} ({r['baseline_ms']:.1f} → "
+            f"{r['onset_ms']:.1f} ms), {r['lost_s']:.1f} s lost: {r['title']}"
+            for r in fleet["worst_regressions"]
+        ],
+    )
+    section(
+        "Runs with findings",
+        [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}" for r in fleet["with_findings"]],
+    )
     section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])
     return "\n".join(lines)
 
 
-def run_batch(runs_dir: str | Path, out_dir: str | Path, executor: Executor, keep_stores: bool = False,
-              memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
+def run_batch(
+    runs_dir: str | Path,
+    out_dir: str | Path,
+    executor: Executor,
+    keep_stores: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> dict[str, Any]:
     """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
     ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``; ``memory_budget``: bytes
     one run's timeline analysis may take on a worker (:mod:`analyzer.timeline.load`)."""

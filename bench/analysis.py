@@ -31,8 +31,8 @@ UNLIMITED = 1 << 60
 
 
 def child(store_dir: str, budget: int) -> None:
-    from analyzer.render import RENDERERS
     from analyzer.config import AnalysisConfig
+    from analyzer.render import RENDERERS
     from analyzer.report.assembly import analyze
     from analyzer.store.run_store import RunStore
 
@@ -41,14 +41,23 @@ def child(store_dir: str, budget: int) -> None:
     RENDERERS["json"].render(rep)
     wall = time.perf_counter() - t
     tl = rep.timelines[0]
-    print(json.dumps({"seconds": wall, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-                      "window_steps": tl["window"]["steps"] if tl["window"] else None, "steps": tl["steps"],
-                      "findings": sorted(f.code for f in rep.findings)}))
+    print(
+        json.dumps(
+            {
+                "seconds": wall,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+                "window_steps": tl["window"]["steps"] if tl["window"] else None,
+                "steps": tl["steps"],
+                "findings": sorted(f.code for f in rep.findings),
+            }
+        )
+    )
 
 
 def measure(store: Path, budget: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", str(store), str(budget)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(store), str(budget)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -72,8 +81,10 @@ def main() -> None:
     args = ap.parse_args()
     budget = _size(args.budget, "--budget")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    print(f"machine: {os.cpu_count()} cores, {ram / 2**30:.0f} GiB; {time.strftime('%Y-%m-%d')}; "
-          f"budget {budget / 2**30:.1f} GiB")
+    print(
+        f"machine: {os.cpu_count()} cores, {ram / 2**30:.0f} GiB; {time.strftime('%Y-%m-%d')}; "
+        f"budget {budget / 2**30:.1f} GiB"
+    )
     for mb in args.mb:
         path = big_timeline(mb)
         store = store_for(path)
@@ -82,18 +93,25 @@ def main() -> None:
         runs = {}
         for label, b in (("whole", UNLIMITED), ("budget", budget)):
             if label == "whole" and need > 0.75 * ram:
-                print(f"  {label:7s} skipped: would need ~{need / 2**30:.0f} GiB of this machine's "
-                      f"{ram / 2**30:.0f} GiB", flush=True)
+                print(
+                    f"  {label:7s} skipped: would need ~{need / 2**30:.0f} GiB of this machine's {ram / 2**30:.0f} GiB",
+                    flush=True,
+                )
                 continue
             runs[label] = r = measure(store, b)
             window = f"span-level: first {r['window_steps']:,} steps" if r["window_steps"] else "span-level: all steps"
-            print(f"  {label:7s} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mb']:7.0f} MB  "
-                  f"{r['steps']['count']:,} steps (median {r['steps']['median_s'] * 1e3:.2f} ms); {window}", flush=True)
+            print(
+                f"  {label:7s} {r['seconds']:7.1f} s  peak RSS {r['peak_rss_mb']:7.0f} MB  "
+                f"{r['steps']['count']:,} steps (median {r['steps']['median_s'] * 1e3:.2f} ms); {window}",
+                flush=True,
+            )
         if len(runs) == 2:
             w, b_ = runs["whole"], runs["budget"]
-            print(f"  budget vs whole: {b_['peak_rss_mb'] / w['peak_rss_mb']:.2f}x the peak, "
-                  f"{b_['seconds'] / w['seconds']:.2f}x the time; same step statistics: {w['steps'] == b_['steps']}; "
-                  f"same findings: {w['findings'] == b_['findings']}")
+            print(
+                f"  budget vs whole: {b_['peak_rss_mb'] / w['peak_rss_mb']:.2f}x the peak, "
+                f"{b_['seconds'] / w['seconds']:.2f}x the time; same step statistics: {w['steps'] == b_['steps']}; "
+                f"same findings: {w['findings'] == b_['findings']}"
+            )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ def big_timeline(target_mb: int) -> Path:
     if not path.exists():
         t = time.perf_counter()
         write_timeline(path, TimelineSpec(ranks=64, tensors=100, steps=steps, cache=False, seed=1))
-        print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
-              file=sys.stderr)
+        print(
+            f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
+            file=sys.stderr,
+        )
     return path
 
 
@@ -41,15 +43,18 @@ def big_nccl_log(target_mb: int) -> Path:
         colls = max(1, round(target_mb * 1e6 / (base.nranks * log_size_for(base))))
         t = time.perf_counter()
         write_nccl_log(path, NcclLogSpec(hosts=128, gpus_per_host=8, collectives=colls))
-        print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
-              file=sys.stderr)
+        print(
+            f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
+            file=sys.stderr,
+        )
     return path
 
 
 def measure_in_child(script: str, method: str, path: Path) -> dict[str, float]:
     """Run ``script --child METHOD PATH`` in a fresh interpreter; it prints one JSON line."""
-    out = subprocess.run([sys.executable, script, "--child", method, str(path)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, script, "--child", method, str(path)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -58,8 +63,11 @@ def measure_all(script: str, methods: list[str], path: Path) -> dict[str, dict[s
     results = {}
     for name in methods:
         results[name] = r = measure_in_child(script, name, path)
-        print(f"{name:12s} {r['seconds']:7.2f} s  {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB "
-              f"({r['peak_rss_mb'] / r['input_mb']:.2f}x input)", flush=True)
+        print(
+            f"{name:12s} {r['seconds']:7.2f} s  {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB "
+            f"({r['peak_rss_mb'] / r['input_mb']:.2f}x input)",
+            flush=True,
+        )
     return results
 
 
@@ -70,8 +78,17 @@ def child_main(methods: dict[str, Callable[[Path], object]]) -> None:
     wall = time.perf_counter() - t
     rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) * 1024
     size = os.path.getsize(path)
-    print(json.dumps({"method": method, "seconds": wall, "mb_per_s": size / wall / 1e6, "peak_rss_mb": rss / 1e6,
-                      "input_mb": size / 1e6}))
+    print(
+        json.dumps(
+            {
+                "method": method,
+                "seconds": wall,
+                "mb_per_s": size / wall / 1e6,
+                "peak_rss_mb": rss / 1e6,
+                "input_mb": size / 1e6,
+            }
+        )
+    )
 
 
 def entry(methods: dict[str, Callable[[Path], object]], main: Callable[[], None]) -> None:

@@ -59,8 +59,10 @@ def main() -> None:
         assert lib.job(big_id)["stage"] == "done", lib.job(big_id)  # type: ignore[index]
         small_id = lib.submit_paths([str(small)], wait=True)
         size = (Path(tmp) / "runs" / big_id / "analysis.json").stat().st_size
-        print(f"input {big.name}: {big.stat().st_size / 1e6:.0f} MB; ingest + analysis once: {ingest_s:.1f} s; "
-              f"analysis.json {size / 1e6:.2f} MB")
+        print(
+            f"input {big.name}: {big.stat().st_size / 1e6:.0f} MB; ingest + analysis once: {ingest_s:.1f} s; "
+            f"analysis.json {size / 1e6:.2f} MB"
+        )
         print(f"{'page':<10} {'1 GB run (s)':>13} {'small run (s)':>14} {'ratio':>7}")
         worst = 0.0
         for page, _ in PAGES:
@@ -68,7 +70,9 @@ def main() -> None:
             s = _callback_s(lib, small_id, page)
             worst = max(worst, b)
             print(f"{page:<10} {b:>13.3f} {s:>14.3f} {b / s:>7.1f}")
-        print(f"slowest callback on the 1 GB run: {worst:.3f} s (target <= ~1 s: {'met' if worst <= 1.0 else 'NOT met'})")
+        print(
+            f"slowest callback on the 1 GB run: {worst:.3f} s (target <= ~1 s: {'met' if worst <= 1.0 else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,9 @@ def duckdb_arrow(path: Path) -> None:
 
     cols = "{ph: 'VARCHAR', name: 'VARCHAR', ts: 'BIGINT', pid: 'BIGINT', dur: 'BIGINT', s: 'VARCHAR', args: 'JSON'}"
     con = duckdb.connect()
-    con.sql(f"SELECT * FROM read_json('{path}', format='array', columns={cols}, maximum_object_size=104857600)"
-            ).fetch_arrow_table()
+    con.sql(
+        f"SELECT * FROM read_json('{path}', format='array', columns={cols}, maximum_object_size=104857600)"
+    ).fetch_arrow_table()
 
 
 METHODS = {"ours": ours, "json+pandas": json_pandas, "duckdb": duckdb_arrow}
@@ -59,9 +60,13 @@ def main() -> None:
     results = measure_all(__file__, [m for m in METHODS if not (m == "json+pandas" and args.skip_json)], path)
     ours_r = results["ours"]
     print(f"input: {ours_r['input_mb']:.0f} MB")
-    print(f"ours / duckdb rate:      {ours_r['mb_per_s'] / results['duckdb']['mb_per_s']:.2f}x  (target >= 1.0x, stretch 1.5x)")
+    print(
+        f"ours / duckdb rate:      {ours_r['mb_per_s'] / results['duckdb']['mb_per_s']:.2f}x  (target >= 1.0x, stretch 1.5x)"
+    )
     if "json+pandas" in results:
-        print(f"ours / json+pandas rate: {ours_r['mb_per_s'] / results['json+pandas']['mb_per_s']:.2f}x  (target >= 4x)")
+        print(
+            f"ours / json+pandas rate: {ours_r['mb_per_s'] / results['json+pandas']['mb_per_s']:.2f}x  (target >= 4x)"
+        )
     print(f"ours peak RSS / input:   {ours_r['peak_rss_mb'] / ours_r['input_mb']:.2f}x  (target <= 0.5x)")
 
 

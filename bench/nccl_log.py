@@ -52,8 +52,10 @@ def main() -> None:
     path = big_nccl_log(args.mb)
     r = measure_all(__file__, list(METHODS), path)
     print(f"input: {r['parse']['input_mb']:.0f} MB")
-    print(f"parse: {r['parse']['mb_per_s']:.0f} MB/s, peak RSS {r['parse']['peak_rss_mb']:.0f} MB  "
-          "(target >= 50 MB/s, < 300 MB)")
+    print(
+        f"parse: {r['parse']['mb_per_s']:.0f} MB/s, peak RSS {r['parse']['peak_rss_mb']:.0f} MB  "
+        "(target >= 50 MB/s, < 300 MB)"
+    )
     print(f"parse / grep -c NCCL time: {r['parse']['seconds'] / r['grep -c NCCL']['seconds']:.1f}x")
 
 

@@ -22,9 +22,9 @@ from bench.ingest import duckdb_arrow
 
 
 def ours(path: Path) -> None:
-    from analyzer.store.discovery import discover
     from analyzer.render import RENDERERS
     from analyzer.report.assembly import analyze
+    from analyzer.store.discovery import discover
     from analyzer.store.run_store import temporary_store
 
     with temporary_store() as store:

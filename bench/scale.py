@@ -62,8 +62,13 @@ def ijson_floor(path: Path) -> None:
             pass
 
 
-METHODS = {"ours": ours, "json+pandas": json_pandas, "orjson+pandas": orjson_pandas, "duckdb": duckdb_arrow,
-           "ijson": ijson_floor}
+METHODS = {
+    "ours": ours,
+    "json+pandas": json_pandas,
+    "orjson+pandas": orjson_pandas,
+    "duckdb": duckdb_arrow,
+    "ijson": ijson_floor,
+}
 
 
 def nccl_logs(collectives: int) -> Path:
@@ -84,8 +89,12 @@ def ingest_cli(src: Path, store: Path, *opts: str) -> dict[str, float]:
     command itself reports for the ingest (without the interpreter's start-up and imports, ~1 s,
     which are the same in every mode; a Dask cluster's start-up is inside it)."""
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "analyzer", "ingest", str(src), "-o", str(store), *opts],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "analyzer", "ingest", str(src), "-o", str(store), *opts],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     wall = time.perf_counter() - t
     own = float(re.search(r"^ingested .* in ([0-9.]+) s", out, re.MULTILINE).group(1))  # type: ignore[union-attr]
     size = _size(src)
@@ -105,8 +114,10 @@ def tables_digest(store: Path) -> dict[str, list[str]]:
     for name in TABLES:
         df = rs.table(name).to_pandas()
         df["input_id"] = df["input_id"].astype(str)
-        out[name] = sorted(f"{iid}:{hashlib.sha256(g.to_csv(index=False).encode()).hexdigest()[:16]}"
-                           for iid, g in df.groupby("input_id", sort=False))
+        out[name] = sorted(
+            f"{iid}:{hashlib.sha256(g.to_csv(index=False).encode()).hexdigest()[:16]}"
+            for iid, g in df.groupby("input_id", sort=False)
+        )
     return out
 
 
@@ -116,9 +127,16 @@ def main() -> None:
     ap.add_argument("--big-mb", type=int, default=5120)
     ap.add_argument("--skip-json", action="store_true", help="skip json.load+pandas (7 GB of RAM per GB)")
     ap.add_argument("--only-nccl", action="store_true", help="only parts 3, 4 and 5 (scaling)")
-    ap.add_argument("--repeat", type=int, default=3, help="part 3: runs per mode, interleaved (best and median reported)")
-    ap.add_argument("--collectives", type=int, nargs="*", default=[1000],
-                    help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB; none: skip)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="part 3: runs per mode, interleaved (best and median reported)"
+    )
+    ap.add_argument(
+        "--collectives",
+        type=int,
+        nargs="*",
+        default=[1000],
+        help="part 3: COLL lines per rank; one measurement per value (1000: 802 MB, 4000: 3.2 GB; none: skip)",
+    )
     ap.add_argument("--combined-mb", type=int, default=1024, help="part 4: size of the combined log (0: skip)")
     ap.add_argument("--timeline-mb", type=int, default=1024, help="part 5: size of the timeline (0: skip)")
     args = ap.parse_args()
@@ -143,18 +161,24 @@ def timelines(args: argparse.Namespace) -> None:
         if m == "json+pandas" and args.skip_json:
             continue
         res[m] = r = measure_in_child(__file__, m, path)
-        print(f"  {m:14s} {r['seconds']:7.2f} s {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB", flush=True)
+        print(
+            f"  {m:14s} {r['seconds']:7.2f} s {r['mb_per_s']:7.1f} MB/s  peak RSS {r['peak_rss_mb']:7.0f} MB",
+            flush=True,
+        )
     for m, r in res.items():
         if m != "ours":
-            print(f"  ours vs {m}: {res['ours']['mb_per_s'] / r['mb_per_s']:.2f}x the rate, "
-                  f"{res['ours']['peak_rss_mb'] / r['peak_rss_mb']:.2f}x the memory")
+            print(
+                f"  ours vs {m}: {res['ours']['mb_per_s'] / r['mb_per_s']:.2f}x the rate, "
+                f"{res['ours']['peak_rss_mb'] / r['peak_rss_mb']:.2f}x the memory"
+            )
 
     big = big_timeline(args.big_mb)
     r = measure_in_child(__file__, "ours", big)
-    print(f"\n2. {big.name} ({big.stat().st_size / 1e6:.0f} MB): ours {r['seconds']:.1f} s, {r['mb_per_s']:.0f} MB/s, "
-          f"peak RSS {r['peak_rss_mb']:.0f} MB (target <= 1000 MB: {'met' if r['peak_rss_mb'] <= 1000 else 'NOT met'}); "
-          f"rate {r['mb_per_s'] / res['ours']['mb_per_s']:.2f}x the {args.mb} MB rate (target >= 0.90)")
-
+    print(
+        f"\n2. {big.name} ({big.stat().st_size / 1e6:.0f} MB): ours {r['seconds']:.1f} s, {r['mb_per_s']:.0f} MB/s, "
+        f"peak RSS {r['peak_rss_mb']:.0f} MB (target <= 1000 MB: {'met' if r['peak_rss_mb'] <= 1000 else 'NOT met'}); "
+        f"rate {r['mb_per_s'] / res['ours']['mb_per_s']:.2f}x the {args.mb} MB rate (target >= 0.90)"
+    )
 
 
 def scaling(src: Path, title: str, repeat: int, target: str | None = None) -> None:
@@ -172,9 +196,12 @@ def scaling(src: Path, title: str, repeat: int, target: str | None = None) -> No
         for label, runs in tries.items():
             secs = sorted(r["seconds"] for r in runs)
             own = sorted(r["ingest_seconds"] for r in runs)
-            print(f"  {label:18s} best {secs[0]:6.1f} s {size / secs[0] / 1e6:6.1f} MB/s"
-                  f"  (median {statistics.median(secs):.1f} s, worst {secs[-1]:.1f} s; the ingest's own time: "
-                  f"best {own[0]:.1f} s, median {statistics.median(own):.1f} s)", flush=True)
+            print(
+                f"  {label:18s} best {secs[0]:6.1f} s {size / secs[0] / 1e6:6.1f} MB/s"
+                f"  (median {statistics.median(secs):.1f} s, worst {secs[-1]:.1f} s; the ingest's own time: "
+                f"best {own[0]:.1f} s, median {statistics.median(own):.1f} s)",
+                flush=True,
+            )
         same = len({json.dumps(tables_digest(Path(d) / f"{label.replace(' ', '')}-0")) for label in tries}) == 1
 
         def ratio(label: str, pick: Callable[[list[float]], float], key: str) -> float:
@@ -182,8 +209,10 @@ def scaling(src: Path, title: str, repeat: int, target: str | None = None) -> No
 
         for label in ("-j 2", "--dask-workers 2"):
             for key, what in (("seconds", "process start to exit"), ("ingest_seconds", "the ingest's own time")):
-                print(f"  speed-up {label} ({what}): {ratio(label, min, key):.2f}x best against best, "
-                      f"{ratio(label, statistics.median, key):.2f}x median against median ({repeat} runs each)")
+                print(
+                    f"  speed-up {label} ({what}): {ratio(label, min, key):.2f}x best against best, "
+                    f"{ratio(label, statistics.median, key):.2f}x median against median ({repeat} runs each)"
+                )
         print(f"  {f'target: {target}; ' if target else ''}identical tables: {same}")
 
 

@@ -74,14 +74,20 @@ def main() -> None:
     threads = time.perf_counter() - t
 
     print(f"  single pass (baseline)      {base:6.2f} s  {size / base / 1e6:6.0f} MB/s  1.00x")
-    print(f"  tokenizing {len(tasks):3d} ranges        {tokenizing:6.2f} s  {size / tokenizing / 1e6:6.0f} MB/s  "
-          f"{tokenizing / base:.2f}x the baseline's time (shared by the workers)")
-    print(f"  pairing them in file order  {pairing:6.2f} s  {size / pairing / 1e6:6.0f} MB/s  "
-          f"{pairing / base:.2f}x (the coordinating thread)")
+    print(
+        f"  tokenizing {len(tasks):3d} ranges        {tokenizing:6.2f} s  {size / tokenizing / 1e6:6.0f} MB/s  "
+        f"{tokenizing / base:.2f}x the baseline's time (shared by the workers)"
+    )
+    print(
+        f"  pairing them in file order  {pairing:6.2f} s  {size / pairing / 1e6:6.0f} MB/s  "
+        f"{pairing / base:.2f}x (the coordinating thread)"
+    )
     for n in (2, 4, 8, 16):
         print(f"  bound on {n:2d} cores: {base / max((tokenizing + pairing) / n, pairing):.2f}x the single pass")
-    print(f"  measured, 2 threads: {threads:.2f} s, {base / threads:.2f}x the single pass; same rows: "
-          f"{same and two == rows}")
+    print(
+        f"  measured, 2 threads: {threads:.2f} s, {base / threads:.2f}x the single pass; same rows: "
+        f"{same and two == rows}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,12 +18,21 @@ from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits, UploadError, decode
 
 ASSETS = Path(__file__).parent / "assets"
-STAGE_TEXT = {"queued": "Queued", "unpacking": "Unpacking the upload", "ingesting": "Ingesting",
-              "analysing": "Analysing", "done": "Done", "failed": "Failed"}
+STAGE_TEXT = {
+    "queued": "Queued",
+    "unpacking": "Unpacking the upload",
+    "ingesting": "Ingesting",
+    "analysing": "Analysing",
+    "done": "Done",
+    "failed": "Failed",
+}
 
 
-def start_upload(library: RunLibrary, contents: list[str] | str | None, names: list[str] | str | None,
-                 ) -> tuple[str | None, str]:
+def start_upload(
+    library: RunLibrary,
+    contents: list[str] | str | None,
+    names: list[str] | str | None,
+) -> tuple[str | None, str]:
     """Decode the browser's files and start a run; ``(run id or None, message)``."""
     if not contents:
         return None, ""
@@ -51,8 +60,12 @@ def poll_job(library: RunLibrary, run_id: str | None) -> dict[str, Any]:
         text = f"Failed: {job['error']}"
     elif stage == "done":
         text = "Done: the run is ready."
-    return {"text": text, "progress": 1.0 if stage == "done" else job["progress"],
-            "finished": stage in ("done", "failed"), "failed": stage == "failed"}
+    return {
+        "text": text,
+        "progress": 1.0 if stage == "done" else job["progress"],
+        "finished": stage in ("done", "failed"),
+        "failed": stage == "failed",
+    }
 
 
 def run_options(library: RunLibrary) -> list[dict[str, str]]:
@@ -72,35 +85,72 @@ def run_error(library: RunLibrary, run_id: str | None) -> str | None:
 def layout(library: RunLibrary) -> html.Div:
     options = run_options(library)
     limit = library.limits.max_upload
-    return html.Div([
-        html.Header([html.H1("hvd-analyze"), html.Span("Horovod timelines, NCCL and job logs: what is slow and what to change",
-                                                       className="muted")]),
-        html.Div([
-            html.Aside([
-                dcc.Upload(id="upload", multiple=True, className="upload", children=html.Div([
-                    "Drop a timeline.json, .json.gz, NCCL/job logs or a .zip / .tar.gz of a run folder here, or ",
-                    html.A("choose files"), html.Br(),
-                    html.Span(f"up to {limit / 2**30:.1f} GiB per file" if limit >= 2**30 else
-                              f"up to {limit / 2**20:.1f} MiB per file", className="muted")])),
-                html.Progress(id="progress", value="0", max="1", className="progress"),
-                html.Div(id="upload-status", role="status"),
-                html.H3("Runs"),
-                dcc.RadioItems(id="run-list", options=options, value=options[0]["value"] if options else None,
-                               className="runs", labelStyle={"display": "block"}),
-            ], className="side"),
-            html.Main([
-                dcc.Tabs(id="page", value="overview", children=[dcc.Tab(label=t, value=v) for v, t in PAGES]),
-                html.Div(id="run-error", className="error", role="alert"),
-                dcc.Loading(html.Div(id="page-content"), type="dot"),
-            ]),
-        ], className="layout"),
-        dcc.Interval(id="poll", interval=500, disabled=True),
-        dcc.Store(id="job"),
-    ])
+    return html.Div(
+        [
+            html.Header(
+                [
+                    html.H1("hvd-analyze"),
+                    html.Span(
+                        "Horovod timelines, NCCL and job logs: what is slow and what to change", className="muted"
+                    ),
+                ]
+            ),
+            html.Div(
+                [
+                    html.Aside(
+                        [
+                            dcc.Upload(
+                                id="upload",
+                                multiple=True,
+                                className="upload",
+                                children=html.Div(
+                                    [
+                                        "Drop a timeline.json, .json.gz, NCCL/job logs or a .zip / .tar.gz of a run folder here, or ",
+                                        html.A("choose files"),
+                                        html.Br(),
+                                        html.Span(
+                                            f"up to {limit / 2**30:.1f} GiB per file"
+                                            if limit >= 2**30
+                                            else f"up to {limit / 2**20:.1f} MiB per file",
+                                            className="muted",
+                                        ),
+                                    ]
+                                ),
+                            ),
+                            html.Progress(id="progress", value="0", max="1", className="progress"),
+                            html.Div(id="upload-status", role="status"),
+                            html.H3("Runs"),
+                            dcc.RadioItems(
+                                id="run-list",
+                                options=options,
+                                value=options[0]["value"] if options else None,
+                                className="runs",
+                                labelStyle={"display": "block"},
+                            ),
+                        ],
+                        className="side",
+                    ),
+                    html.Main(
+                        [
+                            dcc.Tabs(
+                                id="page", value="overview", children=[dcc.Tab(label=t, value=v) for v, t in PAGES]
+                            ),
+                            html.Div(id="run-error", className="error", role="alert"),
+                            dcc.Loading(html.Div(id="page-content"), type="dot"),
+                        ]
+                    ),
+                ],
+                className="layout",
+            ),
+            dcc.Interval(id="poll", interval=500, disabled=True),
+            dcc.Store(id="job"),
+        ]
+    )
 
 
-def create_app(store_dir: str | Path, stores: list[str] | None = None, paths: list[str] | None = None,
-               limits: Limits | None = None) -> Dash:
+def create_app(
+    store_dir: str | Path, stores: list[str] | None = None, paths: list[str] | None = None, limits: Limits | None = None
+) -> Dash:
     """The app over the runs in ``store_dir``; ``stores`` are existing run stores to show and
     ``paths`` files or folders to ingest as a new run (both in the background)."""
     library = RunLibrary(store_dir, limits)
@@ -108,32 +158,56 @@ def create_app(store_dir: str | Path, stores: list[str] | None = None, paths: li
         library.register_store(s)
     if paths:
         library.submit_paths(paths)
-    app = Dash(__name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title="",
-               suppress_callback_exceptions=True)
+    app = Dash(
+        __name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title="", suppress_callback_exceptions=True
+    )
     app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
     app.layout = lambda: layout(library)
     app.library = library  # for tests and the CLI
 
-    @app.callback(Output("job", "data"), Output("upload-status", "children", allow_duplicate=True),
-                  Output("poll", "disabled", allow_duplicate=True), Output("upload-status", "className"),
-                  Input("upload", "contents"), State("upload", "filename"), prevent_initial_call=True)
+    @app.callback(
+        Output("job", "data"),
+        Output("upload-status", "children", allow_duplicate=True),
+        Output("poll", "disabled", allow_duplicate=True),
+        Output("upload-status", "className"),
+        Input("upload", "contents"),
+        State("upload", "filename"),
+        prevent_initial_call=True,
+    )
     def _upload(contents: Any, names: Any) -> tuple[Any, ...]:
         run_id, message = start_upload(library, contents, names)
         return run_id, message, run_id is None, "ok" if run_id else "error"
 
-    @app.callback(Output("upload-status", "children"), Output("progress", "value"), Output("poll", "disabled"),
-                  Output("run-list", "options"), Output("run-list", "value"), Output("upload-status", "className",
-                                                                                    allow_duplicate=True),
-                  Input("poll", "n_intervals"), State("job", "data"), prevent_initial_call=True)
+    @app.callback(
+        Output("upload-status", "children"),
+        Output("progress", "value"),
+        Output("poll", "disabled"),
+        Output("run-list", "options"),
+        Output("run-list", "value"),
+        Output("upload-status", "className", allow_duplicate=True),
+        Input("poll", "n_intervals"),
+        State("job", "data"),
+        prevent_initial_call=True,
+    )
     def _poll(_: int, run_id: str | None) -> tuple[Any, ...]:
         st = poll_job(library, run_id)
         if not st["finished"]:
             return st["text"], str(st["progress"]), False, no_update, no_update, "ok"
-        return (st["text"], str(st["progress"]), True, run_options(library), run_id or no_update,
-                "error" if st["failed"] else "ok")
+        return (
+            st["text"],
+            str(st["progress"]),
+            True,
+            run_options(library),
+            run_id or no_update,
+            "error" if st["failed"] else "ok",
+        )
 
-    @app.callback(Output("page-content", "children"), Output("run-error", "children"),
-                  Input("run-list", "value"), Input("page", "value"))
+    @app.callback(
+        Output("page-content", "children"),
+        Output("run-error", "children"),
+        Input("run-list", "value"),
+        Input("page", "value"),
+    )
     def _page(run_id: str | None, page: str) -> tuple[Any, ...]:
         err = run_error(library, run_id)
         if err:

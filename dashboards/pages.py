@@ -21,11 +21,18 @@ from analyzer.render.sections import fusion_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection
 from dashboards.runs import AnalysisDocument
 
-PAGES = (("overview", "Overview"), ("steps", "Steps"), ("ranks", "Ranks"), ("phases", "Phases & fusion"),
-         ("nccl", "NCCL"))
-_TABLE_STYLE = {"style_table": {"overflowX": "auto"}, "style_cell": {"fontSize": "13px", "textAlign": "left",
-                                                                    "whiteSpace": "normal", "height": "auto"},
-                "style_header": {"fontWeight": "bold"}}
+PAGES = (
+    ("overview", "Overview"),
+    ("steps", "Steps"),
+    ("ranks", "Ranks"),
+    ("phases", "Phases & fusion"),
+    ("nccl", "NCCL"),
+)
+_TABLE_STYLE = {
+    "style_table": {"overflowX": "auto"},
+    "style_cell": {"fontSize": "13px", "textAlign": "left", "whiteSpace": "normal", "height": "auto"},
+    "style_header": {"fontWeight": "bold"},
+}
 
 
 def _graph(fig: Any, gid: str) -> dcc.Graph:
@@ -69,26 +76,47 @@ def finding_card(f: FindingDoc, i: int) -> html.Div:
         body.append(html.Ul(evidence))
     body += [html.P([html.Strong("Try: "), s["action"]]) for s in f["suggestions"]]
     if env:
-        body.append(html.Div([html.Pre(env, id=f"env-{i}"), dcc.Clipboard(target_id=f"env-{i}", title="copy")],
-                             className="env"))
+        body.append(
+            html.Div([html.Pre(env, id=f"env-{i}"), dcc.Clipboard(target_id=f"env-{i}", title="copy")], className="env")
+        )
     return html.Div(body, className=f"finding {f['severity']}", **{"data-code": f["code"]})
 
 
 def overview(doc: AnalysisDocument) -> html.Div:
     rep = doc["report"]
-    inputs = [html.Li(f"{e['path']}: {e['kind']}, {e['size']:,} bytes, "
-                      f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
-                      f"{e['issues'].get('info', 0)} info") for e in rep["inputs"]]
+    inputs = [
+        html.Li(
+            f"{e['path']}: {e['kind']}, {e['size']:,} bytes, "
+            f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
+            f"{e['issues'].get('info', 0)} info"
+        )
+        for e in rep["inputs"]
+    ]
     findings = rep["findings"]  # in the report's order: critical first, then by time lost per step
     cards = [finding_card(f, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
-    parts: list[Any] = [html.H3("Inputs"), html.Ul(inputs),
-                        html.H3(f"Findings ({len(findings)})"),
-                        html.P("Critical first, then by time lost per step.", className="muted"), *cards]
+    parts: list[Any] = [
+        html.H3("Inputs"),
+        html.Ul(inputs),
+        html.H3(f"Findings ({len(findings)})"),
+        html.P("Critical first, then by time lost per step.", className="muted"),
+        *cards,
+    ]
     if rep["parse_issues"]:
-        rows = [(i["severity"], i["code"], str(i["count"]), i["file"],
-                 "" if i["byte_offset"] is None else str(i["byte_offset"]), i["message"]) for i in rep["parse_issues"]]
-        parts += [html.H3("Parse issues (records dropped or tolerated)"),
-                  _table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows)]
+        rows = [
+            (
+                i["severity"],
+                i["code"],
+                str(i["count"]),
+                i["file"],
+                "" if i["byte_offset"] is None else str(i["byte_offset"]),
+                i["message"],
+            )
+            for i in rep["parse_issues"]
+        ]
+        parts += [
+            html.H3("Parse issues (records dropped or tolerated)"),
+            _table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows),
+        ]
     return html.Div(parts, id="page-overview")
 
 
@@ -111,9 +139,11 @@ def steps(doc: AnalysisDocument) -> html.Div:
 
 
 # ranks ---------------------------------------------------------------------------------
-NO_TICKS = ("This timeline has no per-rank ready ticks after the first step: Horovod's response cache "
-            "(on by default) skips the negotiation that records them. To see which rank is late on every "
-            "step, rerun with the cache off:")
+NO_TICKS = (
+    "This timeline has no per-rank ready ticks after the first step: Horovod's response cache "
+    "(on by default) skips the negotiation that records them. To see which rank is late on every "
+    "step, rerun with the cache off:"
+)
 
 
 def ranks(doc: AnalysisDocument) -> html.Div:
@@ -123,19 +153,46 @@ def ranks(doc: AnalysisDocument) -> html.Div:
     scope = section["ranks"]["scope"]
     parts: list[Any] = []
     if scope != "steady":
-        parts += [html.Div([html.P(NO_TICKS), html.Pre("export HOROVOD_CACHE_CAPACITY=0"),
-                            html.P("Per-rank lateness below covers only the first negotiations (warm-up)."
-                                   if scope == "first_negotiations" else "This file has no rank ticks at all.")],
-                           className="explain", id="no-ticks")]
+        parts += [
+            html.Div(
+                [
+                    html.P(NO_TICKS),
+                    html.Pre("export HOROVOD_CACHE_CAPACITY=0"),
+                    html.P(
+                        "Per-rank lateness below covers only the first negotiations (warm-up)."
+                        if scope == "first_negotiations"
+                        else "This file has no rank ticks at all."
+                    ),
+                ],
+                className="explain",
+                id="no-ticks",
+            )
+        ]
     if view and view["rank_box"]["ranks"]:
         parts.append(_graph(figures.lateness_box(view["rank_box"]), "rank-box"))
     if view and view["heatmap"]["z"]:
         parts.append(_graph(figures.rank_heatmap(view["heatmap"]), "rank-heatmap"))
     if section["ranks"]["ranks"]:
-        rows = [(str(r["rank"]), str(r["last"]), str(r["negotiations"]), f"{r['median_lateness_ms']:.2f}",
-                 f"{r['p90_lateness_ms']:.2f}", f"{r['vs_median_ms']:.2f}") for r in section["ranks"]["ranks"]]
-        parts.append(_table("rank-table", ("rank", "last ready", "negotiations", "median ms", "p90 ms",
-                                           "vs median rank ms"), rows, sort_action="native", page_size=32))
+        rows = [
+            (
+                str(r["rank"]),
+                str(r["last"]),
+                str(r["negotiations"]),
+                f"{r['median_lateness_ms']:.2f}",
+                f"{r['p90_lateness_ms']:.2f}",
+                f"{r['vs_median_ms']:.2f}",
+            )
+            for r in section["ranks"]["ranks"]
+        ]
+        parts.append(
+            _table(
+                "rank-table",
+                ("rank", "last ready", "negotiations", "median ms", "p90 ms", "vs median rank ms"),
+                rows,
+                sort_action="native",
+                page_size=32,
+            )
+        )
     return html.Div(parts, id="page-ranks")
 
 
@@ -153,13 +210,31 @@ def phases(doc: AnalysisDocument) -> html.Div:
         if view["cadence"]["counts"]:
             parts.append(_graph(figures.cadence_histogram(view["cadence"]), "cadence"))
         t = view["tensors"]
-        cols = [{"name": n, "id": c, "type": ty} for n, c, ty in (
-            ("tensor", "tensor", "text"), ("op", "op", "text"), ("dtype", "dtype", "text"),
-            ("bytes", "bytes", "numeric"), ("ops", "ops", "numeric"), ("median op ms", "median_op_ms", "numeric"),
-            ("median negotiate ms", "median_negotiate_ms", "numeric"))]
-        parts += [html.H3(f"Tensors ({len(t['rows'])})"), html.P(t["note"], className="muted") if t["note"] else None,
-                  dash_table.DataTable(id="tensor-table", columns=cols, data=t["rows"], sort_action="native",
-                                       filter_action="native", page_size=25, **_TABLE_STYLE)]
+        cols = [
+            {"name": n, "id": c, "type": ty}
+            for n, c, ty in (
+                ("tensor", "tensor", "text"),
+                ("op", "op", "text"),
+                ("dtype", "dtype", "text"),
+                ("bytes", "bytes", "numeric"),
+                ("ops", "ops", "numeric"),
+                ("median op ms", "median_op_ms", "numeric"),
+                ("median negotiate ms", "median_negotiate_ms", "numeric"),
+            )
+        ]
+        parts += [
+            html.H3(f"Tensors ({len(t['rows'])})"),
+            html.P(t["note"], className="muted") if t["note"] else None,
+            dash_table.DataTable(
+                id="tensor-table",
+                columns=cols,
+                data=t["rows"],
+                sort_action="native",
+                filter_action="native",
+                page_size=25,
+                **_TABLE_STYLE,
+            ),
+        ]
     return html.Div(parts, id="page-phases")
 
 
@@ -167,33 +242,63 @@ def phases(doc: AnalysisDocument) -> html.Div:
 def nccl(doc: AnalysisDocument) -> html.Div:
     n = doc["report"].get("nccl")
     if not n or not (n["processes"] or n["errors"] or n["watchdog_timeouts"] or n["horovod_stalls"]):
-        return _none("This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
-                     "upload to see transports per host, versions and communicators.")
+        return _none(
+            "This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
+            "upload to see transports per host, versions and communicators."
+        )
     parts: list[Any] = [html.P(nccl_rows.summary_line(n))]
     if n["processes"]:
-        parts += [_graph(figures.transport_matrix(n), "transport-matrix"),
-                  _table("nccl-hosts", nccl_rows.HOST_HEADER, nccl_rows.host_rows(n), sort_action="native")]
+        parts += [
+            _graph(figures.transport_matrix(n), "transport-matrix"),
+            _table("nccl-hosts", nccl_rows.HOST_HEADER, nccl_rows.host_rows(n), sort_action="native"),
+        ]
     if n["versions"]:
         by_host: dict[str, set[str]] = {}
         for v in n["versions"]:
             by_host.setdefault(v["host"] or "?", set()).add(v["version"])
-        parts += [html.H3("NCCL versions per host"),
-                  _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()])]
+        parts += [
+            html.H3("NCCL versions per host"),
+            _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()]),
+        ]
     if n["communicators"]:
-        comm_rows = [(c["comm_id"] or c["id"], str(c["nranks"]), str(len(c["ranks_complete"])),
-                 ", ".join(f"{r['rank']} ({r['host'] or '?'}, {r['file']}:{r['line']})"
-                           for r in c["ranks_incomplete"]) or "-") for c in n["communicators"][:nccl_rows.MAX_ROWS]]
-        parts += [html.H3("Communicators"), _table("nccl-comms", ("communicator", "ranks", "Init COMPLETE",
-                                                                  "missing (started, never completed)"), comm_rows)]
+        comm_rows = [
+            (
+                c["comm_id"] or c["id"],
+                str(c["nranks"]),
+                str(len(c["ranks_complete"])),
+                ", ".join(f"{r['rank']} ({r['host'] or '?'}, {r['file']}:{r['line']})" for r in c["ranks_incomplete"])
+                or "-",
+            )
+            for c in n["communicators"][: nccl_rows.MAX_ROWS]
+        ]
+        parts += [
+            html.H3("Communicators"),
+            _table(
+                "nccl-comms",
+                ("communicator", "ranks", "Init COMPLETE", "missing (started, never completed)"),
+                comm_rows,
+            ),
+        ]
     if n["errors"]:
-        error_rows = [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
-                 f"{e['file']}:{e['line']}", e["message"], e.get("remediation") or "")
-                for e in n["errors"][:nccl_rows.MAX_ROWS]]
-        parts += [html.H3("Errors"), _table("nccl-errors", ("class", "process", "line", "message", "remediation"),
-                                            error_rows)]
+        error_rows = [
+            (
+                e["class"],
+                f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'}",
+                f"{e['file']}:{e['line']}",
+                e["message"],
+                e.get("remediation") or "",
+            )
+            for e in n["errors"][: nccl_rows.MAX_ROWS]
+        ]
+        parts += [
+            html.H3("Errors"),
+            _table("nccl-errors", ("class", "process", "line", "message", "remediation"), error_rows),
+        ]
     if n["watchdog_timeouts"]:
-        parts += [html.H3("Watchdog timeouts"),
-                  _table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n))]
+        parts += [
+            html.H3("Watchdog timeouts"),
+            _table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n)),
+        ]
     return html.Div(parts, id="page-nccl")
 
 

@@ -48,8 +48,12 @@ class Job:
     def as_dict(self) -> dict[str, Any]:
         with self.lock:
             share = self.done_bytes / self.total_bytes if self.total_bytes else 0.0
-            return {"run_id": self.run_id, "stage": self.stage, "progress": round(min(share, 1.0), 4),
-                    "error": self.error}
+            return {
+                "run_id": self.run_id,
+                "stage": self.stage,
+                "progress": round(min(share, 1.0), 4),
+                "error": self.error,
+            }
 
 
 class AnalysisDocument(TypedDict):
@@ -122,8 +126,15 @@ class RunLibrary:
         tmp.replace(d / "run.json")
 
     def _new_run(self, name: str, **extra: Any) -> dict[str, Any]:
-        meta = {"id": time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6], "name": name,
-                "created": time.time(), "status": "queued", "files": [], "error": None, **extra}
+        meta = {
+            "id": time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6],
+            "name": name,
+            "created": time.time(),
+            "status": "queued",
+            "files": [],
+            "error": None,
+            **extra,
+        }
         self._write_meta(meta)
         return meta
 
@@ -173,12 +184,14 @@ class RunLibrary:
         meta = self._new_run(Path(store_dir).name, store=resolved)
         return self._start(meta, None, cleanup=None, wait=wait)
 
-    def _start(self, meta: dict[str, Any], collect: Callable[[Job], list[SavedFile]] | None,
-               cleanup: Path | None, wait: bool) -> str:
+    def _start(
+        self, meta: dict[str, Any], collect: Callable[[Job], list[SavedFile]] | None, cleanup: Path | None, wait: bool
+    ) -> str:
         job = Job(meta["id"])
         self._jobs[meta["id"]] = job
-        thread = threading.Thread(target=self._run_job, args=(meta, job, collect, cleanup), daemon=True,
-                                  name=f"ingest-{meta['id']}")
+        thread = threading.Thread(
+            target=self._run_job, args=(meta, job, collect, cleanup), daemon=True, name=f"ingest-{meta['id']}"
+        )
         thread.start()
         if wait:
             thread.join()
@@ -191,8 +204,9 @@ class RunLibrary:
         with job.lock:
             job.stage = stage
 
-    def _run_job(self, meta: dict[str, Any], job: Job, collect: Callable[[Job], list[SavedFile]] | None,
-                 cleanup: Path | None) -> None:
+    def _run_job(
+        self, meta: dict[str, Any], job: Job, collect: Callable[[Job], list[SavedFile]] | None, cleanup: Path | None
+    ) -> None:
         labels: dict[str, str] = {}
         try:
             if collect is not None:

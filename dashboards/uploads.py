@@ -60,9 +60,11 @@ def decode(name: str, contents: str, limits: Limits) -> bytes:
     if not sep or ";base64" not in head:
         raise UploadError(f"{name}: the browser sent no file data (expected a base64 data URL); upload it again")
     if len(payload) * 3 // 4 > limits.max_upload + 3:
-        raise UploadError(f"{name}: {_human(len(payload) * 3 / 4)} is over the upload limit of "
-                          f"{_human(limits.max_upload)}; ingest it with `hvd-analyze ingest FILE -o STORE` "
-                          "and open the store, or start the app with a larger --max-upload")
+        raise UploadError(
+            f"{name}: {_human(len(payload) * 3 / 4)} is over the upload limit of "
+            f"{_human(limits.max_upload)}; ingest it with `hvd-analyze ingest FILE -o STORE` "
+            "and open the store, or start the app with a larger --max-upload"
+        )
     try:
         return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -106,11 +108,15 @@ def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int
 
 def _check_total(name: str, total: int, packed: int, limits: Limits) -> None:
     if total > limits.max_total:
-        raise UploadError(f"{name}: the archive unpacks to more than {_human(limits.max_total)}; "
-                          "ingest it with `hvd-analyze ingest` instead")
+        raise UploadError(
+            f"{name}: the archive unpacks to more than {_human(limits.max_total)}; "
+            "ingest it with `hvd-analyze ingest` instead"
+        )
     if total > max(packed, 1) * limits.max_ratio:
-        raise UploadError(f"{name}: the archive unpacks to more than {limits.max_ratio:.0f} times its size "
-                          "(a decompression bomb?); refused")
+        raise UploadError(
+            f"{name}: the archive unpacks to more than {limits.max_ratio:.0f} times its size "
+            "(a decompression bomb?); refused"
+        )
 
 
 def _safe_member(name: str, member: str) -> str:
@@ -118,8 +124,9 @@ def _safe_member(name: str, member: str) -> str:
     if p.is_absolute() or member.startswith(("/", "\\")) or (len(member) > 1 and member[1] == ":"):
         raise UploadError(f"{name}: archive member {member!r} has an absolute path; refused (path traversal)")
     if ".." in p.parts:
-        raise UploadError(f"{name}: archive member {member!r} climbs out of the archive with '..'; "
-                          "refused (path traversal)")
+        raise UploadError(
+            f"{name}: archive member {member!r} climbs out of the archive with '..'; refused (path traversal)"
+        )
     return str(p)
 
 

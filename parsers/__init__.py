@@ -8,11 +8,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parsers.inputs import InputKind, sniff, open_binary, GunzipStream, ByteSource
     from parsers.errors import HvdAnalyzeError, InputError, SchemaError
-    from parsers.issues import IssueSeverity, IssueSink, ParseIssue, IssueCounts
-    from parsers.timeline.parser import TimelineParser, parse_timeline, ParsedTimeline
+    from parsers.inputs import ByteSource, GunzipStream, InputKind, open_binary, sniff
+    from parsers.issues import IssueCounts, IssueSeverity, IssueSink, ParseIssue
     from parsers.nccl.parser import JobLogParser
+    from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
 
 _FACE = {
     "InputKind": "parsers.inputs",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import gzip
-import hashlib
 import io
 import re
 import zlib
@@ -140,8 +139,13 @@ def sniff(path: str | Path) -> Sniffed:
         signal = _log_signal(head)  # "[1,0]<stdout>:host:..." and "[node:0:174 ...]" logs start with '[' too
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
-        return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON array whose first element is not an object",
-                       candidate=InputKind.HOROVOD_TIMELINE)
+        return Sniffed(
+            InputKind.UNKNOWN,
+            compressed,
+            False,
+            "a JSON array whose first element is not an object",
+            candidate=InputKind.HOROVOD_TIMELINE,
+        )
     if re.match(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")', body):
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, "a fragment of a timeline (no '[')")
     if body[:1] == b"{":
@@ -155,14 +159,25 @@ def sniff(path: str | Path) -> Sniffed:
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
     if b"\x00" not in head:
-        return Sniffed(InputKind.UNKNOWN, compressed, False, "text without NCCL records, watchdog timeouts, "
-                       f"stall warnings or an autotune header in its first {TEXT_SNIFF_BYTES >> 20} MiB")
+        return Sniffed(
+            InputKind.UNKNOWN,
+            compressed,
+            False,
+            "text without NCCL records, watchdog timeouts, "
+            f"stall warnings or an autotune header in its first {TEXT_SNIFF_BYTES >> 20} MiB",
+        )
     return Sniffed(InputKind.UNKNOWN, compressed, False, "not a format hvd-analyze reads")
 
 
 _LOG_SIGNALS = (
-    (re.compile(rb"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
-                rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+", re.MULTILINE), "NCCL debug records"),
+    (
+        re.compile(
+            rb"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
+            rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+",
+            re.MULTILINE,
+        ),
+        "NCCL debug records",
+    ),
     (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
     (re.compile(rb"Missing ranks:"), "Horovod stall-inspector warnings"),
     (re.compile(rb"hierarchical_allreduce\s*[,|]\s*hierarchical_allgather"), "a Horovod autotune log"),
@@ -175,17 +190,6 @@ def _log_signal(head: bytes) -> str | None:
         if rx.search(head):
             return what
     return None
-
-
-def sha256_of(path: str | Path, block: int = 8 * 1024 * 1024) -> str:
-    """Hex sha256 of the file's bytes as stored (compressed files hash compressed)."""
-    h = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(block)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()
 
 
 def readinto_full(f: BinaryIO | GunzipStream, view: memoryview) -> int:

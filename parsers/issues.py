@@ -10,8 +10,8 @@ million rows.
 from __future__ import annotations
 
 import enum
-from typing import TypedDict
 from dataclasses import dataclass
+from typing import TypedDict
 
 
 class IssueCounts(TypedDict):

@@ -44,8 +44,12 @@ def _c(name: str, type_: pa.DataType, doc: str, *, null: bool = False, unit: str
     return Column(name, type_, null, doc, unit)
 
 
-_INPUT = _c("input_id", STR_DICT, "store id of the input file: first 16 hex digits of its sha256 "
-            "(of its size and first 16 MB for inputs of 16 MB or more)")
+_INPUT = _c(
+    "input_id",
+    STR_DICT,
+    "store id of the input file: first 16 hex digits of its sha256 "
+    "(of its size and first 16 MB for inputs of 16 MB or more)",
+)
 
 TABLES: dict[str, TableSpec] = {
     t.name: t
@@ -142,11 +146,17 @@ LOG_TABLES: dict[str, TableSpec] = {
             "nccl_processes",
             "One row per NCCL process (host, pid) of a log: what it said about itself at init.",
             (
-                _INPUT, _HOST, _PID,
+                _INPUT,
+                _HOST,
+                _PID,
                 _c("first_line", pa.int64(), "line of its first record"),
                 _c("last_line", pa.int64(), "line of its last record"),
-                _c("prefix", pa.string(), "launcher prefix in front of its first record (e.g. [1,3]<stdout>:)",
-                   null=True),
+                _c(
+                    "prefix",
+                    pa.string(),
+                    "launcher prefix in front of its first record (e.g. [1,3]<stdout>:)",
+                    null=True,
+                ),
                 _c("cuda_devs", pa.list_(pa.int32()), "CUDA devices ([DEV], not ranks) it logged from"),
                 _c("version", pa.string(), "NCCL version it printed (INFO or bare version line)", null=True),
                 _c("version_source", pa.string(), "info | bare line | null", null=True),
@@ -169,7 +179,9 @@ LOG_TABLES: dict[str, TableSpec] = {
             "nccl_connections",
             "Connection lines (Ring/Channel ... via ...), aggregated per process and transport.",
             (
-                _INPUT, _HOST, _PID,
+                _INPUT,
+                _HOST,
+                _PID,
                 _c("kind", pa.string(), "P2P | SHM | NET | COLLNET"),
                 _c("detail", pa.string(), "e.g. P2P/IPC/read, NET/IB/GDRDMA, NET/Socket, NET/AWS Libfabric"),
                 _c("net", pa.string(), "network name for NET/COLLNET", null=True),
@@ -182,11 +194,13 @@ LOG_TABLES: dict[str, TableSpec] = {
             "nccl_comm_ranks",
             "Communicator init lines: one row per comm ... rank ... nranks line (Init START / COMPLETE).",
             (
-                _INPUT, _HOST, _PID, _LINE,
+                _INPUT,
+                _HOST,
+                _PID,
+                _LINE,
                 _c("api", pa.string(), "ncclCommInitRank, ncclCommSplit, ... (2.21+)", null=True),
                 _c("comm", pa.string(), "communicator pointer (per process)"),
-                _c("comm_id", pa.string(), "commId hash shared by every rank of the communicator (2.16+)",
-                   null=True),
+                _c("comm_id", pa.string(), "commId hash shared by every rank of the communicator (2.16+)", null=True),
                 _c("rank", pa.int32(), "rank in the communicator"),
                 _c("nranks", pa.int32(), "communicator size"),
                 _c("cuda_dev", pa.int32(), "CUDA device", null=True),
@@ -199,7 +213,10 @@ LOG_TABLES: dict[str, TableSpec] = {
             "Every NCCL version line: INFO records (2.22+, or a debug file) and bare lines (rank 0 only up to "
             "2.21; attributed to a process when its launcher prefix or the file says whose it is).",
             (
-                _INPUT, _HOST, _PID, _LINE,
+                _INPUT,
+                _HOST,
+                _PID,
+                _LINE,
                 _c("version", pa.string(), "e.g. 2.18.3"),
                 _c("cuda", pa.string(), "CUDA version of the build (+cudaX.Y; CUDA_MAJOR.CUDA_MINOR in TF builds)"),
                 _c("source", pa.string(), "info | bare line"),
@@ -214,7 +231,9 @@ LOG_TABLES: dict[str, TableSpec] = {
             "nccl_errors",
             "NCCL WARN records (with their error chains) and chains without a WARN.",
             (
-                _INPUT, _HOST, _PID,
+                _INPUT,
+                _HOST,
+                _PID,
                 _c("tid", pa.int64(), "thread id", null=True),
                 _LINE,
                 _c("level", pa.string(), "WARN | chain (error chain seen without its WARN)"),
@@ -224,15 +243,21 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _c("chain", _STRS, "error-chain frames that followed (FILE:LINE -> code)"),
                 _c("result_code", pa.int32(), "ncclResult_t of the chain's last frame", null=True),
                 _c("remediation", pa.string(), "what to do about this class"),
-                _c("time", pa.string(), "timestamp printed with it (NCCL 2.26+ or the log collector), as written",
-                   null=True),
+                _c(
+                    "time",
+                    pa.string(),
+                    "timestamp printed with it (NCCL 2.26+ or the log collector), as written",
+                    null=True,
+                ),
             ),
         ),
         TableSpec(
             "nccl_collectives",
             "COLL trace lines (NCCL_DEBUG_SUBSYS=COLL) aggregated per process, communicator and op.",
             (
-                _INPUT, _HOST, _PID,
+                _INPUT,
+                _HOST,
+                _PID,
                 _c("comm", pa.string(), "communicator pointer"),
                 _c("op", pa.string(), "AllReduce, Broadcast, ..."),
                 _c("nranks", pa.int32(), "communicator size", null=True),
@@ -246,7 +271,8 @@ LOG_TABLES: dict[str, TableSpec] = {
             "watchdog_timeouts",
             "PyTorch ProcessGroupNCCL watchdog timeouts.",
             (
-                _INPUT, _LINE,
+                _INPUT,
+                _LINE,
                 _c("rank", pa.int32(), "rank that timed out", null=True),
                 _c("seq", pa.int64(), "SeqNum of the collective"),
                 _c("op", pa.string(), "OpType"),
@@ -263,7 +289,8 @@ LOG_TABLES: dict[str, TableSpec] = {
             "horovod_stalls",
             "Horovod stall-inspector warnings: one row per missing rank per warning.",
             (
-                _INPUT, _LINE,
+                _INPUT,
+                _LINE,
                 _c("rank", pa.int32(), "rank that had not submitted the tensors"),
                 _c("shutdown", pa.bool_(), "marked '!': stalled past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"),
                 _c("tensors", _STRS, "tensors it had not submitted (Horovod lists at most six)"),
@@ -274,15 +301,15 @@ LOG_TABLES: dict[str, TableSpec] = {
             "autotune",
             "Horovod autotune log rows (HOROVOD_AUTOTUNE_LOG): fusion threshold in MB, cycle in ms, score.",
             (
-                _INPUT, _LINE,
+                _INPUT,
+                _LINE,
                 _c("layout", pa.string(), "header layout, by first Horovod version writing it"),
                 _c("hierarchical_allreduce", pa.bool_(), "hierarchical allreduce on"),
                 _c("hierarchical_allgather", pa.bool_(), "hierarchical allgather on"),
                 _c("torus_allreduce", pa.bool_(), "torus allreduce on (0.26+)", null=True),
                 _c("cache_enabled", pa.bool_(), "response cache on (0.16.2+)", null=True),
                 _c("cycle_time_ms", pa.float64(), "HOROVOD_CYCLE_TIME", unit="ms"),
-                _c("fusion_threshold_mb", pa.float64(), "fusion threshold (MiB; the env var takes bytes)",
-                   unit="MiB"),
+                _c("fusion_threshold_mb", pa.float64(), "fusion threshold (MiB; the env var takes bytes)", unit="MiB"),
                 _c("score", pa.float64(), "bytes per microsecond, higher is better"),
             ),
         ),
@@ -312,9 +339,7 @@ def validate(data: pa.Table, table: str) -> pa.Table:
         if got is None:
             raise SchemaError(f"table {table!r}: column {field.name!r} is missing")
         if not got.type.equals(field.type):
-            raise SchemaError(
-                f"table {table!r}: column {field.name!r} should be {field.type}, found {got.type}"
-            )
+            raise SchemaError(f"table {table!r}: column {field.name!r} should be {field.type}, found {got.type}")
         if not field.nullable and data.column(field.name).null_count:
             raise SchemaError(f"table {table!r}: column {field.name!r} must not contain nulls")
     extra = set(found) - {f.name for f in expected}
@@ -339,7 +364,14 @@ def render_markdown() -> str:
         "",
     ]
     for spec in TABLES.values():
-        lines += [f"## `{spec.name}`", "", spec.doc, "", "| column | type | null | unit | meaning |", "|---|---|---|---|---|"]
+        lines += [
+            f"## `{spec.name}`",
+            "",
+            spec.doc,
+            "",
+            "| column | type | null | unit | meaning |",
+            "|---|---|---|---|---|",
+        ]
         for c in spec.columns:
             type_name = "string (dictionary)" if c.type.equals(STR_DICT) else str(c.type)
             lines.append(f"| `{c.name}` | {type_name} | {'yes' if c.nullable else 'no'} | {c.unit} | {c.doc} |")

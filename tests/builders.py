@@ -7,13 +7,17 @@ from pathlib import Path
 
 import pandas as pd
 
-HEADER = ('{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros":1700000000000000}},\n'
-          '{"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},\n')
+HEADER = (
+    '{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros":1700000000000000}},\n'
+    '{"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},\n'
+)
 
 
 def meta(pid: int, name: str) -> str:
-    return (f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "{name}"}}}},\n'
-            f'{{"name": "process_sort_index", "ph": "M", "pid": {pid}, "args": {{"sort_index": {pid}}}}},\n')
+    return (
+        f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "{name}"}}}},\n'
+        f'{{"name": "process_sort_index", "ph": "M", "pid": {pid}, "args": {{"sort_index": {pid}}}}},\n'
+    )
 
 
 def B(name: str, ts: int, pid: int) -> str:
@@ -30,7 +34,7 @@ def X(rank: int, ts: int, pid: int) -> str:
     return f'{{"ph": "X", "name": "{rank}", "ts": {ts}, "pid": {pid}, "dur": 0}}'
 
 
-def I(ts: int) -> str:
+def cycle_start(ts: int) -> str:
     return f'{{"ph": "i", "name": "CYCLE_START", "ts": {ts}, "s": "g"}}'
 
 
@@ -73,5 +77,6 @@ def truth_steps(steps_csv: Path) -> pd.DataFrame:
             k = int(r["step"])
             slowest[k] = max(slowest.get(k, 0.0), float(r["step_time_s"]))
     steps = sorted(slowest)
-    return pd.DataFrame({"step": steps, "duration_us": [slowest[k] * 1e6 for k in steps],
-                         "steady": [k >= 1 for k in steps]})
+    return pd.DataFrame(
+        {"step": steps, "duration_us": [slowest[k] * 1e6 for k in steps], "steady": [k >= 1 for k in steps]}
+    )

@@ -31,8 +31,10 @@ def validate_report(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     ten problems otherwise)."""
     errors = sorted(VALIDATOR.iter_errors(doc), key=lambda e: list(e.path))
     if errors:
-        raise AssertionError("report does not match report.schema.json:\n" + "\n".join(
-            f"  at {'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10]))
+        raise AssertionError(
+            "report does not match report.schema.json:\n"
+            + "\n".join(f"  at {'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10])
+        )
     return doc
 
 

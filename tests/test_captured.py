@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
-from analyzer.timeline.changepoints import find_slowdown
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
+from analyzer.timeline.changepoints import find_slowdown
 from sample_traces.capture.capture import SCENARIOS, expected_md
 from tests.builders import truth_steps
 from tests.conftest import ROOT, Validate
@@ -51,6 +51,11 @@ def test_capture_script_runs_only_with_horovod(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "sample_traces.capture", "--venv", str(tmp_path), "healthy_np2"],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "sample_traces.capture", "--venv", str(tmp_path), "healthy_np2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert out.returncode != 0 and "build_horovod.sh" in out.stderr

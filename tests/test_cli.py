@@ -47,8 +47,15 @@ def test_ingest_then_report_on_the_store(tmp_path: Path, cut: Path) -> None:
     assert doc["timeline"]["steps"]["count"] > 0
 
 
-@pytest.mark.parametrize(("ext", "marker"), [(".html", "<!DOCTYPE html>"), (".md", "# hvd-analyze report"),
-                                             (".json", '{"schema_version"'), (".txt", "hvd-analyze 0.1.0 report")])
+@pytest.mark.parametrize(
+    ("ext", "marker"),
+    [
+        (".html", "<!DOCTYPE html>"),
+        (".md", "# hvd-analyze report"),
+        (".json", '{"schema_version"'),
+        (".txt", "hvd-analyze 0.1.0 report"),
+    ],
+)
 def test_format_follows_the_output_extension(tmp_path: Path, cut: Path, ext: str, marker: str) -> None:
     out = tmp_path / f"report{ext}"
     code, _, _ = run("report", str(cut), "-o", str(out), "-q")
@@ -77,14 +84,18 @@ def test_clean_input_passes_the_gate(good: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [(b"\x00\x01\x02garbage", "not an input"), (b'{"traceEvents": []}', "JSON object"),
-     (b"[" + b"9" * (10 * 1024 * 1024), "expected a trace event object")],
+    [
+        (b"\x00\x01\x02garbage", "not an input"),
+        (b'{"traceEvents": []}', "JSON object"),
+        (b"[" + b"9" * (10 * 1024 * 1024), "expected a trace event object"),
+    ],
     ids=["binary", "object", "10MB-token"],
 )
 def test_bad_input_is_one_message_and_exit_2(tmp_path: Path, content: bytes, needle: str) -> None:
     path = write(tmp_path, content, "bad.json")
-    proc = subprocess.run([sys.executable, "-m", "analyzer", "report", str(path)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer", "report", str(path)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("hvd-analyze: error: ") and str(path) in proc.stderr and needle in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -126,16 +137,25 @@ def test_batch_and_scale_options(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     for i, strag in enumerate((False, True)):
         (runs / f"job-{i}").mkdir(parents=True)
-        write_timeline(runs / f"job-{i}" / "timeline.json", TimelineSpec(
-            ranks=4, tensors=6, steps=10, cache=False, straggler_ranks=(2,) if strag else (),
-            straggler_delay_us=20_000 if strag else 0))
+        write_timeline(
+            runs / f"job-{i}" / "timeline.json",
+            TimelineSpec(
+                ranks=4,
+                tensors=6,
+                steps=10,
+                cache=False,
+                straggler_ranks=(2,) if strag else (),
+                straggler_delay_us=20_000 if strag else 0,
+            ),
+        )
     res = CliRunner().invoke(cli, ["batch", str(runs), "-o", str(tmp_path / "out"), "-j", "1", "--fail-on", "critical"])
     assert res.exit_code == 1 and "2 runs: 2 analysed, 0 failed; 1 with findings" in res.output
     assert "`job-1`: rank(s) 2" in (tmp_path / "out" / "fleet.md").read_text()
     for i in range(2):  # each run's report is the JSON report
         validate_report(json.loads((tmp_path / "out" / "runs" / f"job-{i}.json").read_text()))
-    res = CliRunner().invoke(cli, ["ingest", str(runs), "-o", str(tmp_path / "s"), "--scheduler", "tcp://x:1",
-                                   "--dask-workers", "2"])
+    res = CliRunner().invoke(
+        cli, ["ingest", str(runs), "-o", str(tmp_path / "s"), "--scheduler", "tcp://x:1", "--dask-workers", "2"]
+    )
     assert res.exit_code == 2 and "exclude each other" in res.output
     res = CliRunner().invoke(cli, ["batch", str(tmp_path / "nothing"), "-o", str(tmp_path / "o2")])
     assert res.exit_code == 2 and "not a folder" in res.output
@@ -154,8 +174,10 @@ def test_batch_keeps_stores_that_read_as_one_dataset_by_run(tmp_path: Path) -> N
     res = CliRunner().invoke(cli, ["batch", str(runs), "-o", str(out), "-j", "1", "--keep-stores"])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (out / "stores").iterdir()) == ["job-0", "job-1", "job-2"]
-    rows = duckdb.sql(f"select run, count(*) from read_parquet('{out}/stores/*/tables/spans/*/*/*.parquet', "
-                      "hive_partitioning=true) group by run order by run").fetchall()
+    rows = duckdb.sql(
+        f"select run, count(*) from read_parquet('{out}/stores/*/tables/spans/*/*/*.parquet', "
+        "hive_partitioning=true) group by run order by run"
+    ).fetchall()
     assert [r[0] for r in rows] == ["job-0", "job-1", "job-2"] and all(r[1] > 0 for r in rows)
     before = (out / "stores" / "job-0" / "manifest.json").read_text()
     assert CliRunner().invoke(cli, ["batch", str(runs), "-o", str(out), "-j", "1", "--keep-stores"]).exit_code == 0

@@ -8,13 +8,15 @@ import pytest
 
 from analyzer import detectors
 from analyzer.cli import cli
-from parsers.schema import render_markdown
 from analyzer.report.json_schema import report_schema
+from parsers.schema import render_markdown
 from tests.conftest import ROOT, SCHEMA, validate_report
 
 
 def test_schema_doc_is_current() -> None:
-    assert (ROOT / "docs" / "schema.md").read_text() == render_markdown(), "run: python -m parsers.schema > docs/schema.md"
+    assert (ROOT / "docs" / "schema.md").read_text() == render_markdown(), (
+        "run: python -m parsers.schema > docs/schema.md"
+    )
 
 
 def test_readme_documents_every_finding_code_and_command() -> None:
@@ -44,15 +46,17 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_second() -> None:
 
 
 def test_committed_report_schema_is_the_generated_one() -> None:
-    assert SCHEMA == report_schema(), (
-        "run: python -m analyzer.report.json_schema > analyzer/report/report.schema.json")
+    assert SCHEMA == report_schema(), "run: python -m analyzer.report.json_schema > analyzer/report/report.schema.json"
 
 
 def test_report_schema_rejects_what_the_types_do_not_allow() -> None:
     doc = json.loads((ROOT / "tests" / "data" / "minimal-report.json").read_text())
     validate_report(doc)
-    for broken in ({**doc, "extra": 1}, {k: v for k, v in doc.items() if k != "findings"},
-                   {**doc, "summary": {**doc["summary"], "worst": "fatal"}},
-                   {**doc, "inputs": [{**doc["inputs"][0], "size": -1}]}):
+    for broken in (
+        {**doc, "extra": 1},
+        {k: v for k, v in doc.items() if k != "findings"},
+        {**doc, "summary": {**doc["summary"], "worst": "fatal"}},
+        {**doc, "inputs": [{**doc["inputs"][0], "size": -1}]},
+    ):
         with pytest.raises(AssertionError, match="does not match"):
             validate_report(broken)

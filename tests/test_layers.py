@@ -86,13 +86,28 @@ def test_modules_are_of_a_readable_size() -> None:
 
 def test_no_two_module_names_differ_by_a_letter() -> None:
     names = sorted({p.stem for p in _modules() if p.stem != "__init__"})
-    close = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
-             if len(a) > 3 and difflib.SequenceMatcher(None, a, b).ratio() > 0.9]
+    close = [
+        (a, b)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if len(a) > 3 and difflib.SequenceMatcher(None, a, b).ratio() > 0.9
+    ]
     assert close == []
 
 
-@pytest.mark.parametrize("face", ["parsers", "parsers.timeline", "parsers.nccl", "analyzer", "analyzer.store",
-                                  "analyzer.timeline", "analyzer.nccl", "analyzer.report"])
+@pytest.mark.parametrize(
+    "face",
+    [
+        "parsers",
+        "parsers.timeline",
+        "parsers.nccl",
+        "analyzer",
+        "analyzer.store",
+        "analyzer.timeline",
+        "analyzer.nccl",
+        "analyzer.report",
+    ],
+)
 def test_each_face_exports_what_it_lists(face: str) -> None:
     module = importlib.import_module(face)
     exported = getattr(module, "__all__", None)
@@ -108,6 +123,10 @@ def test_each_face_exports_what_it_lists(face: str) -> None:
 def test_dashboards_import_only_the_analyzer_faces_and_renderers() -> None:
     allowed = {"analyzer", "analyzer.store", "analyzer.report", "analyzer.render", "analyzer.config"}
     graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True)
-    used = {imported for m in graph.find_children("dashboards") | {"dashboards"}
-            for imported in graph.find_modules_directly_imported_by(m) if imported.startswith("analyzer")}
+    used = {
+        imported
+        for m in graph.find_children("dashboards") | {"dashboards"}
+        for imported in graph.find_modules_directly_imported_by(m)
+        if imported.startswith("analyzer")
+    }
     assert used and {u for u in used if u not in allowed and not u.startswith("analyzer.render.")} == set()

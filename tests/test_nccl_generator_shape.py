@@ -17,7 +17,9 @@ import pytest
 from parsers.nccl.records import split_records
 from sample_traces.generator.nccl import WORDINGS, NcclLogSpec, write_nccl_log
 
-_VALUE = re.compile(r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}%\w+|0x[0-9a-fA-F]+|\d+\.\d+\.\d+\.\d+|[\w.+-]*\d[\w.+-]*")
+_VALUE = re.compile(
+    r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}%\w+|0x[0-9a-fA-F]+|\d+\.\d+\.\d+\.\d+|[\w.+-]*\d[\w.+-]*"
+)
 _OP = re.compile(r"^(AllReduce|Broadcast|AllGather|ReduceScatter|Reduce|Send|Recv): ")
 _LINK = re.compile(r"(?<=:#/)(?:IB|RoCE)\b")
 _VIA = re.compile(r"\bvia (\S+)$")
@@ -65,8 +67,11 @@ def _spec_formats(doc: str) -> list[re.Pattern[str]]:
             code = prev[: cut + 1] + code[2:]
         prev = code
         parts = re.split(r"(%0?\d*(?:ll|l|z)?[dxispu]|<[a-z]+>)", code)
-        out.append(re.compile("".join(
-            (r"\S+" if p.startswith("%") else ".+") if i % 2 else re.escape(p) for i, p in enumerate(parts))))
+        out.append(
+            re.compile(
+                "".join((r"\S+" if p.startswith("%") else ".+") if i % 2 else re.escape(p) for i, p in enumerate(parts))
+            )
+        )
     return out
 
 
@@ -86,16 +91,21 @@ SPECS = {f"wording-{w}": NcclLogSpec(hosts=2, gpus_per_host=2, wording=w, collec
 SPECS |= {
     "socket-fallback": NcclLogSpec(hosts=2, gpus_per_host=2, network="Socket"),
     "ib-disabled": NcclLogSpec(hosts=2, gpus_per_host=2, network="Socket", ib_disable_env=True),
-    "roce-mismatch-faults": NcclLogSpec(hosts=2, gpus_per_host=2, link="RoCE", gdr=False, mismatch_host=1,
-                                        stuck_ranks=(3,), completion_error_rank=1),
+    "roce-mismatch-faults": NcclLogSpec(
+        hosts=2, gpus_per_host=2, link="RoCE", gdr=False, mismatch_host=1, stuck_ranks=(3,), completion_error_rank=1
+    ),
 }
 # Record kinds the corpus holds for no release the generator writes; the spec's format string is the reference.
-SPEC_ONLY = {"comm # rank # nranks # cudaDev # busId # commId # - Init COMPLETE",  # 2.16 - 2.18.1
-             "comm # rank # nranks # cudaDev # nvmlDev # busId # commId # - Init COMPLETE",  # 2.18.3 - 2.20
-             ("NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory "
-              "No plugin found (libnccl-net.so), using internal implementation"),  # 2.19 - 2.21
-             "Bootstrap: Using #:#<#>",  # 2.24+ drops the space before the colon
-             "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin."}  # 2.26
+SPEC_ONLY = {
+    "comm # rank # nranks # cudaDev # busId # commId # - Init COMPLETE",  # 2.16 - 2.18.1
+    "comm # rank # nranks # cudaDev # nvmlDev # busId # commId # - Init COMPLETE",  # 2.18.3 - 2.20
+    (
+        "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory "
+        "No plugin found (libnccl-net.so), using internal implementation"
+    ),  # 2.19 - 2.21
+    "Bootstrap: Using #:#<#>",  # 2.24+ drops the space before the colon
+    "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+}  # 2.26
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -117,8 +127,10 @@ def test_generated_records_have_real_shape(tmp_path: Path, name: str, reference)
 def test_shape_tells_wordings_apart() -> None:
     """The abstraction keeps what differs between releases: keys, their order and separators."""
     assert shape("comm 0x55 rank 0 nranks 4 cudaDev 0 busId 1b000 - Init COMPLETE") != shape(
-        "comm 0x55 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 1b000 - Init COMPLETE")
+        "comm 0x55 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 1b000 - Init COMPLETE"
+    )
     assert shape("Bootstrap : Using eth0:10.0.0.1<0>") != shape("Bootstrap: Using eth0:10.0.0.1<0>")
     assert shape("Ring 00 : 1 -> 2 [send] via NET/IB/0") != shape("Channel 00/0 : 1[0] -> 2[0] [send] via NET/IB/0")
     assert shape("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>") == shape(
-        "NET/IB : Using [0]mlx5_4:1/RoCE [RO]; OOB enp24s0np0:10.10.10.1<0>")
+        "NET/IB : Using [0]mlx5_4:1/RoCE [RO]; OOB enp24s0np0:10.10.10.1<0>"
+    )

@@ -25,23 +25,50 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 def _finding(code: str, sev: Severity) -> Finding:
     return Finding(
-        code=code, severity=sev, title=f"title {HOSTILE}", summary=f"summary {HOSTILE}", detector="d",
+        code=code,
+        severity=sev,
+        title=f"title {HOSTILE}",
+        summary=f"summary {HOSTILE}",
+        detector="d",
         evidence=(Evidence(f"ev {HOSTILE}", (SourceRef(f"/x/{HOSTILE}.json", byte_offset=12),), {"m": 1.5}),),
         impact=Impact(0.0125, 0.25, "medium", "the straggler matches the median rank"),
-        suggestions=(Suggestion("do it", {"HOROVOD_CACHE_CAPACITY": "0"}, "why"),), ranks=(1,),
+        suggestions=(Suggestion("do it", {"HOROVOD_CACHE_CAPACITY": "0"}, "why"),),
+        ranks=(1,),
     )
 
 
 EMPTY = AnalysisReport("0.1.0", "/s", (), (), (), ())
 FULL = AnalysisReport(
-    "0.1.0", "/s",
-    ({"id": "0" * 16, "path": f"/x/{HOSTILE}.json", "kind": "horovod_timeline", "size": 1, "sha256": "0" * 64,
-      "rows": {"spans": 1}, "issues": {"info": 0, "data_loss": 1, "error": 0}, "timeline": None, "log": None},),
-    tuple(_finding(c, s) for c, s in (("timeline.truncated", Severity.WARNING), ("a.b", Severity.CRITICAL),
-                                       ("c.d", Severity.INFO))),
+    "0.1.0",
+    "/s",
+    (
+        {
+            "id": "0" * 16,
+            "path": f"/x/{HOSTILE}.json",
+            "kind": "horovod_timeline",
+            "size": 1,
+            "sha256": "0" * 64,
+            "rows": {"spans": 1},
+            "issues": {"info": 0, "data_loss": 1, "error": 0},
+            "timeline": None,
+            "log": None,
+        },
+    ),
+    tuple(
+        _finding(c, s)
+        for c, s in (("timeline.truncated", Severity.WARNING), ("a.b", Severity.CRITICAL), ("c.d", Severity.INFO))
+    ),
     (Skipped("x", "no table"),),
-    ({"file": HOSTILE, "byte_offset": 3, "severity": "data_loss", "code": "timeline.truncated_record",
-      "message": HOSTILE, "count": 2},),
+    (
+        {
+            "file": HOSTILE,
+            "byte_offset": 3,
+            "severity": "data_loss",
+            "code": "timeline.truncated_record",
+            "message": HOSTILE,
+            "count": 2,
+        },
+    ),
     ({"path": HOSTILE, "reason": "unknown"},),
 )
 
@@ -74,9 +101,13 @@ def test_findings_sort_critical_first_then_by_time_lost() -> None:
         impact = None if seconds is None else Impact(seconds, 0.1, "medium", "")
         return Finding(code=code, severity=sev, title="", summary="", detector="d", impact=impact)
 
-    found = [with_impact("w-small", Severity.WARNING, 0.001), with_impact("info", Severity.INFO, 9.0),
-             with_impact("w-none", Severity.WARNING, None), with_impact("crit", Severity.CRITICAL, None),
-             with_impact("w-big", Severity.WARNING, 0.5)]
+    found = [
+        with_impact("w-small", Severity.WARNING, 0.001),
+        with_impact("info", Severity.INFO, 9.0),
+        with_impact("w-none", Severity.WARNING, None),
+        with_impact("crit", Severity.CRITICAL, None),
+        with_impact("w-big", Severity.WARNING, 0.5),
+    ]
     assert [f.code for f in sorted(found, key=Finding.sort_key)] == ["crit", "w-big", "w-small", "w-none", "info"]
 
 
@@ -90,8 +121,8 @@ def test_renderer_for() -> None:
 
 @pytest.mark.parametrize("name", sorted(RENDERERS))
 def test_nccl_section_in_every_format(name: str) -> None:
-    from analyzer.store.discovery import discover
     from analyzer.report.assembly import analyze
+    from analyzer.store.discovery import discover
     from analyzer.store.run_store import temporary_store
     from tests.conftest import ROOT
 
@@ -103,6 +134,11 @@ def test_nccl_section_in_every_format(name: str) -> None:
         assert [c["ranks_incomplete"][0]["rank"] for c in doc["nccl"]["communicators"]] == [9]
         assert doc["nccl"]["errors"][0]["class"] == "ib_completion_error"
         return
-    for needle in ("gpu-node-001", "ib_completion_error", "6/8", "9 (gpu-node-001), 13 (gpu-node-001)",
-                   "job_log, 192 lines, 191 NCCL records from 16 process(es)"):
+    for needle in (
+        "gpu-node-001",
+        "ib_completion_error",
+        "6/8",
+        "9 (gpu-node-001), 13 (gpu-node-001)",
+        "job_log, 192 lines, 191 NCCL records from 16 process(es)",
+    ):
         assert needle in text, (name, needle)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from parsers.timeline.parser import parse_timeline
 from sample_traces.generator.__main__ import SAMPLES, expected_md, generate
@@ -23,7 +23,9 @@ def test_samples_are_the_generators_output(tmp_path: Path) -> None:
     assert {p.name for p in written} == {"timeline.json", "job.log"}
     for path in written:
         committed = SYNTH / path.parent.name / path.name
-        assert committed.read_bytes() == path.read_bytes(), f"{committed} differs: rerun python -m sample_traces.generator"
+        assert committed.read_bytes() == path.read_bytes(), (
+            f"{committed} differs: rerun python -m sample_traces.generator"
+        )
     assert sorted(p.name for p in SYNTH.iterdir() if p.is_dir()) == sorted(SAMPLES)
     for name, sample in SAMPLES.items():
         assert (SYNTH / name / "EXPECTED.md").read_text() == expected_md(name, sample)
@@ -49,7 +51,7 @@ def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str, v
         assert f.ranks == (5,) and 25 <= f.evidence[0].metrics["median_lateness_ms"] <= 35
         (src,) = f.evidence[0].sources  # rank 5's first tick among the last ready ones
         data = (SYNTH / name / "timeline.json").read_bytes()
-        tick = json.loads(data[src.byte_offset:data.index(b"}", src.byte_offset) + 1])
+        tick = json.loads(data[src.byte_offset : data.index(b"}", src.byte_offset) + 1])
         assert (tick["ph"], tick["name"]) == ("X", "5")
     if name == "slowdown_rank_late":
         (f,) = report.findings

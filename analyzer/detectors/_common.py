@@ -18,11 +18,16 @@ def at(model: TimelineModel, offset: SupportsInt) -> SourceRef:
     return SourceRef(model.path, byte_offset=int(offset))
 
 
-def step_impact(model: TimelineModel, saved_us: float, confidence: Literal["low", "medium", "high"],
-                assumptions: str) -> Impact | None:
+def step_impact(
+    model: TimelineModel, saved_us: float, confidence: Literal["low", "medium", "high"], assumptions: str
+) -> Impact | None:
     """Impact of saving ``saved_us`` per step, relative to the median steady step."""
     step = model.median_step_us
     if not step or saved_us <= 0:
         return None
-    return Impact(seconds_per_step=saved_us / 1e6, fraction_of_step=min(1.0, saved_us / step),
-                  confidence=confidence, assumptions=assumptions)
+    return Impact(
+        seconds_per_step=saved_us / 1e6,
+        fraction_of_step=min(1.0, saved_us / step),
+        confidence=confidence,
+        assumptions=assumptions,
+    )

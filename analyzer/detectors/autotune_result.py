@@ -33,20 +33,38 @@ class AutotuneResult(LogDetector):
             env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1"
         if best["hierarchical_allgather"]:
             env["HOROVOD_HIERARCHICAL_ALLGATHER"] = "1"
-        how = ("tuning finished: the last row is the best set" if best["finished"] else
-               "tuning did not finish (no final best row): the highest-scoring row")
-        return [Finding(
-            code=CODE,
-            severity=Severity.INFO,
-            title=f"Autotune best: fusion {best['fusion_threshold_mb']:g} MB, cycle {best['cycle_time_ms']:g} ms",
-            summary=(f"{best['rows']} autotune sample(s); {how} scores {best['score']:g} (bytes/us, higher is "
-                     "better). Fix these values and turn autotuning off for production runs."),
-            detector=self.name,
-            evidence=(Evidence(summary=f"row at line {best['line']} ({best['layout']}+ layout)",
-                               sources=(src(best["file"], best["line"]),),
-                               metrics={"score": best["score"], "fusion_threshold_mb": best["fusion_threshold_mb"],
-                                        "cycle_time_ms": best["cycle_time_ms"]}),),
-            suggestions=(Suggestion(action="Set the tuned values explicitly (the threshold in bytes, not MB).",
-                                    env=env,
-                                    rationale="HOROVOD_FUSION_THRESHOLD is parsed as bytes; the log column is MiB."),),
-        )]
+        how = (
+            "tuning finished: the last row is the best set"
+            if best["finished"]
+            else "tuning did not finish (no final best row): the highest-scoring row"
+        )
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.INFO,
+                title=f"Autotune best: fusion {best['fusion_threshold_mb']:g} MB, cycle {best['cycle_time_ms']:g} ms",
+                summary=(
+                    f"{best['rows']} autotune sample(s); {how} scores {best['score']:g} (bytes/us, higher is "
+                    "better). Fix these values and turn autotuning off for production runs."
+                ),
+                detector=self.name,
+                evidence=(
+                    Evidence(
+                        summary=f"row at line {best['line']} ({best['layout']}+ layout)",
+                        sources=(src(best["file"], best["line"]),),
+                        metrics={
+                            "score": best["score"],
+                            "fusion_threshold_mb": best["fusion_threshold_mb"],
+                            "cycle_time_ms": best["cycle_time_ms"],
+                        },
+                    ),
+                ),
+                suggestions=(
+                    Suggestion(
+                        action="Set the tuned values explicitly (the threshold in bytes, not MB).",
+                        env=env,
+                        rationale="HOROVOD_FUSION_THRESHOLD is parsed as bytes; the log column is MiB.",
+                    ),
+                ),
+            )
+        ]

@@ -40,28 +40,46 @@ class CycleTimeHigh(TimelineDetector):
             return None
         new_ms = suggested_cycle_ms(step_us)
         saved = max(cycle.cycle_us - new_ms * 1e3, 0.0) / 2
-        how = ("the median spacing of CYCLE_START markers" if cycle.method == "markers" else
-               "the spacing of the coordinator's event bursts (no CYCLE_START markers in the file)")
+        how = (
+            "the median spacing of CYCLE_START markers"
+            if cycle.method == "markers"
+            else "the spacing of the coordinator's event bursts (no CYCLE_START markers in the file)"
+        )
         first = model.spans.loc[model.spans["step"] >= 0, "start_offset"].min()
         return Finding(
             code=CODE,
             severity=Severity.WARNING,
             title=f"Horovod's cycle ({ms(cycle.cycle_us)}) is {cycle.cycle_us / step_us:.0%} of the step",
-            summary=(f"{model.path}: from {how}, the background loop runs every {ms(cycle.cycle_us)}, against a "
-                     f"{ms(step_us)} median step. Every gradient waits for the next cycle to be negotiated and "
-                     "reduced; the step's last one waits with nothing to overlap."),
+            summary=(
+                f"{model.path}: from {how}, the background loop runs every {ms(cycle.cycle_us)}, against a "
+                f"{ms(step_us)} median step. Every gradient waits for the next cycle to be negotiated and "
+                "reduced; the step's last one waits with nothing to overlap."
+            ),
             detector=self.name,
-            evidence=(Evidence(summary=f"cycle {ms(cycle.cycle_us)} from {cycle.samples} gaps ({cycle.method}, "
-                                       f"{cycle.regularity:.0%} of the gaps a whole number of cycles)",
-                               sources=(at(model, first),),
-                               metrics={"cycle_ms": cycle.cycle_us / 1e3, "step_ms": step_us / 1e3,
-                                        "regularity": cycle.regularity}),),
-            impact=step_impact(model, saved, "low",
-                               f"the step's last gradient waits half a cycle on average: {ms(cycle.cycle_us / 2)} "
-                               f"now, {ms(new_ms * 500)} with {new_ms:g} ms"),
-            suggestions=(Suggestion(
-                action=f"Set HOROVOD_CYCLE_TIME={new_ms:g} (milliseconds). Shorter cycles fuse fewer tensors per "
-                       "batch; check timeline.fusion_fragmented on the next run, or let horovodrun --autotune pick.",
-                env={"HOROVOD_CYCLE_TIME": f"{new_ms:g}"},
-            ),),
+            evidence=(
+                Evidence(
+                    summary=f"cycle {ms(cycle.cycle_us)} from {cycle.samples} gaps ({cycle.method}, "
+                    f"{cycle.regularity:.0%} of the gaps a whole number of cycles)",
+                    sources=(at(model, first),),
+                    metrics={
+                        "cycle_ms": cycle.cycle_us / 1e3,
+                        "step_ms": step_us / 1e3,
+                        "regularity": cycle.regularity,
+                    },
+                ),
+            ),
+            impact=step_impact(
+                model,
+                saved,
+                "low",
+                f"the step's last gradient waits half a cycle on average: {ms(cycle.cycle_us / 2)} "
+                f"now, {ms(new_ms * 500)} with {new_ms:g} ms",
+            ),
+            suggestions=(
+                Suggestion(
+                    action=f"Set HOROVOD_CYCLE_TIME={new_ms:g} (milliseconds). Shorter cycles fuse fewer tensors per "
+                    "batch; check timeline.fusion_fragmented on the next run, or let horovodrun --autotune pick.",
+                    env={"HOROVOD_CYCLE_TIME": f"{new_ms:g}"},
+                ),
+            ),
         )

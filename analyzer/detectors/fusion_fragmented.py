@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.timeline.fusion import (
     MIB,
     batch_overhead_us,
@@ -54,16 +54,20 @@ class FusionFragmented(TimelineDetector):
         if small or est.fused_batches == 0:
             threshold = suggested_threshold(float(batches["bytes"].max() or 0))
             env = {"HOROVOD_FUSION_THRESHOLD": str(threshold)}
-            action = (f"Set HOROVOD_FUSION_THRESHOLD={threshold} (bytes: {threshold // MIB} MiB; Horovod's default "
-                      "since 0.21 is 134217728). The value is in bytes: '64' means 64 B, not 64 MB "
-                      "(horovodrun --fusion-threshold-mb takes MB).")
+            action = (
+                f"Set HOROVOD_FUSION_THRESHOLD={threshold} (bytes: {threshold // MIB} MiB; Horovod's default "
+                "since 0.21 is 134217728). The value is in bytes: '64' means 64 B, not 64 MB "
+                "(horovodrun --fusion-threshold-mb takes MB)."
+            )
             expected = expected_batches(model, threshold, cycle_us)
             cause = f"the fusion threshold in effect is {est.text()}"
         else:
             new_cycle = max(t.late_cycle_ms, 2 * cycle_us / 1e3)
             env = {"HOROVOD_CYCLE_TIME": f"{new_cycle:g}"}
-            action = (f"Tensors arrive one cycle apart, so each cycle has one ready: raise HOROVOD_CYCLE_TIME to "
-                      f"{new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune).")
+            action = (
+                f"Tensors arrive one cycle apart, so each cycle has one ready: raise HOROVOD_CYCLE_TIME to "
+                f"{new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune)."
+            )
             expected = expected_batches(model, 1 << 40, new_cycle * 1e3)
             cause = f"the threshold ({est.text()}) is not the limit: tensors are ready one cycle apart"
         overhead = batch_overhead_us(model)
@@ -75,41 +79,69 @@ class FusionFragmented(TimelineDetector):
         first_op = sp[(sp["kind"] == "op") & (sp["batch"] == first["batch"])]["start_offset"].min()
         evidence = [
             Evidence(
-                summary=(f"{per_step:.0f} batches per step for {tensors:.0f} gradient tensors; {singles:.0%} of "
-                         f"{len(batches)} steady batches hold one tensor; {step_bytes / MIB:.2f} MiB reduced per "
-                         f"step; fusion threshold in effect {est.text()}"),
+                summary=(
+                    f"{per_step:.0f} batches per step for {tensors:.0f} gradient tensors; {singles:.0%} of "
+                    f"{len(batches)} steady batches hold one tensor; {step_bytes / MIB:.2f} MiB reduced per "
+                    f"step; fusion threshold in effect {est.text()}"
+                ),
                 sources=(at(model, first_op),),
-                metrics={"batches_per_step": per_step, "tensors_per_step": tensors, "singleton_share": singles,
-                         "threshold_lower_bytes": float(est.lower_bytes or 0),
-                         "threshold_upper_bytes": float(est.upper_bytes or np.nan)},
+                metrics={
+                    "batches_per_step": per_step,
+                    "tensors_per_step": tensors,
+                    "singleton_share": singles,
+                    "threshold_lower_bytes": float(est.lower_bytes or 0),
+                    "threshold_upper_bytes": float(est.upper_bytes or np.nan),
+                },
             ),
         ]
         if est.upper_evidence is not None:
             a, b = est.upper_evidence
             ob = sp[(sp["kind"] == "op") & (sp["batch"] == b)]["start_offset"].min()
-            evidence.append(Evidence(summary=f"batch {b} was ready before batch {a} started but was not fused "
-                                             f"with it: the threshold is below {est.upper_bytes:,} bytes",
-                                     sources=(at(model, ob),)))
+            evidence.append(
+                Evidence(
+                    summary=f"batch {b} was ready before batch {a} started but was not fused "
+                    f"with it: the threshold is below {est.upper_bytes:,} bytes",
+                    sources=(at(model, ob),),
+                )
+            )
         if overhead is not None:
-            evidence.append(Evidence(summary=f"each collective costs about {ms(overhead)} besides its bytes "
-                                             "(intercept of duration vs bytes over the steady batches)",
-                                     metrics={"batch_overhead_ms": overhead / 1e3}))
-        impact = step_impact(model, saved, "medium" if overhead else "low",
-                             f"{expected:.0f} batches per step instead of {per_step:.0f} (tensors ready in the same "
-                             f"cycle fused up to the threshold), each saving the fixed per-collective cost"
-                             if expected is not None else "not estimable")
+            evidence.append(
+                Evidence(
+                    summary=f"each collective costs about {ms(overhead)} besides its bytes "
+                    "(intercept of duration vs bytes over the steady batches)",
+                    metrics={"batch_overhead_ms": overhead / 1e3},
+                )
+            )
+        impact = step_impact(
+            model,
+            saved,
+            "medium" if overhead else "low",
+            f"{expected:.0f} batches per step instead of {per_step:.0f} (tensors ready in the same "
+            f"cycle fused up to the threshold), each saving the fixed per-collective cost"
+            if expected is not None
+            else "not estimable",
+        )
         return Finding(
             code=CODE,
             severity=Severity.WARNING,
             title=f"Tensor fusion is not working: {per_step:.0f} collectives per step for {tensors:.0f} tensors",
-            summary=(f"{model.path}: {singles:.0%} of the batches hold a single tensor; {cause}. Every collective "
-                     "pays a fixed latency, so many small ones waste the step"
-                     + (f"; with the suggested setting about {expected:.0f} batches per step are expected."
-                        if expected is not None else ".")),
+            summary=(
+                f"{model.path}: {singles:.0%} of the batches hold a single tensor; {cause}. Every collective "
+                "pays a fixed latency, so many small ones waste the step"
+                + (
+                    f"; with the suggested setting about {expected:.0f} batches per step are expected."
+                    if expected is not None
+                    else "."
+                )
+            ),
             detector=self.name,
             evidence=tuple(evidence),
             impact=impact,
-            suggestions=(Suggestion(action=action, env=env,
-                                    rationale="Fusion copies ready tensors into one buffer and reduces them with "
-                                              "one collective."),),
+            suggestions=(
+                Suggestion(
+                    action=action,
+                    env=env,
+                    rationale="Fusion copies ready tensors into one buffer and reduces them with one collective.",
+                ),
+            ),
         )

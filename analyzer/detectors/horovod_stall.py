@@ -29,27 +29,37 @@ class HorovodStall(LogDetector):
         tensors = sorted({t for lst in s["tensors"] for t in lst})
         shutdown = bool(s["shutdown"].any())
         evidence = tuple(
-            Evidence(summary=f"rank {int(r.rank)}{' (past the shutdown time)' if r.shutdown else ''} had not "
-                             f"submitted {listed(list(r.tensors), 6)}{' ...' if r.more else ''}",
-                     sources=(src(r.file, r.line),))
-            for r in s.drop_duplicates("rank").itertuples())[:12]
-        return [Finding(
-            code=CODE,
-            severity=Severity.CRITICAL if shutdown else Severity.WARNING,
-            title=f"Horovod stall: rank(s) {listed([str(r) for r in ranks])} did not submit "
-                  f"{len(tensors)} tensor(s)",
-            summary=(f"Horovod's stall inspector reported {len(s)} missing-rank entr(y/ies): rank(s) "
-                     f"{listed([str(r) for r in ranks])} never submitted {listed(tensors, 4)} while the other ranks "
-                     "waited. Either those ranks are slow or stuck (data loading, a crash), or ranks submit "
-                     "different tensors (conditional code paths), which deadlocks."),
-            detector=self.name,
-            evidence=evidence,
-            suggestions=(
-                Suggestion(action=f"Inspect rank(s) {listed([str(r) for r in ranks])}: are they alive (py-spy dump), "
-                                  "and do all ranks run the same model code and the same number of steps?"),
-                Suggestion(action="Let Horovod stop the job instead of hanging when a stall persists.",
-                           env={"HOROVOD_STALL_CHECK_TIME_SECONDS": "60",
-                                "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600"}),
-            ),
-            ranks=tuple(ranks),
-        )]
+            Evidence(
+                summary=f"rank {int(r.rank)}{' (past the shutdown time)' if r.shutdown else ''} had not "
+                f"submitted {listed(list(r.tensors), 6)}{' ...' if r.more else ''}",
+                sources=(src(r.file, r.line),),
+            )
+            for r in s.drop_duplicates("rank").itertuples()
+        )[:12]
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.CRITICAL if shutdown else Severity.WARNING,
+                title=f"Horovod stall: rank(s) {listed([str(r) for r in ranks])} did not submit "
+                f"{len(tensors)} tensor(s)",
+                summary=(
+                    f"Horovod's stall inspector reported {len(s)} missing-rank entr(y/ies): rank(s) "
+                    f"{listed([str(r) for r in ranks])} never submitted {listed(tensors, 4)} while the other ranks "
+                    "waited. Either those ranks are slow or stuck (data loading, a crash), or ranks submit "
+                    "different tensors (conditional code paths), which deadlocks."
+                ),
+                detector=self.name,
+                evidence=evidence,
+                suggestions=(
+                    Suggestion(
+                        action=f"Inspect rank(s) {listed([str(r) for r in ranks])}: are they alive (py-spy dump), "
+                        "and do all ranks run the same model code and the same number of steps?"
+                    ),
+                    Suggestion(
+                        action="Let Horovod stop the job instead of hanging when a stall persists.",
+                        env={"HOROVOD_STALL_CHECK_TIME_SECONDS": "60", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600"},
+                    ),
+                ),
+                ranks=tuple(ranks),
+            )
+        ]

@@ -20,8 +20,8 @@ import numpy as np
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.timeline.steps import step_windows, union_per_step
 from analyzer.timeline.model import TimelineModel
+from analyzer.timeline.steps import step_windows, union_per_step
 
 CODE = "timeline.long_queue"
 WAIT_NAMES = ("WAIT_FOR_DATA", "WAIT_FOR_OTHER_TENSOR_DATA")
@@ -64,28 +64,41 @@ class LongQueue(TimelineDetector):
             ),
             detector=self.name,
             evidence=(
-                Evidence(summary=f"QUEUE median {ms(q)}/step, of which {ms(x)} after the last gradient was ready; "
-                                 f"WAIT_FOR_DATA {ms(w)}/step; communication {ms(c)}/step",
-                         sources=(at(model, queue_rows["start_offset"].min()),),
-                         metrics={"queue_ms": q / 1e3, "exposed_queue_ms": x / 1e3, "wait_for_data_ms": w / 1e3,
-                                  "comm_ms": c / 1e3, "steps": float(len(use))}),
-                Evidence(summary=f"longest QUEUE: {ms(float(longest['d']))} on {longest['tensor']}",
-                         sources=(at(model, longest["start_offset"]),)),
+                Evidence(
+                    summary=f"QUEUE median {ms(q)}/step, of which {ms(x)} after the last gradient was ready; "
+                    f"WAIT_FOR_DATA {ms(w)}/step; communication {ms(c)}/step",
+                    sources=(at(model, queue_rows["start_offset"].min()),),
+                    metrics={
+                        "queue_ms": q / 1e3,
+                        "exposed_queue_ms": x / 1e3,
+                        "wait_for_data_ms": w / 1e3,
+                        "comm_ms": c / 1e3,
+                        "steps": float(len(use)),
+                    },
+                ),
+                Evidence(
+                    summary=f"longest QUEUE: {ms(float(longest['d']))} on {longest['tensor']}",
+                    sources=(at(model, longest["start_offset"]),),
+                ),
             ),
-            impact=step_impact(model, x, "low",
-                               "the QUEUE time after the last gradient was ready would vanish with a network that "
-                               "keeps up; QUEUE overlapping backward costs nothing and is not counted"),
+            impact=step_impact(
+                model,
+                x,
+                "low",
+                "the QUEUE time after the last gradient was ready would vanish with a network that "
+                "keeps up; QUEUE overlapping backward costs nothing and is not counted",
+            ),
             suggestions=(
                 Suggestion(
                     action="Check which transport NCCL uses on every host: rerun with NCCL_DEBUG=INFO and ingest "
-                           "the logs (hvd-analyze reports socket fallbacks and the interfaces NCCL chose). Pin the "
-                           "fast fabric with NCCL_SOCKET_IFNAME / NCCL_IB_HCA.",
+                    "the logs (hvd-analyze reports socket fallbacks and the interfaces NCCL chose). Pin the "
+                    "fast fabric with NCCL_SOCKET_IFNAME / NCCL_IB_HCA.",
                     env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"},
                 ),
                 Suggestion(
                     action="More NCCL streams do not help: HOROVOD_NUM_NCCL_STREAMS only moves the wait from QUEUE "
-                           "into NCCL_ALLREDUCE (Horovod #1544). Reduce the bytes instead: fp16 gradient "
-                           "compression (hvd.Compression.fp16) halves them.",
+                    "into NCCL_ALLREDUCE (Horovod #1544). Reduce the bytes instead: fp16 gradient "
+                    "compression (hvd.Compression.fp16) halves them.",
                 ),
             ),
         )

@@ -37,25 +37,32 @@ class NcclError(LogDetector):
             hosts = tuple(sorted({e["host"] for e in errs if e["host"]}))
             first = errs[0]
             evidence = tuple(
-                Evidence(summary=f"{who(e['host'], e['pid'])}: {e['message'][:300]}"
-                                 + (f" -> {' <- '.join(e['chain'][:6])}" if e["chain"] else ""),
-                         sources=(src(e["file"], e["line"]),),
-                         metrics={"result_code": float(e["result_code"])} if e["result_code"] is not None else {})
-                for e in _first_per_process(errs)[:6])
+                Evidence(
+                    summary=f"{who(e['host'], e['pid'])}: {e['message'][:300]}"
+                    + (f" -> {' <- '.join(e['chain'][:6])}" if e["chain"] else ""),
+                    sources=(src(e["file"], e["line"]),),
+                    metrics={"result_code": float(e["result_code"])} if e["result_code"] is not None else {},
+                )
+                for e in _first_per_process(errs)[:6]
+            )
             fixes = list(dict.fromkeys(remedies.get(e["message"], "") for e in errs if e["level"] == "WARN"))
             fixes = [f for f in fixes if f] or [remediation(cls)]
-            out.append(Finding(
-                code=CODE,
-                severity=Severity.WARNING if cls in SECONDARY and len(by_class) > 1 else Severity.CRITICAL,
-                title=f"NCCL {cls.replace('_', ' ')}: {first['message'][:90]}",
-                summary=(f"{len(errs)} {cls} error(s) on {listed(procs)}; first at {first['file']}:{first['line']}: "
-                         f"{first['message'][:200]}"),
-                detector=self.name,
-                evidence=evidence,
-                suggestions=tuple(Suggestion(action=f) for f in fixes[:3]),
-                hosts=hosts,
-                labels={"class": cls},
-            ))
+            out.append(
+                Finding(
+                    code=CODE,
+                    severity=Severity.WARNING if cls in SECONDARY and len(by_class) > 1 else Severity.CRITICAL,
+                    title=f"NCCL {cls.replace('_', ' ')}: {first['message'][:90]}",
+                    summary=(
+                        f"{len(errs)} {cls} error(s) on {listed(procs)}; first at {first['file']}:{first['line']}: "
+                        f"{first['message'][:200]}"
+                    ),
+                    detector=self.name,
+                    evidence=evidence,
+                    suggestions=tuple(Suggestion(action=f) for f in fixes[:3]),
+                    hosts=hosts,
+                    labels={"class": cls},
+                )
+            )
         return out
 
 

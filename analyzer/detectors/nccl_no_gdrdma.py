@@ -24,7 +24,7 @@ class NoGdrdma(LogDetector):
         if p.empty:
             return []
         rdma = p["net"].notna() & (p["net"] != "Socket")
-        plain = p[rdma & (p["gdrdma"] == False)]
+        plain = p[rdma & p["gdrdma"].eq(False)]  # False, not None (unknown)
         disabled = p[p["gdr_disabled"]]
         if plain.empty and disabled.empty:
             return []
@@ -33,33 +33,47 @@ class NoGdrdma(LogDetector):
         evidence = []
         if not plain.empty:
             net = conns[(conns["kind"] == "NET") & ~conns["gdr"]]
-            evidence.append(Evidence(
-                summary=f"{int(net['connections'].sum())} inter-node connection line(s) via "
-                        f"{', '.join(sorted(set(net['detail'])))} without /GDRDMA on "
-                        f"{listed(sorted({who(r.host, r.pid) for r in plain.itertuples()}))}",
-                sources=tuple(src(r.file, r.first_line) for r in net.head(3).itertuples())))
+            evidence.append(
+                Evidence(
+                    summary=f"{int(net['connections'].sum())} inter-node connection line(s) via "
+                    f"{', '.join(sorted(set(net['detail'])))} without /GDRDMA on "
+                    f"{listed(sorted({who(r.host, r.pid) for r in plain.itertuples()}))}",
+                    sources=tuple(src(r.file, r.first_line) for r in net.head(3).itertuples()),
+                )
+            )
         if not disabled.empty:
-            evidence.append(Evidence(
-                summary=f"NCCL printed 'GPU Direct RDMA Disabled' on "
-                        f"{listed(sorted({who(r.host, r.pid) for r in disabled.itertuples()}))} (the NIC is too far "
-                        "from the GPU for the current NCCL_NET_GDR_LEVEL, or the peer-memory module is missing)",
-                sources=tuple(src(r.file, r.first_line) for r in disabled.head(3).itertuples())))
-        return [Finding(
-            code=CODE,
-            severity=Severity.WARNING,
-            title="InfiniBand without GPUDirect RDMA: transfers go through host memory",
-            summary=(f"{len(bad)} process(es) use {', '.join(sorted(set(bad['net'].dropna())))} without GPUDirect "
-                     "RDMA, so every inter-node transfer is staged in host memory, costing bandwidth and CPU."),
-            detector=self.name,
-            evidence=tuple(evidence),
-            suggestions=(
-                Suggestion(action="Load the GPU peer-memory kernel module on every host (sudo modprobe "
-                                  "nvidia-peermem; older stacks: nv_peer_mem) or use DMA-BUF (Linux >= 5.12, "
-                                  "CUDA >= 11.7), then check that channel lines show /GDRDMA.",
-                           rationale="NCCL enables GDR only when the NIC can register GPU memory."),
-                Suggestion(action="If the NIC is not on the GPU's PCIe switch, allow GDR across the CPU for a test "
-                                  "and compare bus bandwidth (nccl-tests).",
-                           env={"NCCL_NET_GDR_LEVEL": "PHB"}),
-            ),
-            hosts=hosts(bad),
-        )]
+            evidence.append(
+                Evidence(
+                    summary=f"NCCL printed 'GPU Direct RDMA Disabled' on "
+                    f"{listed(sorted({who(r.host, r.pid) for r in disabled.itertuples()}))} (the NIC is too far "
+                    "from the GPU for the current NCCL_NET_GDR_LEVEL, or the peer-memory module is missing)",
+                    sources=tuple(src(r.file, r.first_line) for r in disabled.head(3).itertuples()),
+                )
+            )
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.WARNING,
+                title="InfiniBand without GPUDirect RDMA: transfers go through host memory",
+                summary=(
+                    f"{len(bad)} process(es) use {', '.join(sorted(set(bad['net'].dropna())))} without GPUDirect "
+                    "RDMA, so every inter-node transfer is staged in host memory, costing bandwidth and CPU."
+                ),
+                detector=self.name,
+                evidence=tuple(evidence),
+                suggestions=(
+                    Suggestion(
+                        action="Load the GPU peer-memory kernel module on every host (sudo modprobe "
+                        "nvidia-peermem; older stacks: nv_peer_mem) or use DMA-BUF (Linux >= 5.12, "
+                        "CUDA >= 11.7), then check that channel lines show /GDRDMA.",
+                        rationale="NCCL enables GDR only when the NIC can register GPU memory.",
+                    ),
+                    Suggestion(
+                        action="If the NIC is not on the GPU's PCIe switch, allow GDR across the CPU for a test "
+                        "and compare bus bandwidth (nccl-tests).",
+                        env={"NCCL_NET_GDR_LEVEL": "PHB"},
+                    ),
+                ),
+                hosts=hosts(bad),
+            )
+        ]

@@ -12,9 +12,8 @@ finding adds what communication costs per step there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -51,52 +50,79 @@ class SocketFallback(LogDetector):
         hca_env = env[env["var"] == "NCCL_IB_HCA"]["value"].tolist() if not env.empty else []
         expected, reasons = self._ib_expected(p, sock, hca_env)
         hcas = sorted({h.split(":")[0] for lst in p["ib_hcas"] for h in lst})
-        ifaces = sorted({i.split(":")[0] for lst in sock["socket_interfaces"] for i in lst}
-                        | {b.split(":")[0] for b in sock["bootstrap_interface"] if isinstance(b, str)})
-        evidence = [Evidence(
-            summary=f"{len(sock)} process(es) on {len(hosts(sock))} host(s) send inter-node traffic over "
-                    f"NET/Socket ({listed([who(r.host, r.pid) for r in sock.itertuples()])})"
-                    + (f" via interface(s) {', '.join(ifaces)}" if ifaces else ""),
-            sources=tuple(src(r.file, r.first_line) for r in sock.head(3).itertuples()),
-            metrics={"processes": float(len(sock)), "hosts": float(len(hosts(sock)))})]
+        ifaces = sorted(
+            {i.split(":")[0] for lst in sock["socket_interfaces"] for i in lst}
+            | {b.split(":")[0] for b in sock["bootstrap_interface"] if isinstance(b, str)}
+        )
+        evidence = [
+            Evidence(
+                summary=f"{len(sock)} process(es) on {len(hosts(sock))} host(s) send inter-node traffic over "
+                f"NET/Socket ({listed([who(r.host, r.pid) for r in sock.itertuples()])})"
+                + (f" via interface(s) {', '.join(ifaces)}" if ifaces else ""),
+                sources=tuple(src(r.file, r.first_line) for r in sock.head(3).itertuples()),
+                metrics={"processes": float(len(sock)), "hosts": float(len(hosts(sock)))},
+            )
+        ]
         evidence += [Evidence(summary=r) for r in reasons]
         impact, timeline_ev = self._timeline_cost(timelines)
         if timeline_ev:
             evidence.append(timeline_ev)
         suggestions = []
         if hcas or hca_env:
-            suggestions.append(Suggestion(
-                action="Make the IB/RoCE devices usable inside the job (expose /dev/infiniband to the container, "
-                       "install rdma-core/libibverbs, load the HCA drivers) and select them explicitly.",
-                env={"NCCL_IB_HCA": ",".join(hcas) if hcas else hca_env[0]},
-                rationale="NCCL falls back to sockets silently when it cannot open verbs or finds no active port."))
+            suggestions.append(
+                Suggestion(
+                    action="Make the IB/RoCE devices usable inside the job (expose /dev/infiniband to the container, "
+                    "install rdma-core/libibverbs, load the HCA drivers) and select them explicitly.",
+                    env={"NCCL_IB_HCA": ",".join(hcas) if hcas else hca_env[0]},
+                    rationale="NCCL falls back to sockets silently when it cannot open verbs or finds no active port.",
+                )
+            )
         else:
-            suggestions.append(Suggestion(
-                action="If the hosts have InfiniBand/RoCE or EFA, expose the devices to the job (/dev/infiniband, "
-                       "rdma-core, the aws-ofi-nccl plugin for EFA); NCCL_DEBUG=INFO then shows 'Using network IB'.",
-                rationale="Without a usable RDMA device NCCL uses TCP sockets, typically several times slower."))
+            suggestions.append(
+                Suggestion(
+                    action="If the hosts have InfiniBand/RoCE or EFA, expose the devices to the job (/dev/infiniband, "
+                    "rdma-core, the aws-ofi-nccl plugin for EFA); NCCL_DEBUG=INFO then shows 'Using network IB'.",
+                    rationale="Without a usable RDMA device NCCL uses TCP sockets, typically several times slower.",
+                )
+            )
         if ifaces:
             ipoib = [i for i in ifaces if IB_INTERFACE.match(i)]
             first = next((lst[0].split(":")[0] for lst in sock["socket_interfaces"] if len(lst)), ifaces[0])
-            suggestions.append(Suggestion(
-                action="Until RDMA works, keep sockets on " + ("the IPoIB interface" if ipoib else
-                                                                "the interface NCCL picked first")
-                       + " and open more sockets per peer.",
-                env={"NCCL_SOCKET_IFNAME": ipoib[0] if ipoib else first, "NCCL_SOCKET_NTHREADS": "4",
-                     "NCCL_NSOCKS_PERTHREAD": "4"},
-                rationale="IPoIB usually carries far more than an Ethernet management port; several sockets per "
-                          "peer are needed to fill a fast link." if ipoib else
-                          "Several sockets per peer are needed to fill a fast link."))
-        return [Finding(
-            code=CODE,
-            severity=Severity.CRITICAL if expected else Severity.WARNING,
-            title="Inter-node NCCL traffic uses TCP sockets" + (" although InfiniBand/RoCE was expected"
-                                                              if expected else ""),
-            summary=(f"NCCL chose NET/Socket for inter-node transfers on {len(hosts(sock))} host(s)"
-                     + (f": {reasons[0]}" if reasons else "") + ". Allreduce over sockets is usually several "
-                     "times slower than over RDMA."),
-            detector=self.name, evidence=tuple(evidence), impact=impact, suggestions=tuple(suggestions),
-            hosts=hosts(sock))]
+            suggestions.append(
+                Suggestion(
+                    action="Until RDMA works, keep sockets on "
+                    + ("the IPoIB interface" if ipoib else "the interface NCCL picked first")
+                    + " and open more sockets per peer.",
+                    env={
+                        "NCCL_SOCKET_IFNAME": ipoib[0] if ipoib else first,
+                        "NCCL_SOCKET_NTHREADS": "4",
+                        "NCCL_NSOCKS_PERTHREAD": "4",
+                    },
+                    rationale="IPoIB usually carries far more than an Ethernet management port; several sockets per "
+                    "peer are needed to fill a fast link."
+                    if ipoib
+                    else "Several sockets per peer are needed to fill a fast link.",
+                )
+            )
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.CRITICAL if expected else Severity.WARNING,
+                title="Inter-node NCCL traffic uses TCP sockets"
+                + (" although InfiniBand/RoCE was expected" if expected else ""),
+                summary=(
+                    f"NCCL chose NET/Socket for inter-node transfers on {len(hosts(sock))} host(s)"
+                    + (f": {reasons[0]}" if reasons else "")
+                    + ". Allreduce over sockets is usually several "
+                    "times slower than over RDMA."
+                ),
+                detector=self.name,
+                evidence=tuple(evidence),
+                impact=impact,
+                suggestions=tuple(suggestions),
+                hosts=hosts(sock),
+            )
+        ]
 
     @staticmethod
     def _ib_expected(p: pd.DataFrame, sock: pd.DataFrame, hca_env: list[str]) -> tuple[bool, list[str]]:
@@ -114,8 +140,9 @@ class SocketFallback(LogDetector):
         if plugins:
             expected = True
             reasons.append(f"a net plugin was present: {', '.join(plugins)}")
-        ib_ifs = sorted({b.split(":")[0] for b in p["bootstrap_interface"] if isinstance(b, str)
-                         and IB_INTERFACE.match(b)})
+        ib_ifs = sorted(
+            {b.split(":")[0] for b in p["bootstrap_interface"] if isinstance(b, str) and IB_INTERFACE.match(b)}
+        )
         if ib_ifs:
             expected = True
             reasons.append(f"the bootstrap interface is IPoIB ({', '.join(ib_ifs)}): the hosts have InfiniBand")
@@ -135,14 +162,20 @@ class SocketFallback(LogDetector):
         exposed = float(steady["exposed_comm_us"].median())
         step = m.median_step_us or 0.0
         comm = float(steady["comm_us"].median())
-        ev = Evidence(summary=f"the timeline {m.path} spends a median {comm / 1e3:.1f} ms per step in communication, "
-                              f"{exposed / 1e3:.1f} ms of it after the last gradient was ready (step "
-                              f"{step / 1e3:.1f} ms)",
-                      metrics={"comm_ms": comm / 1e3, "exposed_comm_ms": exposed / 1e3, "step_ms": step / 1e3})
+        ev = Evidence(
+            summary=f"the timeline {m.path} spends a median {comm / 1e3:.1f} ms per step in communication, "
+            f"{exposed / 1e3:.1f} ms of it after the last gradient was ready (step "
+            f"{step / 1e3:.1f} ms)",
+            metrics={"comm_ms": comm / 1e3, "exposed_comm_ms": exposed / 1e3, "step_ms": step / 1e3},
+        )
         saved = exposed * (1 - 1 / SOCKET_SPEEDUP)
         if not step or saved <= 0:
             return None, ev
-        return Impact(seconds_per_step=saved / 1e6, fraction_of_step=min(1.0, saved / step), confidence="low",
-                      assumptions=f"RDMA moves the same bytes at least {SOCKET_SPEEDUP:.0f}x faster than TCP "
-                                  "sockets, and only the communication exposed after the last gradient shortens "
-                                  "the step"), ev
+        return Impact(
+            seconds_per_step=saved / 1e6,
+            fraction_of_step=min(1.0, saved / step),
+            confidence="low",
+            assumptions=f"RDMA moves the same bytes at least {SOCKET_SPEEDUP:.0f}x faster than TCP "
+            "sockets, and only the communication exposed after the last gradient shortens "
+            "the step",
+        ), ev

@@ -37,34 +37,52 @@ class VersionMismatch(LogDetector):
         if len(distinct) > 1:
             for v in distinct:
                 rows = versions[versions["version"] == v]
-                evidence.append(Evidence(summary=f"NCCL {v} on {listed([who(r.host, r.pid) for r in rows.itertuples()])}",
-                                         sources=(src(rows.iloc[0]["file"], rows.iloc[0]["first_line"]),)))
+                evidence.append(
+                    Evidence(
+                        summary=f"NCCL {v} on {listed([who(r.host, r.pid) for r in rows.itertuples()])}",
+                        sources=(src(rows.iloc[0]["file"], rows.iloc[0]["first_line"]),),
+                    )
+                )
         worded = p[p["wording_min"].notna()]
         ranges = {(r.wording_min, r.wording_max): r for r in worded.itertuples()}
-        disjoint = [(a, b) for a in ranges for b in ranges
-                    if a < b and (_key(a[1]) < _key(b[0]) or _key(b[1]) < _key(a[0]))]
+        disjoint = [
+            (a, b) for a in ranges for b in ranges if a < b and (_key(a[1]) < _key(b[0]) or _key(b[1]) < _key(a[0]))
+        ]
         if disjoint and not evidence:
             (a, b) = disjoint[0]
             for rng in (a, b):
                 r = ranges[rng]
-                evidence.append(Evidence(summary=f"{who(r.host, r.pid)} prints the wording of NCCL {rng[0]} - "
-                                                 f"{rng[1]}", sources=(src(r.file, r.first_line),)))
+                evidence.append(
+                    Evidence(
+                        summary=f"{who(r.host, r.pid)} prints the wording of NCCL {rng[0]} - {rng[1]}",
+                        sources=(src(r.file, r.first_line),),
+                    )
+                )
         if not evidence:
             return []
         explicit = len(distinct) > 1
-        return [Finding(
-            code=CODE,
-            severity=Severity.CRITICAL if explicit else Severity.WARNING,
-            title="Processes run different NCCL versions" if explicit else
-                  "Processes print the wording of different NCCL releases",
-            summary=("The job mixes NCCL builds (" + (", ".join(distinct) if explicit else "by message wording")
-                     + "). Ranks exchange internal structures whose layout changes between releases: mixed "
-                       "builds fail with garbage peer addresses, inconsistent rings or hangs."),
-            detector=self.name,
-            evidence=tuple(evidence),
-            suggestions=(Suggestion(
-                action="Install the same NCCL on every node (one container image; pin nvidia-nccl-cu12 in pip) and "
-                       "make sure LD_LIBRARY_PATH does not pick a system libnccl on some hosts.",
-                rationale="Check with NCCL_DEBUG=VERSION: every process then prints its version."),),
-            hosts=hosts(p),
-        )]
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.CRITICAL if explicit else Severity.WARNING,
+                title="Processes run different NCCL versions"
+                if explicit
+                else "Processes print the wording of different NCCL releases",
+                summary=(
+                    "The job mixes NCCL builds ("
+                    + (", ".join(distinct) if explicit else "by message wording")
+                    + "). Ranks exchange internal structures whose layout changes between releases: mixed "
+                    "builds fail with garbage peer addresses, inconsistent rings or hangs."
+                ),
+                detector=self.name,
+                evidence=tuple(evidence),
+                suggestions=(
+                    Suggestion(
+                        action="Install the same NCCL on every node (one container image; pin nvidia-nccl-cu12 in pip) and "
+                        "make sure LD_LIBRARY_PATH does not pick a system libnccl on some hosts.",
+                        rationale="Check with NCCL_DEBUG=VERSION: every process then prints its version.",
+                    ),
+                ),
+                hosts=hosts(p),
+            )
+        ]

@@ -37,7 +37,9 @@ class NegotiationWait(TimelineDetector):
         if model.steady_ticked_steps >= MIN_TICKED_STEPS:
             return None  # ranks are named by the ticks: timeline.straggler's job
         sp = model.spans
-        neg = sp[(sp["kind"] == "negotiate") & sp["closed"] & sp["step"].isin(steady) & sp["pid"].isin(model.gradient_pids)]
+        neg = sp[
+            (sp["kind"] == "negotiate") & sp["closed"] & sp["step"].isin(steady) & sp["pid"].isin(model.gradient_pids)
+        ]
         if neg.empty:
             return None
         dur = neg["end_us"] - neg["start_us"]
@@ -50,16 +52,25 @@ class NegotiationWait(TimelineDetector):
         longest = neg.loc[dur.idxmax()]
         evidence = [
             Evidence(
-                summary=(f"{len(neg)} gradient negotiations over {len(per_step)} steady steps without rank ticks: "
-                         f"the shortest per step is {ms(floor)} (median), a typical one {ms(typical)}; median "
-                         f"step {ms(step_us)}"),
+                summary=(
+                    f"{len(neg)} gradient negotiations over {len(per_step)} steady steps without rank ticks: "
+                    f"the shortest per step is {ms(floor)} (median), a typical one {ms(typical)}; median "
+                    f"step {ms(step_us)}"
+                ),
                 sources=(at(model, neg.sort_values("start_offset").iloc[0]["start_offset"]),),
-                metrics={"floor_ms": floor / 1e3, "floor_p10_ms": float(floors.quantile(0.1)) / 1e3, "typical_ms": typical / 1e3, "step_ms": step_us / 1e3,
-                         "negotiations": float(len(neg))},
+                metrics={
+                    "floor_ms": floor / 1e3,
+                    "floor_p10_ms": float(floors.quantile(0.1)) / 1e3,
+                    "typical_ms": typical / 1e3,
+                    "step_ms": step_us / 1e3,
+                    "negotiations": float(len(neg)),
+                },
             ),
-            Evidence(summary=f"longest: {longest['name']} of {longest['tensor']} took "
-                             f"{ms(float(longest['end_us'] - longest['start_us']))}",
-                     sources=(at(model, longest["start_offset"]),)),
+            Evidence(
+                summary=f"longest: {longest['name']} of {longest['tensor']} took "
+                f"{ms(float(longest['end_us'] - longest['start_us']))}",
+                sources=(at(model, longest["start_offset"]),),
+            ),
         ]
         weak = self._first_step_ticks(model, ctx)
         if weak is not None:
@@ -76,21 +87,25 @@ class NegotiationWait(TimelineDetector):
             ),
             detector=self.name,
             evidence=tuple(evidence),
-            impact=step_impact(model, floor, "medium",
-                               "the late rank would be ready with the others (the floor of every step's "
-                               "negotiations disappears); the work it does late is not on the others' path"),
+            impact=step_impact(
+                model,
+                floor,
+                "medium",
+                "the late rank would be ready with the others (the floor of every step's "
+                "negotiations disappears); the work it does late is not on the others' path",
+            ),
             suggestions=(
                 Suggestion(
                     action=f"Rerun about {t.rerun_steps} steps with the response cache off and the timeline on, then "
-                           "run hvd-analyze on that timeline: every negotiation then carries rank ticks and "
-                           "timeline.straggler names the late rank.",
+                    "run hvd-analyze on that timeline: every negotiation then carries rank ticks and "
+                    "timeline.straggler names the late rank.",
                     env={"HOROVOD_CACHE_CAPACITY": "0"},
                     rationale="The cache replaces per-rank requests by a bit vector after the first step; "
-                              "disabling it costs a little negotiation time, so do it for a diagnostic run only.",
+                    "disabling it costs a little negotiation time, so do it for a diagnostic run only.",
                 ),
                 Suggestion(
                     action="Or add NCCL_DEBUG=INFO / job logs of the same run: a rank whose log shows stalls or "
-                           "slow input names itself.",
+                    "slow input names itself.",
                     env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": "nccl.%h.%p.log"},
                 ),
             ),
@@ -106,9 +121,10 @@ class NegotiationWait(TimelineDetector):
         r = ranks[0]
         first = ctx.first_last_offset(model, lat, r.rank)
         return Evidence(
-            summary=(f"weak evidence (warm-up, uncached negotiations only): rank {r.rank} was last ready in "
-                     f"{r.last}/{r.negotiations} ticked negotiations, median {ms(r.median_us)} behind the first"),
+            summary=(
+                f"weak evidence (warm-up, uncached negotiations only): rank {r.rank} was last ready in "
+                f"{r.last}/{r.negotiations} ticked negotiations, median {ms(r.median_us)} behind the first"
+            ),
             sources=(at(model, first),) if first is not None else (),
             metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3},
         )
-

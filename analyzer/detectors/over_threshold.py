@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.timeline.fusion import (
     MIB,
     batch_overhead_us,
@@ -49,8 +49,13 @@ class TensorOverFusionThreshold(TimelineDetector):
         sizes = model.batches.set_index("batch")["tensors"]
         ops = ops.assign(alone=sizes.reindex(ops["batch"]).to_numpy() == 1)
         grads = ops[ops["pid"].isin(model.gradient_pids)]
-        per = grads.groupby("pid").agg(tensor=("tensor", "first"), bytes=("bytes", "max"), alone=("alone", "mean"),
-                                       n=("alone", "size"), offset=("start_offset", "min"))
+        per = grads.groupby("pid").agg(
+            tensor=("tensor", "first"),
+            bytes=("bytes", "max"),
+            alone=("alone", "mean"),
+            n=("alone", "size"),
+            offset=("start_offset", "min"),
+        )
         per = per[(per["alone"] >= t.min_alone_share) & (per["bytes"] > est.lower_bytes)]
         if per.empty:
             return None
@@ -67,38 +72,65 @@ class TensorOverFusionThreshold(TimelineDetector):
         expected = expected_batches(model, threshold, model.cycle.cycle_us if model.cycle else DEFAULT_CYCLE_US)
         overhead = batch_overhead_us(model)
         # each over-threshold tensor adds at most one batch per step
-        saved = (min(max(now - expected, 0.0), float(len(over))) * overhead
-                 if expected is not None and overhead is not None else 0.0)
-        impact = step_impact(model, saved, "low",
-                             f"{expected:.0f} batches per step instead of {now:.0f} with a {threshold // MIB} MiB "
-                             "threshold, each saving the fixed per-collective cost" if expected is not None else "")
+        saved = (
+            min(max(now - expected, 0.0), float(len(over))) * overhead
+            if expected is not None and overhead is not None
+            else 0.0
+        )
+        impact = step_impact(
+            model,
+            saved,
+            "low",
+            f"{expected:.0f} batches per step instead of {now:.0f} with a {threshold // MIB} MiB "
+            "threshold, each saving the fixed per-collective cost"
+            if expected is not None
+            else "",
+        )
         names = ", ".join(str(name) for name in over["tensor"].head(3))
         return Finding(
             code=CODE,
             severity=Severity.WARNING if impact and impact.fraction_of_step >= 0.05 else Severity.INFO,
             title=f"{len(over)} tensor(s) larger than the fusion threshold always run alone",
-            summary=(f"{model.path}: {names}{' ...' if len(over) > 3 else ''} ({over['bytes'].max() / MIB:.1f} MiB "
-                     f"largest) exceed the fusion threshold in effect ({est.text()}), so each takes its own "
-                     f"collective while other gradients ready at the same time go in another."),
+            summary=(
+                f"{model.path}: {names}{' ...' if len(over) > 3 else ''} ({over['bytes'].max() / MIB:.1f} MiB "
+                f"largest) exceed the fusion threshold in effect ({est.text()}), so each takes its own "
+                f"collective while other gradients ready at the same time go in another."
+            ),
             detector=self.name,
             evidence=tuple(
-                Evidence(summary=(f"{row.tensor}: {int(row.bytes):,} bytes, alone in {row.alone:.0%} of {row.n} steady "
-                                  f"steps; another gradient was ready but ran separately in {row.company:.0%}"),
-                         sources=(at(model, row.offset),),
-                         metrics={"bytes": float(row.bytes), "alone_share": float(row.alone)})
+                Evidence(
+                    summary=(
+                        f"{row.tensor}: {int(row.bytes):,} bytes, alone in {row.alone:.0%} of {row.n} steady "
+                        f"steps; another gradient was ready but ran separately in {row.company:.0%}"
+                    ),
+                    sources=(at(model, row.offset),),
+                    metrics={"bytes": float(row.bytes), "alone_share": float(row.alone)},
+                )
                 for row in over.head(10).itertuples()
-            ) + ((Evidence(summary=f"per-collective fixed cost about {ms(overhead)}",
-                           metrics={"batch_overhead_ms": overhead / 1e3}),) if overhead is not None else ()),
+            )
+            + (
+                (
+                    Evidence(
+                        summary=f"per-collective fixed cost about {ms(overhead)}",
+                        metrics={"batch_overhead_ms": overhead / 1e3},
+                    ),
+                )
+                if overhead is not None
+                else ()
+            ),
             impact=impact,
-            suggestions=(Suggestion(
-                action=f"Set HOROVOD_FUSION_THRESHOLD={threshold} ({threshold // MIB} MiB, in bytes) so these tensors "
-                       f"fit in a batch with their neighbours; expect about "
-                       f"{expected:.0f} batches per step." if expected is not None else
-                       f"Set HOROVOD_FUSION_THRESHOLD={threshold} ({threshold // MIB} MiB, in bytes).",
-                env={"HOROVOD_FUSION_THRESHOLD": str(threshold)},
-                rationale="The fusion buffer is allocated once at that size per device; make sure GPU memory "
-                          "allows it.",
-            ),),
+            suggestions=(
+                Suggestion(
+                    action=f"Set HOROVOD_FUSION_THRESHOLD={threshold} ({threshold // MIB} MiB, in bytes) so these tensors "
+                    f"fit in a batch with their neighbours; expect about "
+                    f"{expected:.0f} batches per step."
+                    if expected is not None
+                    else f"Set HOROVOD_FUSION_THRESHOLD={threshold} ({threshold // MIB} MiB, in bytes).",
+                    env={"HOROVOD_FUSION_THRESHOLD": str(threshold)},
+                    rationale="The fusion buffer is allocated once at that size per device; make sure GPU memory "
+                    "allows it.",
+                ),
+            ),
         )
 
 
@@ -108,7 +140,10 @@ def _company_share(cand: pd.DataFrame, ops: pd.DataFrame) -> pd.Series:
     left = cand[["pid", "step", "name", "batch", "start_us"]].reset_index(drop=True).assign(i=lambda d: d.index)
     right = ops[["step", "name", "batch", "start_us", "ready_us"]]
     pairs = left.merge(right, on=["step", "name"], suffixes=("", "_o"))
-    hit = ((pairs["batch_o"] != pairs["batch"]) & (pairs["start_us_o"] >= pairs["start_us"])
-           & (pairs["ready_us"] <= pairs["start_us"]))
+    hit = (
+        (pairs["batch_o"] != pairs["batch"])
+        & (pairs["start_us_o"] >= pairs["start_us"])
+        & (pairs["ready_us"] <= pairs["start_us"])
+    )
     had = hit.groupby(pairs["i"]).any().reindex(left["i"], fill_value=False).to_numpy()
     return pd.Series(had, index=left["pid"]).groupby(level=0).mean()

@@ -26,6 +26,7 @@ import numpy as np
 from analyzer.detectors._common import ms
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
+from analyzer.timeline.changepoints import Attribution, Segment, Slowdown, attribute
 from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
     SAME_CYCLE_US,
@@ -33,9 +34,8 @@ from analyzer.timeline.lateness import (
     RankLateness,
     rank_summary,
 )
-from analyzer.timeline.changepoints import Attribution, Segment, Slowdown, attribute
-from analyzer.timeline.steps import steady_durations
 from analyzer.timeline.model import TimelineModel
+from analyzer.timeline.steps import steady_durations
 
 CODE = "timeline.slowdown"
 CAUSE_TEXT = {
@@ -69,22 +69,31 @@ class StepSlowdown(TimelineDetector):
         base, onset = s.baseline, s.onset
         when = self._when(model, onset.first_step)
         if len(s.slow) == 1:
-            course = (f"it took {ms(onset.median_us)}, " + (
-                f"until step {onset.last_step:,} (then back to {ms(s.after[0].median_us)})" if s.recovered
-                else "to the end of the run"))
+            course = f"it took {ms(onset.median_us)}, " + (
+                f"until step {onset.last_step:,} (then back to {ms(s.after[0].median_us)})"
+                if s.recovered
+                else "to the end of the run"
+            )
         else:
-            course = (f"it ran slow in {len(s.slow)} stretches (" + "; ".join(
-                f"steps {g.first_step:,}–{g.last_step:,}: {ms(g.median_us)}" for g in s.slow) + "), "
-                + ("then recovered" if s.recovered else "the last one to the end of the run"))
+            course = (
+                f"it ran slow in {len(s.slow)} stretches ("
+                + "; ".join(f"steps {g.first_step:,}–{g.last_step:,}: {ms(g.median_us)}" for g in s.slow)
+                + "), "
+                + ("then recovered" if s.recovered else "the last one to the end of the run")
+            )
         cause = CAUSE_TEXT[split.cause]
         who = f"rank{'s' if late and len(late) > 1 else ''} {', '.join(str(r.rank) for r in late)}" if late else ""
-        title = (f"Step time rose {s.ratio - 1:.0%} from step {onset.first_step:,} "
-                 f"({ms(base.median_us)} → {ms(onset.median_us)}): "
-                 + (f"{who} became late" if late else cause.split(" (")[0].split(",")[0]))
-        summary = (f"{model.path}: the run held {ms(base.median_us)} per step (median, steps "
-                   f"{base.first_step:,}–{base.last_step:,}); from step {onset.first_step:,} ({when}) {course}. "
-                   f"The {s.slow_steps:,} slow steps cost {duration_text(s.lost_us)} in all. "
-                   f"The added {ms(split.added_us)} per step is mostly {cause}.")
+        title = (
+            f"Step time rose {s.ratio - 1:.0%} from step {onset.first_step:,} "
+            f"({ms(base.median_us)} → {ms(onset.median_us)}): "
+            + (f"{who} became late" if late else cause.split(" (")[0].split(",")[0])
+        )
+        summary = (
+            f"{model.path}: the run held {ms(base.median_us)} per step (median, steps "
+            f"{base.first_step:,}–{base.last_step:,}); from step {onset.first_step:,} ({when}) {course}. "
+            f"The {s.slow_steps:,} slow steps cost {duration_text(s.lost_us)} in all. "
+            f"The added {ms(split.added_us)} per step is mostly {cause}."
+        )
         evidence: tuple[Evidence, ...] = (self._segments_evidence(ctx, model, s), self._split_evidence(split))
         if late:
             evidence += tuple(self._rank_evidence(r, before) for r, before in late.items())
@@ -95,11 +104,14 @@ class StepSlowdown(TimelineDetector):
             summary=summary,
             detector=self.name,
             evidence=evidence,
-            impact=Impact(seconds_per_step=per_step / 1e6, fraction_of_step=min(1.0, per_step / median_us),
-                          confidence="medium",
-                          assumptions=f"the {s.slow_steps:,} slow steps would run at the "
-                                      f"{ms(base.median_us)} median of steps {base.first_step:,}–{base.last_step:,}; "
-                                      f"spread over all {s.steady_steps:,} steady steps"),
+            impact=Impact(
+                seconds_per_step=per_step / 1e6,
+                fraction_of_step=min(1.0, per_step / median_us),
+                confidence="medium",
+                assumptions=f"the {s.slow_steps:,} slow steps would run at the "
+                f"{ms(base.median_us)} median of steps {base.first_step:,}–{base.last_step:,}; "
+                f"spread over all {s.steady_steps:,} steady steps",
+            ),
             suggestions=self._suggestions(model, split, late, when),
             ranks=tuple(r.rank for r in late) if late else (),
         )
@@ -126,40 +138,60 @@ class StepSlowdown(TimelineDetector):
         listed = s.segments if len(s.segments) <= ctx.config.thresholds.slowdown.max_listed else s.slow
         more = "" if listed is s.segments else f" (the {len(s.slow)} slow ones of {len(s.segments)} stretches)"
         return Evidence(
-            summary=(f"baseline {ms(s.baseline.median_us)}: the median of the steady steps before step "
-                     f"{s.onset.first_step:,}; median step time per stretch between change points{more}: "
-                     + "; ".join(map(line, listed))),
+            summary=(
+                f"baseline {ms(s.baseline.median_us)}: the median of the steady steps before step "
+                f"{s.onset.first_step:,}; median step time per stretch between change points{more}: "
+                + "; ".join(map(line, listed))
+            ),
             sources=() if first is None else (SourceRef(model.path, byte_offset=int(first)),),
-            metrics={"baseline_ms": s.baseline.median_us / 1e3, "onset_ms": s.onset.median_us / 1e3,
-                     "ratio": s.ratio, "onset_step": float(s.onset.first_step),
-                     "worst_ms": s.worst.median_us / 1e3, "slow_steps": float(s.slow_steps),
-                     "lost_s": s.lost_us / 1e6},
+            metrics={
+                "baseline_ms": s.baseline.median_us / 1e3,
+                "onset_ms": s.onset.median_us / 1e3,
+                "ratio": s.ratio,
+                "onset_step": float(s.onset.first_step),
+                "worst_ms": s.worst.median_us / 1e3,
+                "slow_steps": float(s.slow_steps),
+                "lost_s": s.lost_us / 1e6,
+            },
         )
 
     @staticmethod
     def _split_evidence(a: Attribution) -> Evidence:
         return Evidence(
-            summary=(f"added median time per step {ms(a.added_us)}: wait for the last rank at the end of backward "
-                     f"{a.wait_us / 1e3:+.1f} ms, exposed communication {a.exposed_us / 1e3:+.1f} ms, compute up to "
-                     f"the first rank's last gradient {a.compute_us / 1e3:+.1f} ms"),
-            metrics={"added_ms": a.added_us / 1e3, "wait_ms": a.wait_us / 1e3, "exposed_ms": a.exposed_us / 1e3,
-                     "compute_ms": a.compute_us / 1e3},
+            summary=(
+                f"added median time per step {ms(a.added_us)}: wait for the last rank at the end of backward "
+                f"{a.wait_us / 1e3:+.1f} ms, exposed communication {a.exposed_us / 1e3:+.1f} ms, compute up to "
+                f"the first rank's last gradient {a.compute_us / 1e3:+.1f} ms"
+            ),
+            metrics={
+                "added_ms": a.added_us / 1e3,
+                "wait_ms": a.wait_us / 1e3,
+                "exposed_ms": a.exposed_us / 1e3,
+                "compute_ms": a.compute_us / 1e3,
+            },
         )
 
     @staticmethod
     def _rank_evidence(r: RankLateness, before: float | None) -> Evidence:
         was = "no ticks before" if before is None else f"{ms(before)} before"
         return Evidence(
-            summary=(f"rank {r.rank} in the slow steps: last ready in {r.last}/{r.negotiations} negotiations "
-                     f"({r.last_share:.0%}), {ms(r.median_vs_median_us)} behind the median rank ({was})"),
-            metrics={"rank": float(r.rank), "last_share": r.last_share, "vs_median_ms": r.median_vs_median_us / 1e3,
-                     **({} if before is None else {"vs_median_before_ms": before / 1e3})},
+            summary=(
+                f"rank {r.rank} in the slow steps: last ready in {r.last}/{r.negotiations} negotiations "
+                f"({r.last_share:.0%}), {ms(r.median_vs_median_us)} behind the median rank ({was})"
+            ),
+            metrics={
+                "rank": float(r.rank),
+                "last_share": r.last_share,
+                "vs_median_ms": r.median_vs_median_us / 1e3,
+                **({} if before is None else {"vs_median_before_ms": before / 1e3}),
+            },
         )
 
     # -- which rank -----------------------------------------------------------------------------
     @staticmethod
-    def _late_ranks(ctx: TimelineEvidence, model: TimelineModel, s: Slowdown,
-                    split: Attribution) -> dict[RankLateness, float | None] | None:
+    def _late_ranks(
+        ctx: TimelineEvidence, model: TimelineModel, s: Slowdown, split: Attribution
+    ) -> dict[RankLateness, float | None] | None:
         """The ranks that became late in the slow steps, with their lateness behind the median
         rank in the baseline (None: no ticks there); None when ticks do not cover the slow steps."""
         first, last = s.onset.first_step, s.slow[-1].last_step
@@ -174,47 +206,70 @@ class StepSlowdown(TimelineDetector):
         slow = between(lat, first, last)
         if len(slow.steps()) < MIN_TICKED_STEPS:
             return None
-        before = {r.rank: r.median_vs_median_us
-                  for r in rank_summary(between(head, s.baseline.first_step, s.baseline.last_step))}
+        before = {
+            r.rank: r.median_vs_median_us
+            for r in rank_summary(between(head, s.baseline.first_step, s.baseline.last_step))
+        }
         threshold = max(SAME_CYCLE_US, 0.5 * split.wait_us)
-        return {r: before.get(r.rank) for r in rank_summary(slow)
-                if r.last_share >= ctx.config.thresholds.slowdown.min_last_share and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold}
+        return {
+            r: before.get(r.rank)
+            for r in rank_summary(slow)
+            if r.last_share >= ctx.config.thresholds.slowdown.min_last_share
+            and r.median_vs_median_us - before.get(r.rank, 0.0) >= threshold
+        }
 
     # -- what to do ------------------------------------------------------------------------------
     @staticmethod
-    def _suggestions(model: TimelineModel, split: Attribution, late: dict[RankLateness, float | None] | None,
-                     when: str) -> tuple[Suggestion, ...]:
+    def _suggestions(
+        model: TimelineModel, split: Attribution, late: dict[RankLateness, float | None] | None, when: str
+    ) -> tuple[Suggestion, ...]:
         if split.cause == "wait" and late:
             who = ", ".join(str(r.rank) for r in late)
-            return (Suggestion(
-                action=f"Look at what changed on rank {who}'s host at {when}: GPU clocks and temperature "
-                       "(nvidia-smi -q -d PERFORMANCE,TEMPERATURE; thermal or power throttling), other processes "
-                       "on the host, its input pipeline. Map rank to host with horovodrun --verbose or the job log.",
-                rationale="The rank was on time before; a delay that starts at one moment on one rank is a change "
-                          "on its host, not in Horovod's settings."),)
+            return (
+                Suggestion(
+                    action=f"Look at what changed on rank {who}'s host at {when}: GPU clocks and temperature "
+                    "(nvidia-smi -q -d PERFORMANCE,TEMPERATURE; thermal or power throttling), other processes "
+                    "on the host, its input pipeline. Map rank to host with horovodrun --verbose or the job log.",
+                    rationale="The rank was on time before; a delay that starts at one moment on one rank is a change "
+                    "on its host, not in Horovod's settings.",
+                ),
+            )
         if split.cause == "wait":
             covered = model.facts.get("steady_state_ticks") is True
-            return (Suggestion(
-                action=("Rank ticks cover these steps but no single rank is late in most of them: the late rank "
+            return (
+                Suggestion(
+                    action=(
+                        "Rank ticks cover these steps but no single rank is late in most of them: the late rank "
                         "changes. Look for host-wide contention (shared storage, network) starting at " + when + "."
-                        ) if covered else (
+                    )
+                    if covered
+                    else (
                         "Rerun with HOROVOD_CACHE_CAPACITY=0 for a while past the step where it slowed down: the "
                         "response cache removes the rank ticks that name the late rank. Meanwhile compare GPU clocks "
-                        f"and temperatures across hosts around {when}."),
-                env={} if covered else {"HOROVOD_CACHE_CAPACITY": "0"},
-                rationale="The last negotiation of each step waits longer for its slowest rank: one or more ranks "
-                          "finish backward later than the others since then."),)
+                        f"and temperatures across hosts around {when}."
+                    ),
+                    env={} if covered else {"HOROVOD_CACHE_CAPACITY": "0"},
+                    rationale="The last negotiation of each step waits longer for its slowest rank: one or more ranks "
+                    "finish backward later than the others since then.",
+                ),
+            )
         if split.cause == "exposed":
-            return (Suggestion(
-                action=f"The collectives got slower at {when}: check the network then (NIC errors and link flaps "
-                       "in the hosts' logs, other traffic on shared links), and whether NCCL changed transport "
-                       "(NCCL_DEBUG=INFO: NET/IB vs NET/Socket; see the nccl.* findings).",
-                env={"NCCL_DEBUG": "INFO"},
-                rationale="The time after the last gradient is ready, which is communication nothing overlaps, "
-                          "grew; the ranks were not later than before."),)
-        return (Suggestion(
-            action=f"Every rank got slower alike at {when}: look at the input pipeline (data loading, storage "
-                   "throughput, cache eviction), a change in the work per step (sequence length, curriculum, "
-                   "evaluation inside the loop) or host-wide throttling on all nodes.",
-            rationale="Neither waiting for a late rank nor communication grew: the ranks take longer to produce "
-                      "their gradients."),)
+            return (
+                Suggestion(
+                    action=f"The collectives got slower at {when}: check the network then (NIC errors and link flaps "
+                    "in the hosts' logs, other traffic on shared links), and whether NCCL changed transport "
+                    "(NCCL_DEBUG=INFO: NET/IB vs NET/Socket; see the nccl.* findings).",
+                    env={"NCCL_DEBUG": "INFO"},
+                    rationale="The time after the last gradient is ready, which is communication nothing overlaps, "
+                    "grew; the ranks were not later than before.",
+                ),
+            )
+        return (
+            Suggestion(
+                action=f"Every rank got slower alike at {when}: look at the input pipeline (data loading, storage "
+                "throughput, cache eviction), a change in the work per step (sequence length, curriculum, "
+                "evaluation inside the loop) or host-wide throttling on all nodes.",
+                rationale="Neither waiting for a late rank nor communication grew: the ranks take longer to produce "
+                "their gradients.",
+            ),
+        )

@@ -33,29 +33,43 @@ class StartupSkew(TimelineDetector):
         skew = float(dur.max())
         if skew < t.min_skew_us:
             return None
-        evidence = [Evidence(summary=f"{longest['name']} of {longest['tensor']} waited {ms(skew)} for every rank "
-                                     f"({len(pre)} negotiations before the first step)",
-                             sources=(at(model, longest["start_offset"]),),
-                             metrics={"skew_ms": skew / 1e3, "negotiations": float(len(pre))})]
+        evidence = [
+            Evidence(
+                summary=f"{longest['name']} of {longest['tensor']} waited {ms(skew)} for every rank "
+                f"({len(pre)} negotiations before the first step)",
+                sources=(at(model, longest["start_offset"]),),
+                metrics={"skew_ms": skew / 1e3, "negotiations": float(len(pre))},
+            )
+        ]
         lat = model.lateness
         ranks = rank_summary(lat.where_negotiations(lat.neg_step < 0))
         who: tuple[int, ...] = ()
         if ranks and ranks[0].median_us > 0:
             r = ranks[0]
             who = (r.rank,)
-            evidence.append(Evidence(summary=f"rank {r.rank} was the last to arrive in {r.last}/{r.negotiations} of "
-                                             f"them, median {ms(r.median_us)} after the first",
-                                     metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3}))
+            evidence.append(
+                Evidence(
+                    summary=f"rank {r.rank} was the last to arrive in {r.last}/{r.negotiations} of "
+                    f"them, median {ms(r.median_us)} after the first",
+                    metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3},
+                )
+            )
         return Finding(
             code=CODE,
             severity=Severity.INFO,
             title=f"Start-up skew: the initial broadcasts waited {ms(skew)} for the last rank",
-            summary=(f"{model.path}: ranks reached the first collectives up to {ms(skew)} apart. This is paid "
-                     "once per (re)start, not per step" + (f"; rank {who[0]} came last." if who else ".")),
+            summary=(
+                f"{model.path}: ranks reached the first collectives up to {ms(skew)} apart. This is paid "
+                "once per (re)start, not per step" + (f"; rank {who[0]} came last." if who else ".")
+            ),
             detector=self.name,
             evidence=tuple(evidence),
-            suggestions=(Suggestion(action="If restarts are frequent (elastic jobs, preemption), look at what the "
-                                           "late rank does before hvd.broadcast_parameters: data set indexing, "
-                                           "downloads, compilation."),),
+            suggestions=(
+                Suggestion(
+                    action="If restarts are frequent (elastic jobs, preemption), look at what the "
+                    "late rank does before hvd.broadcast_parameters: data set indexing, "
+                    "downloads, compilation."
+                ),
+            ),
             ranks=who,
         )

@@ -52,7 +52,9 @@ class Straggler(TimelineDetector):
         loss = float(np.median(loss_per_step(lat, ids)))
         worst = late[0]
         impact = step_impact(
-            model, loss, "high" if n_steps >= 10 else "medium",
+            model,
+            loss,
+            "high" if n_steps >= 10 else "medium",
             f"the late rank(s) would be ready when the median rank is (median over {n_steps} steps of their "
             "lateness on each step's last negotiation); the other ranks' speed is unchanged",
         )
@@ -60,14 +62,18 @@ class Straggler(TimelineDetector):
         others = [r for r in ranks if r.rank not in ids]
         if others:
             typical = float(np.median([r.median_us for r in others]))
-            evidence += (Evidence(f"the other {len(others)} rank(s): median lateness {ms(typical)} behind the "
-                                  "first-ready rank", metrics={"others_median_lateness_ms": typical / 1e3}),)
+            evidence += (
+                Evidence(
+                    f"the other {len(others)} rank(s): median lateness {ms(typical)} behind the first-ready rank",
+                    metrics={"others_median_lateness_ms": typical / 1e3},
+                ),
+            )
         who = ", ".join(map(str, ids))
         return Finding(
             code=CODE,
             severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
             title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
-                  f"ready {ms(worst.median_us)} after the first rank, every step",
+            f"ready {ms(worst.median_us)} after the first rank, every step",
             summary=(
                 f"{model.path}: rank {worst.rank} is the last rank ready in {worst.last}/{worst.negotiations} "
                 f"negotiations over {n_steps} steps (median {ms(worst.median_us)}, p90 {ms(worst.p90_us)} behind "
@@ -80,14 +86,14 @@ class Straggler(TimelineDetector):
             suggestions=(
                 Suggestion(
                     action=f"Find what is slower on rank {who}: its host (map rank to host with horovodrun "
-                           "--verbose or the job log), its input pipeline (data loading, augmentation), CPU "
-                           "binding/oversubscription, GPU clocks or thermal throttling.",
+                    "--verbose or the job log), its input pipeline (data loading, augmentation), CPU "
+                    "binding/oversubscription, GPU clocks or thermal throttling.",
                     rationale="A constant per-step delay on one rank before its gradients are ready is work "
-                              "outside Horovod on that rank; tuning Horovod cannot hide it.",
+                    "outside Horovod on that rank; tuning Horovod cannot hide it.",
                 ),
                 Suggestion(
                     action="If the rank's host is degraded, exclude it (horovodrun -H / --hostfile) or give the "
-                           "rank less work.",
+                    "rank less work.",
                 ),
             ),
             ranks=ids,
@@ -96,11 +102,18 @@ class Straggler(TimelineDetector):
     @staticmethod
     def _evidence(model: TimelineModel, first: int | None, r: RankLateness, n_steps: int) -> Evidence:
         return Evidence(
-            summary=(f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
-                     f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "
-                     f"p90 {ms(r.p90_us)}; {ms(r.median_vs_median_us)} behind the median rank"),
+            summary=(
+                f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
+                f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "
+                f"p90 {ms(r.p90_us)}; {ms(r.median_vs_median_us)} behind the median rank"
+            ),
             sources=() if first is None else (at(model, first),),
-            metrics={"rank": float(r.rank), "last": float(r.last), "negotiations": float(r.negotiations),
-                     "median_lateness_ms": r.median_us / 1e3, "p90_lateness_ms": r.p90_us / 1e3,
-                     "vs_median_ms": r.median_vs_median_us / 1e3},
+            metrics={
+                "rank": float(r.rank),
+                "last": float(r.last),
+                "negotiations": float(r.negotiations),
+                "median_lateness_ms": r.median_us / 1e3,
+                "p90_lateness_ms": r.p90_us / 1e3,
+                "vs_median_ms": r.median_vs_median_us / 1e3,
+            },
         )

@@ -11,7 +11,7 @@ analysed, but the end of the run is missing. No threshold: any loss is reported.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.findings import Evidence, Finding, Severity, SourceRef, Suggestion
 
@@ -71,15 +71,15 @@ class TruncatedTimeline:
                     suggestions=(
                         Suggestion(
                             action="Stop the timeline explicitly after the last step with hvd.stop_timeline(): it "
-                                   "drains Horovod's writer queue before closing the file, which hvd.shutdown() "
-                                   "does not (Horovod >=0.22 needs HOROVOD_TIMELINE set at start for the API).",
+                            "drains Horovod's writer queue before closing the file, which hvd.shutdown() "
+                            "does not (Horovod >=0.22 needs HOROVOD_TIMELINE set at start for the API).",
                             env={"HOROVOD_TIMELINE": "DYNAMIC"},
                             rationale="With HOROVOD_TIMELINE=DYNAMIC, call hvd.start_timeline(path) / "
-                                      "hvd.stop_timeline() around the steps to record.",
+                            "hvd.stop_timeline() around the steps to record.",
                         ),
                         Suggestion(
                             action="If the job was killed, the loss is expected: rerun a few steps with the "
-                                   "timeline on to capture a complete one.",
+                            "timeline on to capture a complete one.",
                         ),
                     ),
                 )

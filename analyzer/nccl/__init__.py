@@ -1,5 +1,4 @@
-"""The NCCL model: every NCCL / job log of a run as DataFrames, per process and communicator.
-"""
+"""The NCCL model: every NCCL / job log of a run as DataFrames, per process and communicator."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analyzer.nccl.model import NcclModel, nccl_model_of, LOG_TABLES
+    from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
 
 _FACE = {
     "NcclModel": "analyzer.nccl.model",

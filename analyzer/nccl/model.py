@@ -15,9 +15,18 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-
-LOG_TABLES = ("nccl_processes", "nccl_connections", "nccl_comm_ranks", "nccl_versions", "nccl_env", "nccl_errors",
-              "nccl_collectives", "watchdog_timeouts", "horovod_stalls", "autotune")
+LOG_TABLES = (
+    "nccl_processes",
+    "nccl_connections",
+    "nccl_comm_ranks",
+    "nccl_versions",
+    "nccl_env",
+    "nccl_errors",
+    "nccl_collectives",
+    "watchdog_timeouts",
+    "horovod_stalls",
+    "autotune",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,16 +62,19 @@ class NcclModel:
             mine_conn = conns.get(key, empty["nccl_connections"])
             mine_env = env.get(key, empty["nccl_env"])
             net_conns = mine_conn[mine_conn["kind"] == "NET"] if not mine_conn.empty else mine_conn
-            rows.append({
-                "ranks": sorted(set(mine_cr["rank"].astype(int))) if not mine_cr.empty else [],
-                "nranks": sorted(set(mine_cr["nranks"].astype(int))) if not mine_cr.empty else [],
-                "init_complete": bool((mine_cr["phase"] == "COMPLETE").any()) if not mine_cr.empty else False,
-                "transports": sorted(set(mine_conn["detail"])) if not mine_conn.empty else [],
-                "net": _net(r, net_conns, r.file in old),
-                "gdrdma": bool(net_conns["gdr"].any()) if not net_conns.empty else None,
-                "ib_disabled": bool(((mine_env["var"] == "NCCL_IB_DISABLE") & (mine_env["value"] == "1")).any())
-                if not mine_env.empty else False,
-            })
+            rows.append(
+                {
+                    "ranks": sorted(set(mine_cr["rank"].astype(int))) if not mine_cr.empty else [],
+                    "nranks": sorted(set(mine_cr["nranks"].astype(int))) if not mine_cr.empty else [],
+                    "init_complete": bool((mine_cr["phase"] == "COMPLETE").any()) if not mine_cr.empty else False,
+                    "transports": sorted(set(mine_conn["detail"])) if not mine_conn.empty else [],
+                    "net": _net(r, net_conns, r.file in old),
+                    "gdrdma": bool(net_conns["gdr"].any()) if not net_conns.empty else None,
+                    "ib_disabled": bool(((mine_env["var"] == "NCCL_IB_DISABLE") & (mine_env["value"] == "1")).any())
+                    if not mine_env.empty
+                    else False,
+                }
+            )
         return pd.concat([p.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
     @cached_property
@@ -72,12 +84,23 @@ class NcclModel:
         if e.empty:
             return []
         e = e[e["class"].notna()]
-        return [{"class": r.cls, "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid),
-                 "file": r.file, "line": int(r.line), "level": r.level,
-                 "src": r.src if isinstance(r.src, str) else None, "message": r.message, "chain": list(r.chain),
-                 "result_code": opt_int(r.result_code), "time": r.time if isinstance(r.time, str) else None,
-                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None}
-                for r in e.rename(columns={"class": "cls"}).itertuples(index=False)]
+        return [
+            {
+                "class": r.cls,
+                "host": r.host if isinstance(r.host, str) else None,
+                "pid": opt_int(r.pid),
+                "file": r.file,
+                "line": int(r.line),
+                "level": r.level,
+                "src": r.src if isinstance(r.src, str) else None,
+                "message": r.message,
+                "chain": list(r.chain),
+                "result_code": opt_int(r.result_code),
+                "time": r.time if isinstance(r.time, str) else None,
+                "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None,
+            }
+            for r in e.rename(columns={"class": "cls"}).itertuples(index=False)
+        ]
 
     @cached_property
     def communicators(self) -> list[dict[str, Any]]:
@@ -93,17 +116,28 @@ class NcclModel:
             complete = g[g["phase"] == "COMPLETE"]
             done = set(complete["rank"].astype(int))
             stuck = started[~started["rank"].isin(done)].drop_duplicates("rank")
-            out.append({
-                "id": str(key), "comm_id": None if g["comm_id"].isna().all() else str(g["comm_id"].iloc[0]),
-                "grouping": "commId" if g["comm_id"].notna().all() else "nranks",
-                "nranks": int(g["nranks"].max()),
-                "ranks_started": sorted(set(started["rank"].astype(int))),
-                "ranks_complete": sorted(done),
-                "ranks_incomplete": [{"rank": int(s.rank), "host": s.host, "pid": opt_int(s.pid), "file": s.file,
-                                      "line": int(s.line)} for s in stuck.sort_values("rank").itertuples()],
-                "hosts": sorted({h for h in g["host"] if isinstance(h, str)}),
-                "files": sorted(set(g["file"])),
-            })
+            out.append(
+                {
+                    "id": str(key),
+                    "comm_id": None if g["comm_id"].isna().all() else str(g["comm_id"].iloc[0]),
+                    "grouping": "commId" if g["comm_id"].notna().all() else "nranks",
+                    "nranks": int(g["nranks"].max()),
+                    "ranks_started": sorted(set(started["rank"].astype(int))),
+                    "ranks_complete": sorted(done),
+                    "ranks_incomplete": [
+                        {
+                            "rank": int(s.rank),
+                            "host": s.host,
+                            "pid": opt_int(s.pid),
+                            "file": s.file,
+                            "line": int(s.line),
+                        }
+                        for s in stuck.sort_values("rank").itertuples()
+                    ],
+                    "hosts": sorted({h for h in g["host"] if isinstance(h, str)}),
+                    "files": sorted(set(g["file"])),
+                }
+            )
         return out
 
 

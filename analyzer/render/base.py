@@ -25,8 +25,10 @@ def format_impact(i: Mapping[str, Any] | None) -> str:
     """An impact (as in the JSON report) in one line."""
     if i is None:
         return "not estimable"
-    return (f"{i['seconds_per_step'] * 1000:.1f} ms/step ({i['fraction_of_step']:.0%} of the step), "
-            f"{i['confidence']} confidence; assumes {i['assumptions']}")
+    return (
+        f"{i['seconds_per_step'] * 1000:.1f} ms/step ({i['fraction_of_step']:.0%} of the step), "
+        f"{i['confidence']} confidence; assumes {i['assumptions']}"
+    )
 
 
 def env_lines(f: Finding) -> list[str]:
@@ -41,12 +43,16 @@ def export_lines(envs: Iterable[Mapping[str, str]]) -> list[str]:
 def input_line(entry: InputDoc) -> str:
     if entry["kind"] != "horovod_timeline":
         log = entry.get("log") or {}
-        return (f"{entry['path']}: {entry['kind']}, {log.get('lines', 0)} lines, {log.get('records', 0)} NCCL records "
-                f"from {log.get('processes', 0)} process(es), {log.get('watchdog_timeouts', 0)} watchdog timeout(s), "
-                f"{log.get('autotune_rows', 0)} autotune row(s)")
+        return (
+            f"{entry['path']}: {entry['kind']}, {log.get('lines', 0)} lines, {log.get('records', 0)} NCCL records "
+            f"from {log.get('processes', 0)} process(es), {log.get('watchdog_timeouts', 0)} watchdog timeout(s), "
+            f"{log.get('autotune_rows', 0)} autotune row(s)"
+        )
     tl = entry["timeline"]
     status, layout, cache = ("?", "?", "?") if tl is None else (tl["status"], tl["layout"], tl["response_cache"])
     ver = tl["horovod_version"]["text"] if tl is not None and tl["horovod_version"] else "?"
-    return (f"{entry['path']}: {entry['kind']}, {status}, layout {layout}, "
-            f"Horovod {ver}, response cache {cache}, "
-            f"{entry.get('rows', {}).get('spans', 0)} spans, {entry.get('rows', {}).get('ticks', 0)} ticks")
+    return (
+        f"{entry['path']}: {entry['kind']}, {status}, layout {layout}, "
+        f"Horovod {ver}, response cache {cache}, "
+        f"{entry.get('rows', {}).get('spans', 0)} spans, {entry.get('rows', {}).get('ticks', 0)} ticks"
+    )

@@ -24,15 +24,30 @@ def step_histogram(section: Mapping[str, Any]) -> go.Figure:
     steps = section["steps"]
     edges = [e * 1e3 for e in steps["histogram"]["edges_s"]]
     counts = steps["histogram"]["counts"]
-    fig = go.Figure(go.Bar(x=[(a + b) / 2 for a, b in pairwise(edges)], y=counts,
-                           width=[b - a for a, b in pairwise(edges)],
-                           marker_color="#3b6ea5", name="steps",
-                           hovertemplate="%{x:.1f} ms: %{y} steps<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=[(a + b) / 2 for a, b in pairwise(edges)],
+            y=counts,
+            width=[b - a for a, b in pairwise(edges)],
+            marker_color="#3b6ea5",
+            name="steps",
+            hovertemplate="%{x:.1f} ms: %{y} steps<extra></extra>",
+        )
+    )
     if steps["median_s"] is not None:
-        fig.add_vline(x=steps["median_s"] * 1e3, line_dash="dash", line_color="#c0392b",
-                      annotation_text=f"median {steps['median_s'] * 1e3:.1f} ms")
-    fig.update_layout(title=f"Step time ({steps['steady']} steady steps of {steps['count']})",
-                      xaxis_title="step time (ms)", yaxis_title="steps", bargap=0.05, **_LAYOUT)
+        fig.add_vline(
+            x=steps["median_s"] * 1e3,
+            line_dash="dash",
+            line_color="#c0392b",
+            annotation_text=f"median {steps['median_s'] * 1e3:.1f} ms",
+        )
+    fig.update_layout(
+        title=f"Step time ({steps['steady']} steady steps of {steps['count']})",
+        xaxis_title="step time (ms)",
+        yaxis_title="steps",
+        bargap=0.05,
+        **_LAYOUT,
+    )
     return fig
 
 
@@ -40,26 +55,46 @@ def rank_lateness(section: Mapping[str, Any]) -> go.Figure:
     """Median and p90 lateness behind the first-ready rank, per rank."""
     ranks = section["ranks"]["ranks"]
     x = [str(r["rank"]) for r in ranks]
-    fig = go.Figure([
-        go.Bar(x=x, y=[r["median_lateness_ms"] for r in ranks], name="median", marker_color="#3b6ea5"),
-        go.Bar(x=x, y=[r["p90_lateness_ms"] for r in ranks], name="p90", marker_color="#9db7d5"),
-    ])
-    scope = {"steady": "steady-state negotiations", "first_negotiations": "first negotiations only (warm-up)",
-             "none": "no rank ticks in this file"}[section["ranks"]["scope"]]
-    fig.update_layout(title=f"Rank lateness behind the first-ready rank ({scope})", xaxis_title="rank",
-                      yaxis_title="ms", barmode="group", **_LAYOUT)
+    fig = go.Figure(
+        [
+            go.Bar(x=x, y=[r["median_lateness_ms"] for r in ranks], name="median", marker_color="#3b6ea5"),
+            go.Bar(x=x, y=[r["p90_lateness_ms"] for r in ranks], name="p90", marker_color="#9db7d5"),
+        ]
+    )
+    scope = {
+        "steady": "steady-state negotiations",
+        "first_negotiations": "first negotiations only (warm-up)",
+        "none": "no rank ticks in this file",
+    }[section["ranks"]["scope"]]
+    fig.update_layout(
+        title=f"Rank lateness behind the first-ready rank ({scope})",
+        xaxis_title="rank",
+        yaxis_title="ms",
+        barmode="group",
+        **_LAYOUT,
+    )
     return fig
 
 
 def phase_breakdown(section: Mapping[str, Any]) -> go.Figure:
     """Median time per steady step of each phase (union across tensors)."""
     phases = list(reversed(section["phases"]))
-    fig = go.Figure(go.Bar(y=[p["phase"] for p in phases], x=[p["median_ms"] for p in phases], orientation="h",
-                           marker_color="#3b6ea5",
-                           text=[f"{p['share_of_step']:.0%}" for p in phases], textposition="auto",
-                           hovertemplate="%{y}: %{x:.2f} ms per step<extra></extra>"))
-    fig.update_layout(title="Where a step goes (median per step; phases overlap)", xaxis_title="ms per step",
-                      **{**_LAYOUT, "height": max(240, 40 + 26 * len(phases))})
+    fig = go.Figure(
+        go.Bar(
+            y=[p["phase"] for p in phases],
+            x=[p["median_ms"] for p in phases],
+            orientation="h",
+            marker_color="#3b6ea5",
+            text=[f"{p['share_of_step']:.0%}" for p in phases],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.2f} ms per step<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Where a step goes (median per step; phases overlap)",
+        xaxis_title="ms per step",
+        **{**_LAYOUT, "height": max(240, 40 + 26 * len(phases))},
+    )
     return fig
 
 
@@ -71,86 +106,177 @@ def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: f
     """Step time over the run; warm-up and incomplete-window steps in grey, median and p90 marked,
     the slow stretches of ``timeline.slowdown`` shaded with their rise over the steps before."""
     steady = view["steady"]
-    fig = go.Figure(go.Scattergl(
-        x=view["step"], y=view["ms"], mode="markers", name="steps",
-        marker={"size": 5, "color": ["#3b6ea5" if s else "#aab" for s in steady]},
-        hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>"))
+    fig = go.Figure(
+        go.Scattergl(
+            x=view["step"],
+            y=view["ms"],
+            mode="markers",
+            name="steps",
+            marker={"size": 5, "color": ["#3b6ea5" if s else "#aab" for s in steady]},
+            hovertemplate="step %{x}: %{y:.1f} ms<extra></extra>",
+        )
+    )
     for value, label, dash in ((median_s, "median", "dash"), (p90_s, "p90", "dot")):
         if value is not None:
-            fig.add_hline(y=value * 1e3, line_dash=dash, line_color="#c0392b",
-                          annotation_text=f"{label} {value * 1e3:.1f} ms")
+            fig.add_hline(
+                y=value * 1e3, line_dash=dash, line_color="#c0392b", annotation_text=f"{label} {value * 1e3:.1f} ms"
+            )
     for g in view.get("slow", []):
-        fig.add_vrect(x0=g["first"] - 0.5, x1=g["last"] + 0.5, fillcolor="#e67e22", opacity=0.15, line_width=0,
-                      annotation_text=f"slow: {g['ms']:.1f} ms (+{g['ms'] / view['baseline_ms'] - 1:.0%})",
-                      annotation_position="top left")
-    fig.update_layout(title=_title("Step time over the run", view["note"]), xaxis_title="step",
-                      yaxis_title="step time (ms)", **_LAYOUT)
+        fig.add_vrect(
+            x0=g["first"] - 0.5,
+            x1=g["last"] + 0.5,
+            fillcolor="#e67e22",
+            opacity=0.15,
+            line_width=0,
+            annotation_text=f"slow: {g['ms']:.1f} ms (+{g['ms'] / view['baseline_ms'] - 1:.0%})",
+            annotation_position="top left",
+        )
+    fig.update_layout(
+        title=_title("Step time over the run", view["note"]),
+        xaxis_title="step",
+        yaxis_title="step time (ms)",
+        **_LAYOUT,
+    )
     return fig
 
 
 def lateness_box(view: Mapping[str, Any]) -> go.Figure:
     """Per-rank lateness behind the first-ready rank: box q1-q3, median, whiskers p5/p95."""
     rows = view["ranks"]
-    fig = go.Figure(go.Box(
-        x=[str(r["rank"]) for r in rows], q1=[r["q1"] for r in rows], median=[r["median"] for r in rows],
-        q3=[r["q3"] for r in rows], lowerfence=[r["p5"] for r in rows], upperfence=[r["p95"] for r in rows],
-        marker_color="#3b6ea5", name="lateness", boxpoints=False))
-    fig.update_layout(title=_title("Lateness per rank (box q1-q3, whiskers p5/p95)", view["note"]),
-                      xaxis_title="rank", yaxis_title="ms behind the first-ready rank", **_LAYOUT)
+    fig = go.Figure(
+        go.Box(
+            x=[str(r["rank"]) for r in rows],
+            q1=[r["q1"] for r in rows],
+            median=[r["median"] for r in rows],
+            q3=[r["q3"] for r in rows],
+            lowerfence=[r["p5"] for r in rows],
+            upperfence=[r["p95"] for r in rows],
+            marker_color="#3b6ea5",
+            name="lateness",
+            boxpoints=False,
+        )
+    )
+    fig.update_layout(
+        title=_title("Lateness per rank (box q1-q3, whiskers p5/p95)", view["note"]),
+        xaxis_title="rank",
+        yaxis_title="ms behind the first-ready rank",
+        **_LAYOUT,
+    )
     return fig
 
 
 def rank_heatmap(view: Mapping[str, Any]) -> go.Figure:
     """Mean lateness per rank (rows) and step (columns)."""
-    fig = go.Figure(go.Heatmap(
-        z=view["z"], x=[str(s) for s in view["steps"]], y=[str(r) for r in view["ranks"]], colorscale="Reds",
-        colorbar={"title": "ms"}, hovertemplate="rank %{y}, step %{x}: %{z:.1f} ms<extra></extra>"))
-    fig.update_layout(title=_title("Lateness per rank and step", view["note"]), xaxis_title="step",
-                      yaxis_title="rank", xaxis_type="category", yaxis_type="category",
-                      **{**_LAYOUT, "height": max(320, min(900, 60 + 14 * len(view["ranks"])))})
+    fig = go.Figure(
+        go.Heatmap(
+            z=view["z"],
+            x=[str(s) for s in view["steps"]],
+            y=[str(r) for r in view["ranks"]],
+            colorscale="Reds",
+            colorbar={"title": "ms"},
+            hovertemplate="rank %{y}, step %{x}: %{z:.1f} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=_title("Lateness per rank and step", view["note"]),
+        xaxis_title="step",
+        yaxis_title="rank",
+        xaxis_type="category",
+        yaxis_type="category",
+        **{**_LAYOUT, "height": max(320, min(900, 60 + 14 * len(view["ranks"])))},
+    )
     return fig
 
 
 def batch_size_histogram(view: Mapping[str, Any]) -> go.Figure:
     """Fused batch sizes (log bins) against the fusion threshold estimate."""
     edges = view["edges_bytes"]
-    fig = go.Figure(go.Bar(x=[(a * b) ** 0.5 for a, b in pairwise(edges)], y=view["counts"],
-                           width=[b - a for a, b in pairwise(edges)], marker_color="#3b6ea5", name="batches",
-                           hovertemplate="%{x:.3s}B: %{y} batches<extra></extra>"))
-    for value, label in ((view["threshold_lower_bytes"], "threshold >="), (view["threshold_upper_bytes"], "threshold <=")):
+    fig = go.Figure(
+        go.Bar(
+            x=[(a * b) ** 0.5 for a, b in pairwise(edges)],
+            y=view["counts"],
+            width=[b - a for a, b in pairwise(edges)],
+            marker_color="#3b6ea5",
+            name="batches",
+            hovertemplate="%{x:.3s}B: %{y} batches<extra></extra>",
+        )
+    )
+    for value, label in (
+        (view["threshold_lower_bytes"], "threshold >="),
+        (view["threshold_upper_bytes"], "threshold <="),
+    ):
         if value:
-            fig.add_vline(x=value, line_dash="dash", line_color="#c0392b", annotation_text=f"{label} {value / 2**20:.1f} MiB")
-    fig.update_layout(title=_title(f"Fused batch sizes ({view['batches']} steady batches)", view["threshold_text"]),
-                      xaxis_title="bytes per batch", yaxis_title="batches", xaxis_type="log", **_LAYOUT)
+            fig.add_vline(
+                x=value, line_dash="dash", line_color="#c0392b", annotation_text=f"{label} {value / 2**20:.1f} MiB"
+            )
+    fig.update_layout(
+        title=_title(f"Fused batch sizes ({view['batches']} steady batches)", view["threshold_text"]),
+        xaxis_title="bytes per batch",
+        yaxis_title="batches",
+        xaxis_type="log",
+        **_LAYOUT,
+    )
     return fig
 
 
 def cadence_histogram(view: Mapping[str, Any]) -> go.Figure:
     """Gaps between cycles (markers) or activity bursts, with the cycle estimate."""
     edges = view["edges_ms"]
-    fig = go.Figure(go.Bar(x=[(a + b) / 2 for a, b in pairwise(edges)], y=view["counts"],
-                           width=[b - a for a, b in pairwise(edges)], marker_color="#3b6ea5", name="gaps",
-                           hovertemplate="%{x:.2f} ms: %{y} gaps<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=[(a + b) / 2 for a, b in pairwise(edges)],
+            y=view["counts"],
+            width=[b - a for a, b in pairwise(edges)],
+            marker_color="#3b6ea5",
+            name="gaps",
+            hovertemplate="%{x:.2f} ms: %{y} gaps<extra></extra>",
+        )
+    )
     if view["cycle_ms"] is not None:
-        fig.add_vline(x=view["cycle_ms"], line_dash="dash", line_color="#c0392b",
-                      annotation_text=f"cycle {view['cycle_ms']:.2f} ms")
+        fig.add_vline(
+            x=view["cycle_ms"],
+            line_dash="dash",
+            line_color="#c0392b",
+            annotation_text=f"cycle {view['cycle_ms']:.2f} ms",
+        )
     what = "CYCLE_START markers" if view["method"] == "markers" else "activity bursts"
-    fig.update_layout(title=f"Cycle cadence: gaps between {what} ({view['gaps']})", xaxis_title="gap (ms)",
-                      yaxis_title="gaps", **_LAYOUT)
+    fig.update_layout(
+        title=f"Cycle cadence: gaps between {what} ({view['gaps']})",
+        xaxis_title="gap (ms)",
+        yaxis_title="gaps",
+        **_LAYOUT,
+    )
     return fig
 
 
 def transport_matrix(nccl: Mapping[str, Any]) -> go.Figure:
     """Processes per host (rows) and transport (columns), from NCCL's connection lines."""
-    uses = Counter((p["host"] or "?", t) for p in nccl["processes"]
-                   for t in {*p["transports"], *([f"network {p['network']}"] if p["network"] else [])})
+    uses = Counter(
+        (p["host"] or "?", t)
+        for p in nccl["processes"]
+        for t in {*p["transports"], *([f"network {p['network']}"] if p["network"] else [])}
+    )
     hosts = sorted({h for h, _ in uses} | {p["host"] or "?" for p in nccl["processes"]})
     transports = sorted({t for _, t in uses})
     z = [[uses[h, t] for t in transports] for h in hosts]  # one pass over the processes, not one per cell
-    fig = go.Figure(go.Heatmap(z=z, x=transports, y=[escape(h) for h in hosts], colorscale="Blues", showscale=False, text=z,
-                               texttemplate="%{text}", hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>"))
-    fig.update_layout(title="NCCL transports per host (processes)", xaxis_type="category", yaxis_type="category",
-                      **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))})
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=transports,
+            y=[escape(h) for h in hosts],
+            colorscale="Blues",
+            showscale=False,
+            text=z,
+            texttemplate="%{text}",
+            hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="NCCL transports per host (processes)",
+        xaxis_type="category",
+        yaxis_type="category",
+        **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))},
+    )
     return fig
 
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from html import escape
 
 import plotly.offline
 
-from analyzer.render.figures import all_figures
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
 from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
     phase_rows,
@@ -68,8 +67,10 @@ class HtmlRenderer:
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]
             parts.append("</ul>")
         if report.parse_issues:
-            parts.append("<h2>Parse issues</h2><table><tr><th>severity</th><th>code</th><th>count</th>"
-                         "<th>file</th><th>byte</th><th>message</th></tr>")
+            parts.append(
+                "<h2>Parse issues</h2><table><tr><th>severity</th><th>code</th><th>count</th>"
+                "<th>file</th><th>byte</th><th>message</th></tr>"
+            )
             parts += [
                 f"<tr><td>{_e(i['severity'])}</td><td><code>{_e(i['code'])}</code></td><td>{i['count']}</td>"
                 f"<td>{_e(i['file'])}</td><td>{_e(i['byte_offset'] if i['byte_offset'] is not None else '')}</td>"
@@ -93,26 +94,34 @@ class HtmlRenderer:
             rows += [f"<tr><td>{_e(n)}</td><td>{m}</td><td>{s}</td></tr>" for n, m, s in phase_rows(section)]
             rows.append("</table>")
         if section["ranks"]["ranks"]:
-            rows.append(f"<p>Rank lateness ({_e(section['ranks']['scope'])}):</p><table><tr><th>rank</th>"
-                        "<th>last ready</th><th>median ms</th><th>p90 ms</th></tr>")
-            rows += [f"<tr><td>{r}</td><td>{last}</td><td>{med}</td><td>{p90}</td></tr>"
-                     for r, last, med, p90 in rank_rows(section)]
+            rows.append(
+                f"<p>Rank lateness ({_e(section['ranks']['scope'])}):</p><table><tr><th>rank</th>"
+                "<th>last ready</th><th>median ms</th><th>p90 ms</th></tr>"
+            )
+            rows += [
+                f"<tr><td>{r}</td><td>{last}</td><td>{med}</td><td>{p90}</td></tr>"
+                for r, last, med, p90 in rank_rows(section)
+            ]
             rows.append("</table>")
         return bool(figs), "".join(rows)
 
     @staticmethod
     def _finding(f: Finding) -> str:
         sev = f.severity.label
-        rows = [f"<div class='f {sev}'><div><span class='sev'>{sev}</span><code>{_e(f.code)}</code> "
-                f"<strong>{_e(f.title)}</strong></div><p>{_e(f.summary)}</p>",
-                f"<p><strong>Impact:</strong> {_e(impact_text(f))}</p>"]
+        rows = [
+            f"<div class='f {sev}'><div><span class='sev'>{sev}</span><code>{_e(f.code)}</code> "
+            f"<strong>{_e(f.title)}</strong></div><p>{_e(f.summary)}</p>",
+            f"<p><strong>Impact:</strong> {_e(impact_text(f))}</p>",
+        ]
         if f.ranks:
             rows.append(f"<p><strong>Ranks:</strong> {_e(', '.join(map(str, f.ranks)))}</p>")
         if f.evidence:
             rows.append("<ul>")
             for e in f.evidence:
                 where = "; ".join(str(s) for s in e.sources)
-                rows.append(f"<li>{_e(e.summary)}" + (f" <span class='muted'>[{_e(where)}]</span>" if where else "") + "</li>")
+                rows.append(
+                    f"<li>{_e(e.summary)}" + (f" <span class='muted'>[{_e(where)}]</span>" if where else "") + "</li>"
+                )
             rows.append("</ul>")
         for s in f.suggestions:
             rows.append(f"<p><strong>Try:</strong> {_e(s.action)}</p>")

@@ -40,8 +40,14 @@ class MarkdownRenderer:
         if not report.findings:
             out.append("No findings.")
         for f in report.findings:
-            out += [f"### {f.severity.label.upper()} `{f.code}`: {_md(f.title)}", "", _md(f.summary), "",
-                    f"**Impact:** {_md(impact_text(f))}", ""]
+            out += [
+                f"### {f.severity.label.upper()} `{f.code}`: {_md(f.title)}",
+                "",
+                _md(f.summary),
+                "",
+                f"**Impact:** {_md(impact_text(f))}",
+                "",
+            ]
             if f.ranks:
                 out += [f"**Ranks:** {', '.join(map(str, f.ranks))}", ""]
             for e in f.evidence:
@@ -58,8 +64,10 @@ class MarkdownRenderer:
             out += ["## Skipped detectors", ""] + [f"- `{s.detector}`: {_md(s.reason)}" for s in report.skipped] + [""]
         if report.parse_issues:
             out += ["## Parse issues", "", "| severity | code | count | file | byte |", "|---|---|---|---|---|"]
-            out += [f"| {i['severity']} | `{i['code']}` | {i['count']} | {_md(i['file'])} | {i['byte_offset'] or ''} |"
-                    for i in report.parse_issues]
+            out += [
+                f"| {i['severity']} | `{i['code']}` | {i['count']} | {_md(i['file'])} | {i['byte_offset'] or ''} |"
+                for i in report.parse_issues
+            ]
         return "\n".join(out) + "\n"
 
 
@@ -74,16 +82,23 @@ def _timeline(section: TimelineSection) -> list[str]:
         out += ["| phase | median ms/step | share of step |", "|---|---|---|"]
         out += [f"| {_md(n)} | {m} | {s} |" for n, m, s in phase_rows(section)] + [""]
     if section["ranks"]["ranks"]:
-        out += [f"Rank lateness behind the first-ready rank ({section['ranks']['scope']}):", "",
-                "| rank | last | median ms | p90 ms |", "|---|---|---|---|"]
+        out += [
+            f"Rank lateness behind the first-ready rank ({section['ranks']['scope']}):",
+            "",
+            "| rank | last | median ms | p90 ms |",
+            "|---|---|---|---|",
+        ]
         out += [f"| {r} | {last} | {med} | {p90} |" for r, last, med, p90 in rank_rows(section)] + [""]
     out.append(f"Fusion: {_md(fusion_line(section))}")
     return out
 
 
 def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(_md(c) for c in r) + " |" for r in rows] + [""]
+    return (
+        ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+        + [""]
+    )
 
 
 def _nccl(section: NcclSection) -> list[str]:

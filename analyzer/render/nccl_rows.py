@@ -29,11 +29,20 @@ def host_rows(section: NcclSection) -> list[tuple[str, ...]]:
     rows = []
     for host, procs in by_host.items():
         versions = sorted({p["version"] for p in procs if p["version"]}) or sorted(
-            {f"{p['version_range'][0]}-{p['version_range'][1]}" for p in procs if p["version_range"]})
-        rows.append((host, str(len(procs)), _ranks([r for p in procs for r in p["ranks"]]),
-                     ", ".join(versions) or "?", ", ".join(sorted({p["network"] or "?" for p in procs})),
-                     ", ".join(sorted({t for p in procs for t in p["transports"]})) or "-",
-                     f"{sum(p['init_complete'] for p in procs)}/{len(procs)}", str(sum(p["warns"] for p in procs))))
+            {f"{p['version_range'][0]}-{p['version_range'][1]}" for p in procs if p["version_range"]}
+        )
+        rows.append(
+            (
+                host,
+                str(len(procs)),
+                _ranks([r for p in procs for r in p["ranks"]]),
+                ", ".join(versions) or "?",
+                ", ".join(sorted({p["network"] or "?" for p in procs})),
+                ", ".join(sorted({t for p in procs for t in p["transports"]})) or "-",
+                f"{sum(p['init_complete'] for p in procs)}/{len(procs)}",
+                str(sum(p["warns"] for p in procs)),
+            )
+        )
     if len(rows) > MAX_ROWS:
         rows = rows[:MAX_ROWS] + [(f"... {len(rows) - MAX_ROWS} more hosts (JSON report)",) + ("",) * 7]
     return list(rows)
@@ -43,24 +52,39 @@ ERROR_HEADER = ("class", "where", "message")
 
 
 def error_rows(section: NcclSection) -> list[tuple[str, str, str]]:
-    return [(e["class"], f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'} ({e['file']}:{e['line']})",
-             e["message"][:160]) for e in section["errors"][:MAX_ROWS]]
+    return [
+        (
+            e["class"],
+            f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'} ({e['file']}:{e['line']})",
+            e["message"][:160],
+        )
+        for e in section["errors"][:MAX_ROWS]
+    ]
 
 
 WATCHDOG_HEADER = ("rank", "SeqNum", "op", "ran (s)", "last completed")
 
 
 def watchdog_rows(section: NcclSection) -> list[tuple[str, ...]]:
-    return [(str(w["rank"]) if w["rank"] is not None else "?", str(w["seq"]), w["op"], f"{w['ran_ms'] / 1e3:.0f}",
-             str(w["last_completed"]) if w["last_completed"] is not None else "?")
-            for w in section["watchdog_timeouts"][:MAX_ROWS]]
+    return [
+        (
+            str(w["rank"]) if w["rank"] is not None else "?",
+            str(w["seq"]),
+            w["op"],
+            f"{w['ran_ms'] / 1e3:.0f}",
+            str(w["last_completed"]) if w["last_completed"] is not None else "?",
+        )
+        for w in section["watchdog_timeouts"][:MAX_ROWS]
+    ]
 
 
 def comm_lines(section: NcclSection) -> list[str]:
     out = []
     for c in section["communicators"][:MAX_ROWS]:
-        line = (f"communicator {c['comm_id'] or c['id']}: {c['nranks']} ranks, {len(c['ranks_complete'])} reached "
-                f"Init COMPLETE")
+        line = (
+            f"communicator {c['comm_id'] or c['id']}: {c['nranks']} ranks, {len(c['ranks_complete'])} reached "
+            f"Init COMPLETE"
+        )
         if c["ranks_incomplete"]:
             line += "; stuck: " + ", ".join(f"{r['rank']} ({r['host'] or '?'})" for r in c["ranks_incomplete"])
         out.append(line)
@@ -78,6 +102,8 @@ def summary_line(section: NcclSection) -> str:
         parts.append(f"{len(section['horovod_stalls'])} stalled rank entr(y/ies)")
     a = section["autotune"]
     if a:
-        parts.append(f"autotune best: fusion {a['fusion_threshold_mb']:g} MB, cycle {a['cycle_time_ms']:g} ms "
-                     f"(score {a['score']:g})")
+        parts.append(
+            f"autotune best: fusion {a['fusion_threshold_mb']:g} MB, cycle {a['cycle_time_ms']:g} ms "
+            f"(score {a['score']:g})"
+        )
     return "; ".join(parts)

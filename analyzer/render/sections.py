@@ -15,8 +15,10 @@ def histogram_lines(section: TimelineSection) -> list[str]:
         return []
     top = max(counts) or 1
     edges = [e * 1e3 for e in hist["edges_s"]]
-    return [f"{a:8.1f} - {b:8.1f} ms | {'#' * round(BAR_WIDTH * c / top):<{BAR_WIDTH}} {c}"
-            for a, b, c in zip(edges, edges[1:], counts, strict=False)]
+    return [
+        f"{a:8.1f} - {b:8.1f} ms | {'#' * round(BAR_WIDTH * c / top):<{BAR_WIDTH}} {c}"
+        for a, b, c in zip(edges, edges[1:], counts, strict=False)
+    ]
 
 
 def steps_line(section: TimelineSection) -> str:
@@ -25,9 +27,11 @@ def steps_line(section: TimelineSection) -> str:
     median, p10, p90, mean = s["median_s"], s["p10_s"], s["p90_s"], s["mean_s"]
     if median is None or p10 is None or p90 is None or mean is None:  # all None together: no steady step
         return f"{s['count']} step(s), none steady (segmentation: {seg['method']}, {seg['note']})"
-    return (f"{s['count']} steps ({s['steady']} steady): median {median * 1e3:.1f} ms, "
-            f"p10 {p10 * 1e3:.1f} ms, p90 {p90 * 1e3:.1f} ms, mean {mean * 1e3:.1f} ms "
-            f"(segmentation: {seg['method']}, {seg['confidence']} confidence: {seg['note']})")
+    return (
+        f"{s['count']} steps ({s['steady']} steady): median {median * 1e3:.1f} ms, "
+        f"p10 {p10 * 1e3:.1f} ms, p90 {p90 * 1e3:.1f} ms, mean {mean * 1e3:.1f} ms "
+        f"(segmentation: {seg['method']}, {seg['confidence']} confidence: {seg['note']})"
+    )
 
 
 def window_line(section: TimelineSection) -> str | None:
@@ -41,8 +45,15 @@ def phase_rows(section: TimelineSection) -> list[tuple[str, str, str]]:
 
 
 def rank_rows(section: TimelineSection) -> list[tuple[str, str, str, str]]:
-    return [(str(r["rank"]), f"{r['last']}/{r['negotiations']}", f"{r['median_lateness_ms']:.1f}",
-             f"{r['p90_lateness_ms']:.1f}") for r in section["ranks"]["ranks"]]
+    return [
+        (
+            str(r["rank"]),
+            f"{r['last']}/{r['negotiations']}",
+            f"{r['median_lateness_ms']:.1f}",
+            f"{r['p90_lateness_ms']:.1f}",
+        )
+        for r in section["ranks"]["ranks"]
+    ]
 
 
 def fusion_line(section: TimelineSection) -> str:
@@ -50,8 +61,10 @@ def fusion_line(section: TimelineSection) -> str:
     c = section["cycle"]
     parts = []
     if f["batches_per_step"] is not None:
-        parts.append(f"{f['batches_per_step']:.0f} batches per step for {f['tensors_per_step']:.0f} tensors "
-                     f"({f['singleton_share']:.0%} single-tensor)")
+        parts.append(
+            f"{f['batches_per_step']:.0f} batches per step for {f['tensors_per_step']:.0f} tensors "
+            f"({f['singleton_share']:.0%} single-tensor)"
+        )
     parts.append(f"fusion threshold in effect {f['threshold_text']}")
     if c is not None:
         parts.append(f"cycle {c['cycle_ms']:.2f} ms ({c['method']})")

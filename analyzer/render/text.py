@@ -52,8 +52,11 @@ class TextRenderer:
             out += ["", "Detectors skipped:"] + [f"  - {s.detector}: {s.reason}" for s in report.skipped]
         if report.parse_issues:
             out += ["", "Parse issues:"]
-            out += [f"  - [{i['severity']}] {i['code']} x{i['count']} in {i['file']}"
-                    + (f" @byte {i['byte_offset']}" if i["byte_offset"] is not None else "") for i in report.parse_issues]
+            out += [
+                f"  - [{i['severity']}] {i['code']} x{i['count']} in {i['file']}"
+                + (f" @byte {i['byte_offset']}" if i["byte_offset"] is not None else "")
+                for i in report.parse_issues
+            ]
         if report.skipped_files:
             out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
         return "\n".join(out) + "\n"
@@ -79,8 +82,9 @@ def _timeline(section: TimelineSection) -> list[str]:
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
     widths = [max(len(str(r[i])) if i < len(r) else 0 for r in [header, *rows]) for i in range(len(header))]
-    return [indent + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
-            for r in [header, *rows]]
+    return [
+        indent + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in [header, *rows]
+    ]
 
 
 def _nccl(section: NcclSection) -> list[str]:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.report.types import FindingDoc, InputDoc, NcclSection, ReportDocument, TimelineSection
     from analyzer.report.views import timeline_views
-    from analyzer.report.types import ReportDocument, TimelineSection, NcclSection, FindingDoc, InputDoc
 
 _FACE = {
     "analyze": "analyzer.report.assembly",

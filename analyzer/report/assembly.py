@@ -11,16 +11,17 @@ from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.report.nccl_section import nccl_section
+from analyzer.report.timeline_section import timeline_section
 from analyzer.report.types import InputDoc, InputKindName, TimelineFactsDoc
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
-from analyzer.report.timeline_section import timeline_section
 
 MAX_ISSUES_IN_REPORT = 200
 
 
-def analyze(store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS,
-            config: AnalysisConfig | None = None) -> AnalysisReport:
+def analyze(
+    store: RunStore, detectors: Sequence[Detector] = ALL_DETECTORS, config: AnalysisConfig | None = None
+) -> AnalysisReport:
     return analyze_in(Context(store, config or AnalysisConfig()), detectors)
 
 
@@ -54,8 +55,13 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
 
 def _input_summary(entry: ManifestEntry) -> InputDoc:
     return {
-        "id": entry["id"], "path": entry["path"], "kind": cast(InputKindName, entry["kind"]), "size": entry["size"],
-        "sha256": entry["sha256"], "rows": dict(entry.get("rows", {})), "issues": entry["issues"],
+        "id": entry["id"],
+        "path": entry["path"],
+        "kind": cast(InputKindName, entry["kind"]),
+        "size": entry["size"],
+        "sha256": entry["sha256"],
+        "rows": dict(entry.get("rows", {})),
+        "issues": entry["issues"],
         "timeline": cast(TimelineFactsDoc | None, entry.get("timeline")),
         "log": cast(dict[str, int] | None, entry.get("log")),
     }

@@ -18,8 +18,12 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typedd
 
 from analyzer.report import types as report_types
 
-_SCALARS: dict[Any, dict[str, Any]] = {int: {"type": "integer"}, float: {"type": "number"},
-                                      str: {"type": "string"}, bool: {"type": "boolean"}}
+_SCALARS: dict[Any, dict[str, Any]] = {
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    bool: {"type": "boolean"},
+}
 
 
 def report_schema() -> dict[str, Any]:
@@ -39,8 +43,12 @@ def report_schema() -> dict[str, Any]:
 def _typeddict(td: Any, defs: dict[str, Any]) -> dict[str, Any]:
     hints = get_type_hints(td, include_extras=True)
     props = {k: _schema(v, defs) for k, v in hints.items()}
-    out: dict[str, Any] = {"type": "object", "additionalProperties": False, "required": list(hints),
-                           "properties": props}
+    out: dict[str, Any] = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(hints),
+        "properties": props,
+    }
     if td.__doc__ and not td.__doc__.startswith(td.__name__ + "("):
         out["description"] = " ".join(td.__doc__.split())
     defs[td.__name__] = out

@@ -41,16 +41,27 @@ def nccl_section(model: NcclModel) -> NcclSection | None:
 
 
 def _process(r: Any) -> ProcessDoc:
-    interfaces = ([r.bootstrap_interface] if isinstance(r.bootstrap_interface, str) else []) + \
-        [i for i in r.socket_interfaces if i != r.bootstrap_interface]
+    interfaces = ([r.bootstrap_interface] if isinstance(r.bootstrap_interface, str) else []) + [
+        i for i in r.socket_interfaces if i != r.bootstrap_interface
+    ]
     return {
-        "host": r.host if isinstance(r.host, str) else None, "pid": opt_int(r.pid), "file": r.file,
-        "first_line": int(r.first_line), "cuda_devs": [int(d) for d in r.cuda_devs], "ranks": list(r.ranks),
-        "nranks": list(r.nranks), "version": r.version if isinstance(r.version, str) else None,
+        "host": r.host if isinstance(r.host, str) else None,
+        "pid": opt_int(r.pid),
+        "file": r.file,
+        "first_line": int(r.first_line),
+        "cuda_devs": [int(d) for d in r.cuda_devs],
+        "ranks": list(r.ranks),
+        "nranks": list(r.nranks),
+        "version": r.version if isinstance(r.version, str) else None,
         "version_source": r.version_source if isinstance(r.version_source, str) else None,
         "version_range": [r.wording_min, r.wording_max] if isinstance(r.wording_min, str) else None,
-        "network": r.net if isinstance(r.net, str) else None, "transports": list(r.transports), "interfaces": interfaces, "ib_hcas": list(r.ib_hcas),
-        "gdrdma": bool(r.gdrdma) if isinstance(r.gdrdma, bool) else None, "init_complete": bool(r.init_complete), "warns": int(r.warns),
+        "network": r.net if isinstance(r.net, str) else None,
+        "transports": list(r.transports),
+        "interfaces": interfaces,
+        "ib_hcas": list(r.ib_hcas),
+        "gdrdma": bool(r.gdrdma) if isinstance(r.gdrdma, bool) else None,
+        "init_complete": bool(r.init_complete),
+        "warns": int(r.warns),
     }
 
 
@@ -66,12 +77,19 @@ def autotune_result(model: NcclModel) -> AutotuneDoc | None:
     params = ["hierarchical_allreduce", "hierarchical_allgather", "cycle_time_ms", "fusion_threshold_mb"]
     finished = bool(len(earlier)) and bool((earlier[params] == last[params]).all(axis=1).any())
     best = last if finished else rows.loc[rows["score"].idxmax()]
-    return {"file": str(best["file"]), "line": int(best["line"]), "rows": len(rows), "finished": finished,
-            "layout": str(best["layout"]), "cycle_time_ms": float(best["cycle_time_ms"]),
-            "fusion_threshold_mb": float(best["fusion_threshold_mb"]), "score": float(best["score"]),
-            "hierarchical_allreduce": bool(best["hierarchical_allreduce"]),
-            "hierarchical_allgather": bool(best["hierarchical_allgather"]),
-            "cache_enabled": None if pd.isna(best["cache_enabled"]) else bool(best["cache_enabled"])}
+    return {
+        "file": str(best["file"]),
+        "line": int(best["line"]),
+        "rows": len(rows),
+        "finished": finished,
+        "layout": str(best["layout"]),
+        "cycle_time_ms": float(best["cycle_time_ms"]),
+        "fusion_threshold_mb": float(best["fusion_threshold_mb"]),
+        "score": float(best["score"]),
+        "hierarchical_allreduce": bool(best["hierarchical_allreduce"]),
+        "hierarchical_allgather": bool(best["hierarchical_allgather"]),
+        "cache_enabled": None if pd.isna(best["cache_enabled"]) else bool(best["cache_enabled"]),
+    }
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:

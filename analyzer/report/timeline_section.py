@@ -18,9 +18,9 @@ from analyzer.report.types import (
     WindowDoc,
 )
 from analyzer.timeline.lateness import rank_summary
+from analyzer.timeline.model import TimelineModel
 from analyzer.timeline.phases import phase_summary
 from analyzer.timeline.steps import steady_durations
-from analyzer.timeline.model import TimelineModel
 
 MAX_BINS = 30
 
@@ -30,12 +30,24 @@ def timeline_section(model: TimelineModel) -> TimelineSection:
     return {
         "input_id": model.input_id,
         "path": model.path,
-        "segmentation": {"method": seg.method, "source": seg.source, "gradient_tensors": seg.gradient_tensors,
-                         "confidence": seg.confidence, "note": seg.note},
+        "segmentation": {
+            "method": seg.method,
+            "source": seg.source,
+            "gradient_tensors": seg.gradient_tensors,
+            "confidence": seg.confidence,
+            "note": seg.note,
+        },
         "steps": steps_summary(model),
         "window": window_summary(model),
-        "phases": [{"phase": p.name, "median_ms": p.median_us / 1e3, "mean_ms": p.mean_us / 1e3,
-                    "share_of_step": p.share_of_step} for p in phase_summary(model)],
+        "phases": [
+            {
+                "phase": p.name,
+                "median_ms": p.median_us / 1e3,
+                "mean_ms": p.mean_us / 1e3,
+                "share_of_step": p.share_of_step,
+            }
+            for p in phase_summary(model)
+        ],
         "ranks": ranks_summary(model),
         "fusion": fusion_summary(model),
         "cycle": cycle_summary(model),
@@ -47,20 +59,40 @@ def window_summary(model: TimelineModel) -> WindowDoc | None:
     w = model.window
     if w is None:
         return None
-    return {"steps": w.steps, "run_steps": w.run_steps, "spans": w.spans, "run_spans": w.run_spans,
-            "estimate_bytes": w.estimate_bytes, "budget_bytes": w.budget_bytes, "note": w.note()}
+    return {
+        "steps": w.steps,
+        "run_steps": w.run_steps,
+        "spans": w.spans,
+        "run_spans": w.run_spans,
+        "estimate_bytes": w.estimate_bytes,
+        "budget_bytes": w.budget_bytes,
+        "note": w.note(),
+    }
 
 
 def steps_summary(model: TimelineModel) -> StepsDoc:
     """Step times over every step of the run (a window's model carries the whole run's table)."""
     d = steady_durations(model.all_steps) / 1e6
-    out: StepsDoc = {"count": len(model.all_steps), "steady": len(d), "median_s": None, "p10_s": None,
-                           "p90_s": None, "mean_s": None, "histogram": {"edges_s": [], "counts": []}}
+    out: StepsDoc = {
+        "count": len(model.all_steps),
+        "steady": len(d),
+        "median_s": None,
+        "p10_s": None,
+        "p90_s": None,
+        "mean_s": None,
+        "histogram": {"edges_s": [], "counts": []},
+    }
     if len(d):
         counts, edges = np.histogram(d, bins=min(MAX_BINS, max(1, len(np.histogram_bin_edges(d, "auto")) - 1)))
-        out.update({"median_s": float(np.median(d)), "p10_s": float(np.percentile(d, 10)),
-                    "p90_s": float(np.percentile(d, 90)), "mean_s": float(d.mean()),
-                    "histogram": {"edges_s": [float(e) for e in edges], "counts": [int(c) for c in counts]}})
+        out.update(
+            {
+                "median_s": float(np.median(d)),
+                "p10_s": float(np.percentile(d, 10)),
+                "p90_s": float(np.percentile(d, 90)),
+                "mean_s": float(d.mean()),
+                "histogram": {"edges_s": [float(e) for e in edges], "counts": [int(c) for c in counts]},
+            }
+        )
     return out
 
 
@@ -68,10 +100,20 @@ def ranks_summary(model: TimelineModel) -> RanksDoc:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
     scope, lat = model.rank_scope
     rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
-    return {"scope": scope, "ranks": [
-        {"rank": r.rank, "negotiations": r.negotiations, "last": r.last, "median_lateness_ms": r.median_us / 1e3,
-         "p90_lateness_ms": r.p90_us / 1e3, "vs_median_ms": r.median_vs_median_us / 1e3}
-        for r in sorted(rows, key=lambda r: r.rank)]}
+    return {
+        "scope": scope,
+        "ranks": [
+            {
+                "rank": r.rank,
+                "negotiations": r.negotiations,
+                "last": r.last,
+                "median_lateness_ms": r.median_us / 1e3,
+                "p90_lateness_ms": r.p90_us / 1e3,
+                "vs_median_ms": r.median_vs_median_us / 1e3,
+            }
+            for r in sorted(rows, key=lambda r: r.rank)
+        ],
+    }
 
 
 def fusion_summary(model: TimelineModel) -> FusionDoc:

@@ -66,8 +66,10 @@ class TimelineFactsDoc(TypedDict):
     counts: dict[str, Count]
 
 
-LogFactsDoc = Annotated[dict[str, Count], Schema({"description": "line and record counts of a job log (lines, records, "
-                                                          "processes, foreign_lines, ...)"})]
+LogFactsDoc = Annotated[
+    dict[str, Count],
+    Schema({"description": "line and record counts of a job log (lines, records, processes, foreign_lines, ...)"}),
+]
 
 
 InputKindName = Literal["horovod_timeline", "job_log"]
@@ -226,20 +228,23 @@ class CommunicatorDoc(TypedDict):
 
 
 # "class" is a Python keyword: the functional form
-NcclErrorDoc = TypedDict("NcclErrorDoc", {
-    "class": ErrorClass,
-    "host": str | None,
-    "pid": int | None,
-    "file": str,
-    "line": int,
-    "level": Literal["WARN", "chain"],
-    "src": str | None,
-    "message": str,
-    "chain": list[str],
-    "result_code": int | None,
-    "remediation": str | None,
-    "time": str | None,
-})
+NcclErrorDoc = TypedDict(
+    "NcclErrorDoc",
+    {
+        "class": ErrorClass,
+        "host": str | None,
+        "pid": int | None,
+        "file": str,
+        "line": int,
+        "level": Literal["WARN", "chain"],
+        "src": str | None,
+        "message": str,
+        "chain": list[str],
+        "result_code": int | None,
+        "remediation": str | None,
+        "time": str | None,
+    },
+)
 
 
 class WatchdogDoc(TypedDict):
@@ -329,8 +334,15 @@ class FindingDoc(TypedDict):
     detector: str
     ranks: list[Count]
     hosts: list[str]
-    labels: Annotated[dict[str, str], Schema({"description": "short string facts about the finding, e.g. "
-                                                      '{"class": "ib_completion_error"} for nccl.error'})]
+    labels: Annotated[
+        dict[str, str],
+        Schema(
+            {
+                "description": "short string facts about the finding, e.g. "
+                '{"class": "ib_completion_error"} for nccl.error'
+            }
+        ),
+    ]
     evidence: list[EvidenceDoc]
     impact: ImpactDoc | None
     suggestions: list[SuggestionDoc]

@@ -52,16 +52,25 @@ def step_series(model: TimelineModel) -> dict[str, Any]:
         k = -(-len(step) // (MAX_SERIES_POINTS // 2))
         groups = np.arange(len(step)) // k
         frame = pd.DataFrame({"g": groups, "i": np.arange(len(step)), "ms": ms})
-        keep = np.unique(np.r_[frame.loc[frame.groupby("g")["ms"].idxmin(), "i"],
-                               frame.loc[frame.groupby("g")["ms"].idxmax(), "i"]])
+        keep = np.unique(
+            np.r_[frame.loc[frame.groupby("g")["ms"].idxmin(), "i"], frame.loc[frame.groupby("g")["ms"].idxmax(), "i"]]
+        )
         step, ms, steady = step[keep], ms[keep], steady[keep]
         note = f"{len(s)} steps shown as the fastest and slowest of each run of {k} steps"
     found = model.slowdown
-    slow = [] if found is None else [{"first": g.first_step, "last": g.last_step, "ms": round(g.median_us / 1e3, 4)}
-                                     for g in found.slow]
-    return {"step": step.tolist(), "ms": [round(v, 4) for v in ms.tolist()], "steady": steady.tolist(),
-            "note": note, "slow": slow,
-            "baseline_ms": None if found is None else round(found.baseline.median_us / 1e3, 4)}
+    slow = (
+        []
+        if found is None
+        else [{"first": g.first_step, "last": g.last_step, "ms": round(g.median_us / 1e3, 4)} for g in found.slow]
+    )
+    return {
+        "step": step.tolist(),
+        "ms": [round(v, 4) for v in ms.tolist()],
+        "steady": steady.tolist(),
+        "note": note,
+        "slow": slow,
+        "baseline_ms": None if found is None else round(found.baseline.median_us / 1e3, 4),
+    }
 
 
 def rank_box(lat: Lateness) -> dict[str, Any]:
@@ -83,14 +92,19 @@ def rank_box(lat: Lateness) -> dict[str, Any]:
         out: np.ndarray = late[starts + np.floor(p * (n - 1)).astype(np.int64)]
         return out
 
-    qs = {name: q(p) for name, p in (("p5", .05), ("q1", .25), ("median", .5), ("q3", .75), ("p95", .95))}
+    qs = {name: q(p) for name, p in (("p5", 0.05), ("q1", 0.25), ("median", 0.5), ("q3", 0.75), ("p95", 0.95))}
     pick = np.arange(len(present))
     note = None
     if len(present) > MAX_BOX_RANKS:
         pick = np.sort(np.argsort(-qs["q3"], kind="stable")[:MAX_BOX_RANKS])
         note = f"the {MAX_BOX_RANKS} latest ranks (by p75) of {len(present)}"
-    return {"ranks": [{"rank": int(present[i]), "ticks": int(n[i]),
-                       **{k: round(float(v[i]), 4) for k, v in qs.items()}} for i in pick], "note": note}
+    return {
+        "ranks": [
+            {"rank": int(present[i]), "ticks": int(n[i]), **{k: round(float(v[i]), 4) for k, v in qs.items()}}
+            for i in pick
+        ],
+        "note": note,
+    }
 
 
 def rank_step_heatmap(lat: Lateness) -> dict[str, Any]:
@@ -119,9 +133,14 @@ def rank_step_heatmap(lat: Lateness) -> dict[str, Any]:
         notes.append(f"{len(steps)} steps binned by {sbin}")
     if rbin > 1:
         notes.append(f"{n_ranks} ranks binned by {rbin}")
-    return {"steps": [int(v) for v in steps[::sbin]], "ranks": list(range(0, n_ranks, rbin)),
-            "z": [[None if np.isnan(v) else round(float(v), 4) for v in r] for r in z],
-            "rank_bin": rbin, "step_bin": sbin, "note": "; ".join(notes) or None}
+    return {
+        "steps": [int(v) for v in steps[::sbin]],
+        "ranks": list(range(0, n_ranks, rbin)),
+        "z": [[None if np.isnan(v) else round(float(v), 4) for v in r] for r in z],
+        "rank_bin": rbin,
+        "step_bin": sbin,
+        "note": "; ".join(notes) or None,
+    }
 
 
 def tensor_table(model: TimelineModel) -> dict[str, Any]:
@@ -133,24 +152,33 @@ def tensor_table(model: TimelineModel) -> dict[str, Any]:
         return {"rows": [], "note": None}
     og = ops.assign(d=ops["end_us"] - ops["start_us"]).groupby("tensor", sort=False)
     ng = neg.assign(d=neg["end_us"] - neg["start_us"]).groupby("tensor", sort=False)["d"].median()
-    table = pd.DataFrame({
-        "op": og["name"].first().astype(str),
-        "dtype": og["dtype"].first(),
-        "bytes": og["bytes"].max(),
-        "ops": og.size(),
-        "median_op_ms": og["d"].median() / 1e3,
-        "median_negotiate_ms": ng.reindex(og.size().index) / 1e3,
-    })
+    table = pd.DataFrame(
+        {
+            "op": og["name"].first().astype(str),
+            "dtype": og["dtype"].first(),
+            "bytes": og["bytes"].max(),
+            "ops": og.size(),
+            "median_op_ms": og["d"].median() / 1e3,
+            "median_negotiate_ms": ng.reindex(og.size().index) / 1e3,
+        }
+    )
     table = table.sort_values("median_op_ms", ascending=False, kind="stable")
     note = None
     if len(table) > MAX_TENSORS:
         note = f"the {MAX_TENSORS} slowest tensors of {len(table)}"
         table = table.head(MAX_TENSORS)
-    rows = [{"tensor": str(name), "op": r.op, "dtype": None if pd.isna(r.dtype) else str(r.dtype),
-             "bytes": None if pd.isna(r.bytes) else int(r.bytes), "ops": int(r.ops),
-             "median_op_ms": round(float(r.median_op_ms), 4),
-             "median_negotiate_ms": None if pd.isna(r.median_negotiate_ms) else round(float(r.median_negotiate_ms), 4)}
-            for name, r in zip(table.index, table.itertuples(index=False), strict=True)]
+    rows = [
+        {
+            "tensor": str(name),
+            "op": r.op,
+            "dtype": None if pd.isna(r.dtype) else str(r.dtype),
+            "bytes": None if pd.isna(r.bytes) else int(r.bytes),
+            "ops": int(r.ops),
+            "median_op_ms": round(float(r.median_op_ms), 4),
+            "median_negotiate_ms": None if pd.isna(r.median_negotiate_ms) else round(float(r.median_negotiate_ms), 4),
+        }
+        for name, r in zip(table.index, table.itertuples(index=False), strict=True)
+    ]
     return {"rows": rows, "note": note}
 
 
@@ -158,14 +186,19 @@ def batch_sizes(model: TimelineModel) -> dict[str, Any]:
     """Histogram of the steady fused batches' bytes (log-spaced bins) and the threshold estimate."""
     b = model.steady_batches["bytes"].dropna().to_numpy(np.float64)
     est = model.fusion_estimate
-    out: dict[str, Any] = {"edges_bytes": [], "counts": [], "batches": len(b),
-                           "threshold_lower_bytes": est.lower_bytes, "threshold_upper_bytes": est.upper_bytes,
-                           "threshold_text": est.text()}
+    out: dict[str, Any] = {
+        "edges_bytes": [],
+        "counts": [],
+        "batches": len(b),
+        "threshold_lower_bytes": est.lower_bytes,
+        "threshold_upper_bytes": est.upper_bytes,
+        "threshold_text": est.text(),
+    }
     b = b[b > 0]
     if len(b):
         lo, hi = np.log10(b.min()), np.log10(b.max())
         counts, edges = np.histogram(np.log10(b), bins=HIST_BINS if hi > lo else 1, range=(lo, max(hi, lo + 1e-9)))
-        out.update(edges_bytes=[float(10 ** e) for e in edges], counts=[int(c) for c in counts])
+        out.update(edges_bytes=[float(10**e) for e in edges], counts=[int(c) for c in counts])
     return out
 
 
@@ -174,8 +207,14 @@ def cadence(model: TimelineModel) -> dict[str, Any]:
     between bursts of negotiation and operation starts."""
     method, gaps = cadence_gaps(model.markers_us, model.spans)
     c = model.cycle
-    out: dict[str, Any] = {"method": method, "gaps": len(gaps), "edges_ms": [], "counts": [],
-                           "cycle_ms": c.cycle_us / 1e3 if c else None, "regularity": c.regularity if c else None}
+    out: dict[str, Any] = {
+        "method": method,
+        "gaps": len(gaps),
+        "edges_ms": [],
+        "counts": [],
+        "cycle_ms": c.cycle_us / 1e3 if c else None,
+        "regularity": c.regularity if c else None,
+    }
     if len(gaps):
         ms = np.asarray(gaps, np.float64) / 1e3
         top = float(np.percentile(ms, 99)) if len(ms) > 100 else float(ms.max())

@@ -9,10 +9,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analyzer.store.run_store import RunStore, IngestReport, MANIFEST, temporary_store, safe_name
-    from analyzer.store.discovery import discover, InputFile, SkippedFile
+    from analyzer.store.discovery import InputFile, SkippedFile, discover
     from analyzer.store.manifest import Manifest, ManifestEntry, SkippedEntry
-    from analyzer.store.parallel import Executor, executor_from_options, ingest_runner, ingest_pieces
+    from analyzer.store.parallel import Executor, executor_from_options, ingest_pieces, ingest_runner
+    from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, safe_name, temporary_store
 
 _FACE = {
     "RunStore": "analyzer.store.run_store",

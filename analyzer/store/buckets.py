@@ -28,8 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.store.discovery import InputFile
 from analyzer.errors import StoreError
+from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import HashingReader
 from analyzer.store.manifest import ManifestEntry
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
@@ -91,8 +91,9 @@ def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None, run: s
     return out + ([Bucket(tuple(cur), run=run)] if cur else [])
 
 
-def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None,
-                 input_id: str | None = None) -> list[tuple[InputFile, ManifestEntry]]:
+def write_bucket(
+    root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None, input_id: str | None = None
+) -> list[tuple[InputFile, ManifestEntry]]:
     """Parse one bucket of inputs into ``root/tables/<table>/bucket=<name>/part-0.parquet`` and
     return ``(input, manifest entry)`` for each (the manifest itself is not touched: the caller
     adds the entries). Safe to run in another process or on a Dask worker sharing the folder:
@@ -104,14 +105,23 @@ def write_bucket(root: Path, bucket: Bucket, progress: Callable[[int], None] | N
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
     their bytes, and a repeated input (same bytes) is written once.
     """
-    return _bucket(root, bucket.run, lambda writers, tmp: _stream(root, bucket, progress, input_id, writers, tmp)
-                   if bucket.stream else _gather(root, bucket, progress, writers, tmp))
+    return _bucket(
+        root,
+        bucket.run,
+        lambda writers, tmp: (
+            _stream(root, bucket, progress, input_id, writers, tmp)
+            if bucket.stream
+            else _gather(root, bucket, progress, writers, tmp)
+        ),
+    )
 
 
-def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
-                     ) -> list[tuple[InputFile, ManifestEntry]]:
+def write_merged_log(
+    root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
+) -> list[tuple[InputFile, ManifestEntry]]:
     """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
+
     def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
@@ -121,12 +131,19 @@ def write_merged_log(root: Path, item: InputFile, merger: ChunkMerger, sha256: s
         entry = _entry(item, sha256, rows, merger.parser)
         entry["id"] = iid
         return [(item, entry)]
+
     return _bucket(root, run, fill)
 
 
-def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list[Any]], Iterable[Any]],
-                          sha256: Callable[[], str], run: str | None = None, range_bytes: int | None = None,
-                          progress: Callable[[int], None] | None = None) -> list[tuple[InputFile, ManifestEntry]]:
+def write_ranged_timeline(
+    root: Path,
+    item: InputFile,
+    tokenized: Callable[[list[Any]], Iterable[Any]],
+    sha256: Callable[[], str],
+    run: str | None = None,
+    range_bytes: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[tuple[InputFile, ManifestEntry]]:
     """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
     :meth:`analyzer.store.parallel.Executor.ordered`) and paired here in file order
     (:meth:`parsers.timeline.parser.TimelineParser.batches_in_ranges`), written as the bucket that
@@ -159,12 +176,15 @@ def write_ranged_timeline(root: Path, item: InputFile, tokenized: Callable[[list
         entry = _entry(item, sha256(), rows, parser)
         entry["id"] = iid
         return [(item, entry)]
+
     return _bucket(root, run, fill)
 
 
-def _bucket(root: Path, run: str | None,
-            fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, ManifestEntry]]]
-            ) -> list[tuple[InputFile, ManifestEntry]]:
+def _bucket(
+    root: Path,
+    run: str | None,
+    fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, ManifestEntry]]],
+) -> list[tuple[InputFile, ManifestEntry]]:
     """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
     folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
     tmp = _tmp_name()
@@ -184,18 +204,27 @@ def _bucket(root: Path, run: str | None,
     return out
 
 
-def _stream(root: Path, bucket: Bucket, progress: Callable[[int], None] | None, input_id: str | None,
-            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
+def _stream(
+    root: Path,
+    bucket: Bucket,
+    progress: Callable[[int], None] | None,
+    input_id: str | None,
+    writers: dict[str, pq.ParquetWriter],
+    tmp: str,
+) -> list[tuple[InputFile, ManifestEntry]]:
     """The one big input of ``bucket``, written batch by batch as it is parsed."""
     (item,) = bucket.inputs
     iid = input_id or prefix_id(item.path, item.size)
-    entry = _parse(item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)), threaded_hash=True)
+    entry = _parse(
+        item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)), threaded_hash=True
+    )
     entry["id"] = iid
     return [(item, entry)]
 
 
-def _gather(root: Path, bucket: Bucket, progress: Callable[[int], None] | None,
-            writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
+def _gather(
+    root: Path, bucket: Bucket, progress: Callable[[int], None] | None, writers: dict[str, pq.ParquetWriter], tmp: str
+) -> list[tuple[InputFile, ManifestEntry]]:
     """The small inputs of ``bucket``, each parsed in memory (its id is its sha256), then written
     in one go per table; the same bytes twice are written once."""
     out: list[tuple[InputFile, ManifestEntry]] = []
@@ -234,8 +263,9 @@ def prefix_id(path: Path, size: int) -> str:
     return h.hexdigest()[:16]
 
 
-def _parse(item: InputFile, progress: Callable[[int], None] | None,
-           emit: Callable[[str, pa.Table], None], threaded_hash: bool) -> ManifestEntry:
+def _parse(
+    item: InputFile, progress: Callable[[int], None] | None, emit: Callable[[str, pa.Table], None], threaded_hash: bool
+) -> ManifestEntry:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
     (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
@@ -271,8 +301,9 @@ def _parse(item: InputFile, progress: Callable[[int], None] | None,
     return _entry(item, raw.hexdigest(), rows, parser)
 
 
-def _with_issues(batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser
-                 ) -> Iterator[tuple[str, pa.Table]]:
+def _with_issues(
+    batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser
+) -> Iterator[tuple[str, pa.Table]]:
     """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
     yield from batches
     tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
@@ -281,13 +312,19 @@ def _with_issues(batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser
             yield name, table
 
 
-def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
-           ) -> ManifestEntry:
+def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser) -> ManifestEntry:
     """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them)."""
     partial = {
-        "path": str(item.path), "paths": [str(item.path)], "size": item.size,
-        "sha256": sha256, "kind": item.kind.value, "compressed": item.compressed, "ingested_at": now(),
-        "tables": sorted(rows), "rows": rows, "issues": parser.sink.counts(),
+        "path": str(item.path),
+        "paths": [str(item.path)],
+        "size": item.size,
+        "sha256": sha256,
+        "kind": item.kind.value,
+        "compressed": item.compressed,
+        "ingested_at": now(),
+        "tables": sorted(rows),
+        "rows": rows,
+        "issues": parser.sink.counts(),
     }
     entry = cast(ManifestEntry, partial)  # "id" is the caller's: known only once the input is parsed
     if isinstance(parser, JobLogParser):

@@ -80,10 +80,12 @@ def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
             return InputFile(path, found.candidate, found.compressed, size)
         if explicit:
             raise InputError(
-                str(path), f"not an input hvd-analyze reads: {found.reason}",
-                offset=0, hint="expected a Horovod timeline (the file named by HOROVOD_TIMELINE, a JSON array) or a job log "
-                     "with NCCL_DEBUG=INFO output, PyTorch watchdog timeouts, Horovod stall warnings or an "
-                     "autotune CSV",
+                str(path),
+                f"not an input hvd-analyze reads: {found.reason}",
+                offset=0,
+                hint="expected a Horovod timeline (the file named by HOROVOD_TIMELINE, a JSON array) or a job log "
+                "with NCCL_DEBUG=INFO output, PyTorch watchdog timeouts, Horovod stall warnings or an "
+                "autotune CSV",
             )
         return SkippedFile(path, found.reason)
     return InputFile(path, found.kind, found.compressed, size)

@@ -39,16 +39,16 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from analyzer.store.discovery import InputFile
 from analyzer.errors import UsageError
-from analyzer.store.hashing import file_sha256
-from analyzer.store.manifest import ManifestEntry
 from analyzer.store.buckets import (
     Bucket,
     write_bucket,
     write_merged_log,
     write_ranged_timeline,
 )
+from analyzer.store.discovery import InputFile
+from analyzer.store.hashing import file_sha256
+from analyzer.store.manifest import ManifestEntry
 from parsers.inputs import InputKind
 from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
 from parsers.nccl.parser import JobLogParser
@@ -88,8 +88,9 @@ class Executor:
             return False
         return self.uses_dask or self.jobs > 1 and (pieces >= PARALLEL_MIN_FILES or total_bytes >= PARALLEL_MIN_BYTES)
 
-    def map(self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int],
-            most: int | None = None) -> Iterator[R]:
+    def map(
+        self, fn: Callable[[list[T]], list[R]], items: Sequence[T], weight: Callable[[T], int], most: int | None = None
+    ) -> Iterator[R]:
         """``fn`` over groups of ``items`` (heaviest first); results as groups complete.
 
         By default about :data:`TASKS_PER_WORKER` groups per worker; ``most``: items that are
@@ -98,14 +99,16 @@ class Executor:
         """
         if not items:
             return iter(())
-        groups = (_groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER) if most is None
-                  else _tapering(items, weight, max(1, self.workers), most))
+        groups = (
+            _groups(items, weight, max(1, self.workers) * TASKS_PER_WORKER)
+            if most is None
+            else _tapering(items, weight, max(1, self.workers), most)
+        )
         if self.uses_dask:
             return _dask_map(fn, groups, self.scheduler, self.dask_workers)
         if self.jobs <= 1 or len(groups) == 1:
             return (r for g in groups for r in fn(g))
         return _pool_map(fn, groups, self.jobs)
-
 
     def ordered(self, fn: Callable[[T], R], items: Sequence[T], window: int | None = None) -> Iterator[R]:
         """``fn(item)`` for each item, yielded in the items' order, at most ``window`` (by
@@ -126,8 +129,10 @@ def default_jobs() -> int:
 
 def executor_from_options(jobs: int | None, scheduler: str | None, dask_workers: int | None) -> Executor:
     if scheduler and dask_workers:
-        raise UsageError("--scheduler and --dask-workers exclude each other: one names a running cluster, "
-                         "the other starts a local one")
+        raise UsageError(
+            "--scheduler and --dask-workers exclude each other: one names a running cluster, "
+            "the other starts a local one"
+        )
     if dask_workers is not None and dask_workers < 1 or jobs is not None and jobs < 1:
         raise UsageError("--jobs and --dask-workers need a number >= 1")
     return Executor(jobs=jobs or default_jobs(), scheduler=scheduler, dask_workers=dask_workers)
@@ -175,8 +180,9 @@ def _tapering(items: Sequence[T], weight: Callable[[T], int], workers: int, most
 
 
 def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int) -> Iterator[R]:
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
-                                      else "spawn")
+    ctx = multiprocessing.get_context(
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     ex = ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=ctx)
     try:
         pending: set[Future[list[R]]] = {ex.submit(fn, g) for g in groups}
@@ -220,8 +226,11 @@ def _dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
 
     cluster = None
     if scheduler is None:
-        env = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
-               if k != "MALLOC_TRIM_THRESHOLD_"}
+        env = {
+            k: v
+            for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+            if k != "MALLOC_TRIM_THRESHOLD_"
+        }
         gc.freeze()  # see _LOCAL_CLUSTER_CONFIG: the workers forked now inherit a frozen heap
         try:
             with dask.config.set({**_LOCAL_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": env}):
@@ -237,8 +246,9 @@ def _dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
             cluster.close()
 
 
-def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None,
-              workers: int | None) -> Iterator[R]:
+def _dask_map(
+    fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler: str | None, workers: int | None
+) -> Iterator[R]:
     from dask.distributed import as_completed
 
     with _dask_client(scheduler, workers) as client:
@@ -247,8 +257,9 @@ def _dask_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], scheduler
             yield from f.result()
 
 
-def _dask_ordered(fn: Callable[[T], R], items: Sequence[T], ahead: int, scheduler: str | None,
-                  workers: int | None) -> Iterator[R]:
+def _dask_ordered(
+    fn: Callable[[T], R], items: Sequence[T], ahead: int, scheduler: str | None, workers: int | None
+) -> Iterator[R]:
     with _dask_client(scheduler, workers) as client:
         yield from _windowed(lambda item: client.submit(fn, item, pure=False), items, ahead)
 
@@ -345,8 +356,11 @@ def ranged(item: InputFile, range_bytes: int | None = None) -> bool:
     # imported here: it loads numba, which reading logs never needs
     from parsers.timeline.tokens import RANGE_BYTES
 
-    return (item.kind is InputKind.HOROVOD_TIMELINE and not item.compressed
-            and item.size >= 2 * (range_bytes or RANGE_BYTES))
+    return (
+        item.kind is InputKind.HOROVOD_TIMELINE
+        and not item.compressed
+        and item.size >= 2 * (range_bytes or RANGE_BYTES)
+    )
 
 
 def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) -> int:
@@ -354,19 +368,23 @@ def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) ->
     big timeline a task per range."""
     from parsers.timeline.tokens import RANGE_BYTES
 
-    return sum(-(-i.size // RANGE_BYTES) if ranged(i) else -(-i.size // chunk_bytes) if chunkable(i, chunk_bytes)
-               else 1 for i in items)
+    return sum(
+        -(-i.size // RANGE_BYTES) if ranged(i) else -(-i.size // chunk_bytes) if chunkable(i, chunk_bytes) else 1
+        for i in items
+    )
 
 
-def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
-                  ) -> Callable[[Path, list[Bucket], Callable[[int], None] | None],
-                                Iterator[tuple[InputFile, ManifestEntry]]]:
+def ingest_runner(
+    executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
+) -> Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterator[tuple[InputFile, ManifestEntry]]]:
     """A :data:`analyzer.store.run_store.Runner` that parses the buckets with ``executor``; a big log's
     bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
     come back, while this process hashes the file; a big timeline is tokenized in ranges
     on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
-    def run(root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
-            ) -> Iterator[tuple[InputFile, ManifestEntry]]:
+
+    def run(
+        root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
+    ) -> Iterator[tuple[InputFile, ManifestEntry]]:
         rest: list[Bucket] = []
         timelines: list[Bucket] = []
         for b in buckets:
@@ -382,8 +400,15 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256") as hasher:
             for b in timelines:  # each reports its progress range by range
                 sha = hasher.submit(file_sha256, str(b.inputs[0].path))
-                yield from write_ranged_timeline(root, b.inputs[0], lambda ts: executor.ordered(tokenize_task, ts),
-                                                 sha.result, b.run, range_bytes, progress)
+                yield from write_ranged_timeline(
+                    root,
+                    b.inputs[0],
+                    lambda ts: executor.ordered(tokenize_task, ts),
+                    sha.result,
+                    b.run,
+                    range_bytes,
+                    progress,
+                )
 
     def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
         tasks: list[IngestTask] = []
@@ -416,4 +441,5 @@ def ingest_runner(executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_byte
                     yield from write_merged_log(root, item, merger, sha.result(), run)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
+
     return run

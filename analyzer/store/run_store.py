@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson
@@ -46,10 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer import __version__
-from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.errors import StoreError
-from analyzer.store.manifest import Manifest, ManifestEntry
-from analyzer.store.hashing import file_sha256
 from analyzer.store.buckets import (
     PART,
     RUN_KEY,
@@ -62,6 +58,9 @@ from analyzer.store.buckets import (
     plan_buckets,
     write_bucket,
 )
+from analyzer.store.discovery import InputFile, SkippedFile
+from analyzer.store.hashing import file_sha256
+from analyzer.store.manifest import Manifest, ManifestEntry
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = "manifest.json"
@@ -102,7 +101,9 @@ class RunStore:
         root = Path(root)
         path = root / MANIFEST
         if not path.is_file():
-            raise StoreError(f"{root}: not a run store (no {MANIFEST}); create one with `hvd-analyze ingest PATH -o {root}`")
+            raise StoreError(
+                f"{root}: not a run store (no {MANIFEST}); create one with `hvd-analyze ingest PATH -o {root}`"
+            )
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -111,8 +112,11 @@ class RunStore:
         if version not in READABLE_SCHEMA_VERSIONS:
             readable = ", ".join(map(str, sorted(READABLE_SCHEMA_VERSIONS)))
             newer = isinstance(version, int) and version > max(READABLE_SCHEMA_VERSIONS)
-            what = (f"a newer hvd-analyze (written by {manifest.get('tool_version', '?')}); upgrade hvd-analyze"
-                    if newer else "an older hvd-analyze; re-ingest the inputs into a new store")
+            what = (
+                f"a newer hvd-analyze (written by {manifest.get('tool_version', '?')}); upgrade hvd-analyze"
+                if newer
+                else "an older hvd-analyze; re-ingest the inputs into a new store"
+            )
             raise StoreError(
                 f"{root}: store schema version {version!r}, but hvd-analyze {__version__} reads version(s) {readable}: "
                 f"it was written by {what}"
@@ -133,8 +137,10 @@ class RunStore:
         if (root / MANIFEST).exists():
             store = cls.open(root)
             if run is not None and store.manifest.get("run", run) != run:
-                raise StoreError(f"{root}: holds run {store.run!r}, not {run!r}; a store holds one run, "
-                                 "ingest this one into a new folder")
+                raise StoreError(
+                    f"{root}: holds run {store.run!r}, not {run!r}; a store holds one run, "
+                    "ingest this one into a new folder"
+                )
             if run is not None:  # a version-1/2 store gets its name with its first version-3 bucket
                 store.manifest.setdefault("run", run)
             return store
@@ -142,8 +148,14 @@ class RunStore:
             raise StoreError(f"{root}: exists, is not empty and is not a run store; choose a new folder for -o")
         root.mkdir(parents=True, exist_ok=True)
         manifest: Manifest = {
-            "schema_version": SCHEMA_VERSION, "run": run or safe_name(root.resolve().name), "tool": "hvd-analyze",
-            "tool_version": __version__, "created_at": now(), "updated_at": now(), "inputs": [], "skipped": [],
+            "schema_version": SCHEMA_VERSION,
+            "run": run or safe_name(root.resolve().name),
+            "tool": "hvd-analyze",
+            "tool_version": __version__,
+            "created_at": now(),
+            "updated_at": now(),
+            "inputs": [],
+            "skipped": [],
         }
         store = cls(root, manifest)
         store._write_manifest()
@@ -171,12 +183,17 @@ class RunStore:
         """The whole table over every input, checked against its declared schema."""
         if name not in self._cache:
             parts = [self._read(name, path, ids, version) for path, ids, version in self._parts(name)]
-            data = pa.concat_tables(parts).unify_dictionaries().combine_chunks() if parts else arrow_schema(name).empty_table()
+            data = (
+                pa.concat_tables(parts).unify_dictionaries().combine_chunks()
+                if parts
+                else arrow_schema(name).empty_table()
+            )
             self._cache[name] = validate(data, name)
         return self._cache[name]
 
-    def input_table(self, name: str, input_id: str, columns: list[str] | None = None,
-                    where: pc.Expression | None = None) -> pa.Table:
+    def input_table(
+        self, name: str, input_id: str, columns: list[str] | None = None, where: pc.Expression | None = None
+    ) -> pa.Table:
         """One input's rows of a table (without ``input_id``), reading only ``columns``, and
         only the rows for which ``where`` holds when it is given (row groups whose statistics
         rule it out are not read: a window of a big timeline reads only its own).
@@ -196,8 +213,14 @@ class RunStore:
             where = mine if where is None else where & mine
         return pq.read_table(path, columns=cols, filters=where)
 
-    def input_batches(self, name: str, input_id: str, columns: list[str], batch_rows: int = 1 << 20,
-                      between: tuple[str, int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    def input_batches(
+        self,
+        name: str,
+        input_id: str,
+        columns: list[str],
+        batch_rows: int = 1 << 20,
+        between: tuple[str, int, int] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """One input's rows of a table as record batches of ``columns``, read one at a time and
         always in file order: what an analysis streams instead of holding the table (13 M ticks
         per GB of timeline). ``between=(column, lo, hi)`` keeps only the rows whose integer
@@ -211,8 +234,9 @@ class RunStore:
         extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
         file = pq.ParquetFile(path)
         groups = _row_groups(file.metadata, *between) if between else None
-        for b in file.iter_batches(batch_size=batch_rows, row_groups=groups,
-                                   columns=list(dict.fromkeys([*columns, *extra]))):
+        for b in file.iter_batches(
+            batch_size=batch_rows, row_groups=groups, columns=list(dict.fromkeys([*columns, *extra]))
+        ):
             keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
             if between:
                 col = b.column(between[0])
@@ -245,15 +269,22 @@ class RunStore:
             path = self.part_path(name, entry)
             if path not in parts:
                 if not path.exists():
-                    raise StoreError(f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
-                                     "re-ingest that input into a new store")
+                    raise StoreError(
+                        f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
+                        "re-ingest that input into a new store"
+                    )
                 parts[path] = ([], 2 if entry.get("bucket") else 1)
             parts[path][0].append(entry["id"])
         return [(path, ids, version) for path, (ids, version) in parts.items()]
 
     # -- writing ----------------------------------------------------------------------
-    def ingest(self, inputs: list[InputFile], skipped: list[SkippedFile] | None = None,
-               progress: Callable[[int], None] | None = None, runner: Runner | None = None) -> IngestReport:
+    def ingest(
+        self,
+        inputs: list[InputFile],
+        skipped: list[SkippedFile] | None = None,
+        progress: Callable[[int], None] | None = None,
+        runner: Runner | None = None,
+    ) -> IngestReport:
         """Parse every input into the store (idempotent per sha256).
 
         ``runner`` parses elsewhere (:mod:`analyzer.store.parallel`: processes, Dask); by default the
@@ -283,8 +314,11 @@ class RunStore:
         if buckets:  # version-3 buckets from here on (a version-1/2 store stays readable)
             self.manifest["schema_version"] = SCHEMA_VERSION
             self.manifest.setdefault("run", self.run)
-        results = runner(self.root, buckets, progress) if runner else (
-            pair for b in buckets for pair in write_bucket(self.root, b, progress))
+        results = (
+            runner(self.root, buckets, progress)
+            if runner
+            else (pair for b in buckets for pair in write_bucket(self.root, b, progress))
+        )
         last = time.monotonic()
         try:
             for item, entry in results:
@@ -296,8 +330,9 @@ class RunStore:
                     continue
                 if entry["id"] in ids:  # two big inputs with the same size and prefix
                     self._drop_rows(entry)
-                    ((item, entry),) = write_bucket(self.root, Bucket((item,), stream=True, run=self.run),
-                                                    input_id=entry["sha256"][:16])
+                    ((item, entry),) = write_bucket(
+                        self.root, Bucket((item,), stream=True, run=self.run), input_id=entry["sha256"][:16]
+                    )
                 self.manifest["inputs"].append(entry)
                 by_sha[entry["sha256"]] = entry
                 ids.add(entry["id"])
@@ -307,8 +342,9 @@ class RunStore:
                     last = time.monotonic()
         finally:
             known = {s["path"] for s in self.manifest["skipped"]}
-            self.manifest["skipped"] += [{"path": str(s.path), "reason": s.reason}
-                                         for s in report.skipped if str(s.path) not in known]
+            self.manifest["skipped"] += [
+                {"path": str(s.path), "reason": s.reason} for s in report.skipped if str(s.path) not in known
+            ]
             self._write_manifest()
             self._cache.clear()
         return report

@@ -9,9 +9,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analyzer.timeline.model import TimelineModel, InputIdentity, AnalysisWindow, model_from_tables, model_of
-    from analyzer.timeline.load import analysed_model, build_model
     from analyzer.timeline.lateness import Lateness, RankLateness, rank_summary
+    from analyzer.timeline.load import analysed_model, build_model
+    from analyzer.timeline.model import AnalysisWindow, InputIdentity, TimelineModel, model_from_tables, model_of
     from analyzer.timeline.steps import Segmentation, find_steps, step_table
 
 _FACE = {

@@ -33,8 +33,9 @@ def assign_recurrence(codes: np.ndarray, n_codes: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   n_groups: int) -> np.ndarray:
+def union_by_group(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_groups: int
+) -> np.ndarray:
     """Length of the union of ``[start, end)`` per group, clipped to ``[lo[g], hi[g])``.
 
     Rows must be sorted by (group, start). Overlapping spans (a fused batch's copies on
@@ -67,8 +68,9 @@ def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np
 
 
 @njit(cache=True, nogil=True)
-def group_batches(name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray, exec_off: np.ndarray,
-                  max_spread_us: int) -> np.ndarray:
+def group_batches(
+    name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray, exec_off: np.ndarray, max_spread_us: int
+) -> np.ndarray:
     """Fused-batch index of each op, for ops sorted by the file offset of their B record.
 
     Horovod writes the op B of every tensor of a response back to back, then the batch's
@@ -82,8 +84,7 @@ def group_batches(name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray,
     cur_exec = NO_LIMIT
     cur_start = 0
     for i in range(name.shape[0]):
-        if (batch < 0 or name[i] != cur_name or start_off[i] > cur_exec
-                or start_us[i] - cur_start > max_spread_us):
+        if batch < 0 or name[i] != cur_name or start_off[i] > cur_exec or start_us[i] - cur_start > max_spread_us:
             batch += 1
             cur_name = name[i]
             cur_exec = exec_off[i]
@@ -114,8 +115,16 @@ def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.n
 
 
 @njit(cache=True, nogil=True)
-def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, lut: np.ndarray, fill: np.ndarray,
-                  full: np.ndarray, out_rank: np.ndarray, out_ts: np.ndarray) -> None:
+def scatter_ticks(
+    ids: np.ndarray,
+    rank: np.ndarray,
+    ts: np.ndarray,
+    lut: np.ndarray,
+    fill: np.ndarray,
+    full: np.ndarray,
+    out_rank: np.ndarray,
+    out_ts: np.ndarray,
+) -> None:
     """Copy one chunk's ticks of fully ticked negotiations to their group's next free slot."""
     for i in range(ids.shape[0]):
         g = _negotiation(ids[i], lut)
@@ -128,8 +137,17 @@ def scatter_ticks(ids: np.ndarray, rank: np.ndarray, ts: np.ndarray, lut: np.nda
 
 
 @njit(cache=True, nogil=True)
-def first_last_offsets(ids: np.ndarray, rank: np.ndarray, offset: np.ndarray, lut: np.ndarray, fill: np.ndarray,
-                       full: np.ndarray, keep: np.ndarray, last: np.ndarray, out: np.ndarray) -> None:
+def first_last_offsets(
+    ids: np.ndarray,
+    rank: np.ndarray,
+    offset: np.ndarray,
+    lut: np.ndarray,
+    fill: np.ndarray,
+    full: np.ndarray,
+    keep: np.ndarray,
+    last: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """The same walk as :func:`scatter_ticks` (same chunks, same ``fill`` start): per rank,
     the smallest file offset of a tick that was last, in a negotiation where ``keep`` holds
     (``out`` starts at the largest int64)."""
@@ -179,8 +197,15 @@ def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tu
 
 
 @njit(cache=True, nogil=True)
-def rank_stats(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, late: np.ndarray, vs: np.ndarray,
-               last: np.ndarray, n_ranks: int) -> np.ndarray:
+def rank_stats(
+    bounds: np.ndarray,
+    keep: np.ndarray,
+    rank: np.ndarray,
+    late: np.ndarray,
+    vs: np.ndarray,
+    last: np.ndarray,
+    n_ranks: int,
+) -> np.ndarray:
     """Per rank, over the negotiations where ``keep`` holds: ticks, times last, median and
     p90 (linear) lateness, median ``vs``. Returns an ``(n_ranks, 5)`` float64 array."""
     count = np.zeros(n_ranks + 1, np.int64)
@@ -209,8 +234,9 @@ def rank_stats(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, late: np.
 
 
 @njit(cache=True, nogil=True)
-def _by_rank(bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, values: np.ndarray, count: np.ndarray,
-             buf: np.ndarray) -> None:
+def _by_rank(
+    bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, values: np.ndarray, count: np.ndarray, buf: np.ndarray
+) -> None:
     """Copy ``values`` of the ticks of the negotiations where ``keep`` holds into ``buf``, rank
     ``r``'s at ``buf[count[r]:count[r + 1]]``."""
     fill = count[:-1].copy()

@@ -18,8 +18,21 @@ import pandas as pd
 from analyzer.timeline._kernels import NO_LIMIT, group_batches
 
 MAX_SPREAD_US = 50_000  # op B records of one response are written within microseconds
-BATCH_COLUMNS = ("batch", "step", "name", "dtype", "start_us", "end_us", "dur_us", "tensors", "bytes",
-                 "min_member_bytes", "ready_us", "first_ready_us", "dispatch_us")
+BATCH_COLUMNS = (
+    "batch",
+    "step",
+    "name",
+    "dtype",
+    "start_us",
+    "end_us",
+    "dur_us",
+    "tensors",
+    "bytes",
+    "min_member_bytes",
+    "ready_us",
+    "first_ready_us",
+    "dispatch_us",
+)
 
 
 def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
@@ -42,8 +55,13 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     exec_off = np.minimum(exec_off, end_off)
     exec_off = np.where(np.isinf(exec_off), NO_LIMIT, exec_off).astype(np.int64)
     names = pd.Categorical(ops["name"].astype(str))
-    ids = group_batches(names.codes.astype(np.int64), ops["start_us"].to_numpy(), ops["start_offset"].to_numpy(),
-                        exec_off, MAX_SPREAD_US)
+    ids = group_batches(
+        names.codes.astype(np.int64),
+        ops["start_us"].to_numpy(),
+        ops["start_offset"].to_numpy(),
+        exec_off,
+        MAX_SPREAD_US,
+    )
     by_span = pd.Series(ids, index=ops["span_id"].to_numpy())
     pos = spans.index.get_indexer(ops.index)
     batch_of[pos] = ids
@@ -54,19 +72,21 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     ready_of[pos] = ops["ready_us"].to_numpy()
     end = ops["end_us"].where(ops["closed"])
     g = ops.assign(end_us=end).groupby("batch", sort=True)
-    table = pd.DataFrame({
-        "batch": g.size().index.to_numpy(),
-        "step": g["step"].first().to_numpy(),
-        "name": g["name"].first().astype(str).to_numpy(),
-        "dtype": g["dtype"].first().astype("object").to_numpy(),
-        "start_us": g["start_us"].min().to_numpy(),
-        "end_us": g["end_us"].max().where(g["end_us"].count() == g.size()).astype("Int64").to_numpy(),
-        "tensors": g.size().to_numpy(),
-        "bytes": g["bytes"].sum(min_count=1).where(g["bytes"].count() == g.size()).astype("Int64").to_numpy(),
-        "min_member_bytes": g["bytes"].min().astype("Int64").to_numpy(),
-        "ready_us": g["ready_us"].max().astype("Int64").to_numpy(),
-        "first_ready_us": g["ready_us"].min().astype("Int64").to_numpy(),
-    })
+    table = pd.DataFrame(
+        {
+            "batch": g.size().index.to_numpy(),
+            "step": g["step"].first().to_numpy(),
+            "name": g["name"].first().astype(str).to_numpy(),
+            "dtype": g["dtype"].first().astype("object").to_numpy(),
+            "start_us": g["start_us"].min().to_numpy(),
+            "end_us": g["end_us"].max().where(g["end_us"].count() == g.size()).astype("Int64").to_numpy(),
+            "tensors": g.size().to_numpy(),
+            "bytes": g["bytes"].sum(min_count=1).where(g["bytes"].count() == g.size()).astype("Int64").to_numpy(),
+            "min_member_bytes": g["bytes"].min().astype("Int64").to_numpy(),
+            "ready_us": g["ready_us"].max().astype("Int64").to_numpy(),
+            "first_ready_us": g["ready_us"].min().astype("Int64").to_numpy(),
+        }
+    )
     table["end_us"] = table["end_us"].astype("Int64")
     table["dur_us"] = table["end_us"] - table["start_us"]
     table["dispatch_us"] = table["start_us"] - table["ready_us"]
@@ -99,8 +119,13 @@ class FusionEstimate:
     def text(self) -> str:
         lo = f">= {self.lower_bytes:,} B" if self.lower_bytes is not None else ""
         hi = f"< {self.upper_bytes:,} B" if self.upper_bytes is not None else ""
-        if lo and hi and self.upper_bytes is not None and self.lower_bytes is not None \
-                and self.upper_bytes <= self.lower_bytes:
+        if (
+            lo
+            and hi
+            and self.upper_bytes is not None
+            and self.lower_bytes is not None
+            and self.upper_bytes <= self.lower_bytes
+        ):
             return f"about {self.lower_bytes:,} B (the bounds conflict: autotune or several thresholds?)"
         return " and ".join(x for x in (lo, hi) if x) or "not inferable"
 
@@ -116,8 +141,11 @@ def estimate_threshold(batches: pd.DataFrame) -> FusionEstimate:
     s = b.sort_values("start_us")
     nxt = s.shift(-1)
     pair = (
-        (s["step"] == nxt["step"]) & (s["name"] == nxt["name"]) & (s["dtype"] == nxt["dtype"])
-        & s["bytes"].notna() & nxt["min_member_bytes"].notna()
+        (s["step"] == nxt["step"])
+        & (s["name"] == nxt["name"])
+        & (s["dtype"] == nxt["dtype"])
+        & s["bytes"].notna()
+        & nxt["min_member_bytes"].notna()
         & (nxt["first_ready_us"] <= s["start_us"])  # the next batch's first tensor was ready in time
     )
     if pair.any():

@@ -140,8 +140,13 @@ def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
         if ratio < MIN_RATIO or p >= MAX_P:
             continue
         base = float(np.median(d[: onset.first]))
-        baseline = Segment(first=0, stop=onset.first, first_step=int(numbers[0]),
-                           last_step=int(numbers[onset.first - 1]), median_us=base)
+        baseline = Segment(
+            first=0,
+            stop=onset.first,
+            first_step=int(numbers[0]),
+            last_step=int(numbers[onset.first - 1]),
+            median_us=base,
+        )
         slow = tuple(s for s in lasting if s.first >= onset.first and s.median_us >= MIN_RATIO * base)
         return Slowdown(segments=tuple(segments), baseline=baseline, slow=slow, steady_steps=n, min_steps=min_steps)
     return None
@@ -161,8 +166,8 @@ def stretch_test(d: np.ndarray, first: int, stop: int) -> tuple[float, float]:
 def attribute(steps: pd.DataFrame, slowdown: Slowdown) -> Attribution:
     """Split the slow steps' added median time into wait, exposed communication and compute."""
     steady = steps[steps["steady"]].reset_index(drop=True)
-    base = steady.iloc[slowdown.baseline.first:slowdown.baseline.stop]
-    slow = pd.concat([steady.iloc[s.first:s.stop] for s in slowdown.slow])
+    base = steady.iloc[slowdown.baseline.first : slowdown.baseline.stop]
+    slow = pd.concat([steady.iloc[s.first : s.stop] for s in slowdown.slow])
 
     def medians(rows: pd.DataFrame) -> tuple[float, float, float]:
         duration = rows["duration_us"].to_numpy(dtype=np.float64)
@@ -192,8 +197,11 @@ def _segments(d: np.ndarray) -> list[tuple[int, int]]:
     sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2) if len(diffs) else 0.0
     sigma = max(sigma, NOISE_FLOOR * float(np.median(m)), 1.0)
     min_blocks = max(1, int(np.ceil(max(MIN_SEGMENT_STEPS, MIN_SEGMENT_SHARE * n) / block / 2)))
-    ends = ruptures.Pelt(model="l2", min_size=min_blocks, jump=1).fit(m).predict(
-        pen=PENALTY * sigma**2 * np.log(max(blocks, 2)))
+    ends = (
+        ruptures.Pelt(model="l2", min_size=min_blocks, jump=1)
+        .fit(m)
+        .predict(pen=PENALTY * sigma**2 * np.log(max(blocks, 2)))
+    )
     cuts = [_refine(d, e * block, block) for e in ends[:-1]]  # the last end is the number of blocks
     bounds = [0, *cuts, n]
     return [(a, b) for a, b in pairwise(bounds) if b > a]
@@ -204,11 +212,11 @@ def _refine(d: np.ndarray, cut: int, block: int) -> int:
     if block == 1:
         return cut
     lo, hi = max(1, cut - block), min(len(d) - 1, cut + block)
-    window = d[max(0, cut - 2 * block):min(len(d), cut + 2 * block)]
+    window = d[max(0, cut - 2 * block) : min(len(d), cut + 2 * block)]
     offset = max(0, cut - 2 * block)
     best, best_cost = cut, np.inf
     for c in range(lo, hi + 1):
-        left, right = window[: c - offset], window[c - offset:]
+        left, right = window[: c - offset], window[c - offset :]
         if not len(left) or not len(right):
             continue
         cost = np.abs(left - np.median(left)).sum() + np.abs(right - np.median(right)).sum()
@@ -228,5 +236,13 @@ def _merge(ranges: list[tuple[int, int]], d: np.ndarray, numbers: np.ndarray) ->
                 out[-1] = (pa_, b)
                 continue
         out.append((a, b))
-    return [Segment(first=a, stop=b, first_step=int(numbers[a]), last_step=int(numbers[b - 1]),
-                    median_us=float(np.median(d[a:b]))) for a, b in out]
+    return [
+        Segment(
+            first=a,
+            stop=b,
+            first_step=int(numbers[a]),
+            last_step=int(numbers[b - 1]),
+            median_us=float(np.median(d[a:b])),
+        )
+        for a, b in out
+    ]

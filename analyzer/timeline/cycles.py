@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
 import numpy as np
 import pandas as pd
 
@@ -40,8 +41,13 @@ def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame) -> tuple[str, np.n
         return "markers", np.diff(markers_us)
     sp = spans[spans["step"] >= 0]
     neg = sp[sp["kind"] == "negotiate"]
-    times = np.concatenate([neg["start_us"].to_numpy(), neg.loc[neg["closed"], "end_us"].to_numpy(),
-                            sp.loc[sp["kind"] == "op", "start_us"].to_numpy()])
+    times = np.concatenate(
+        [
+            neg["start_us"].to_numpy(),
+            neg.loc[neg["closed"], "end_us"].to_numpy(),
+            sp.loc[sp["kind"] == "op", "start_us"].to_numpy(),
+        ]
+    )
     gaps = np.diff(np.unique(times)) if len(times) >= 2 else np.empty(0, np.int64)
     return "bursts", gaps[gaps >= BURST_GAP_US]
 

@@ -44,8 +44,15 @@ def expected_batches(model: TimelineModel, threshold: int, cycle_us: float) -> f
         return None
     counts = []
     for _, rows in ops.sort_values(["step", "ready_us"]).groupby("step", sort=False):
-        counts.append(_pack(rows["ready_us"].to_numpy(), rows["bytes"].fillna(0).to_numpy(),
-                            rows["name"].to_numpy(), threshold, cycle_us))
+        counts.append(
+            _pack(
+                rows["ready_us"].to_numpy(),
+                rows["bytes"].fillna(0).to_numpy(),
+                rows["name"].to_numpy(),
+                threshold,
+                cycle_us,
+            )
+        )
     return float(np.median(counts))
 
 

@@ -111,8 +111,10 @@ def table_chunks(batches: Callable[[list[str]], Iterable[pa.RecordBatch]]) -> Ch
 
     def chunks(columns: tuple[str, ...]) -> Iterator[tuple[np.ndarray, ...]]:
         for b in batches(list(columns)):
-            yield tuple((pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
-                        for name, c in zip(columns, b.columns, strict=True))
+            yield tuple(
+                (pc.fill_null(c, -1) if name == "negotiation_id" else c).to_numpy()
+                for name, c in zip(columns, b.columns, strict=True)
+            )
 
     return chunks
 
@@ -154,8 +156,18 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
     for ids, rank, ts in chunks(("negotiation_id", "rank", "ts_us")):
         scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
     vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
-    return Lateness(bounds, counts, np.asarray(neg_step, np.int64), np.asarray(neg_end_us, np.float64), full,
-                    rank_out, ts_out, vs, last, lut)
+    return Lateness(
+        bounds,
+        counts,
+        np.asarray(neg_step, np.int64),
+        np.asarray(neg_end_us, np.float64),
+        full,
+        rank_out,
+        ts_out,
+        vs,
+        last,
+        lut,
+    )
 
 
 def rank_summary(lat: Lateness) -> list[RankLateness]:
@@ -164,9 +176,18 @@ def rank_summary(lat: Lateness) -> list[RankLateness]:
         return []
     n_ranks = int(lat.rank.max()) + 1
     stats = rank_stats(lat.bounds, lat.keep, lat.rank, lat.lateness_us, lat.vs_median_us, lat.last, n_ranks)
-    out = [RankLateness(rank=r, negotiations=int(n), last=int(k), median_us=float(med), p90_us=float(p90),
-                        median_vs_median_us=float(vs))
-           for r, (n, k, med, p90, vs) in enumerate(stats) if n]
+    out = [
+        RankLateness(
+            rank=r,
+            negotiations=int(n),
+            last=int(k),
+            median_us=float(med),
+            p90_us=float(p90),
+            median_vs_median_us=float(vs),
+        )
+        for r, (n, k, med, p90, vs) in enumerate(stats)
+        if n
+    ]
     return sorted(out, key=lambda r: (-r.last, -r.median_us, r.rank))
 
 

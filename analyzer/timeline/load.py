@@ -26,7 +26,6 @@ later (tick offsets, a step's first byte, a later stretch's ticks) is read here 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +46,7 @@ from analyzer.timeline.model import (
     typed_spans,
 )
 from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
+
 #: the analysing process before any model: interpreter, pandas, pyarrow, numba's compiler, Arrow's pool
 BASELINE_BYTES = 450 << 20
 #: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
@@ -81,8 +81,16 @@ def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
     tick_range = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
-    model = model_of(_identity(entry), head, tick_chunks(store, input_id, tick_range), _markers(store, input_id), starts[:k],
-                     grads, seg, tick_range)
+    model = model_of(
+        _identity(entry),
+        head,
+        tick_chunks(store, input_id, tick_range),
+        _markers(store, input_id),
+        starts[:k],
+        grads,
+        seg,
+        tick_range,
+    )
     tables = [model.steps]
     size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
     for a in range(k, n, size):
@@ -91,13 +99,25 @@ def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_
         if b < n:
             where &= pc.field("start_us") < int(starts[b])
         tables.append(_window_steps(store, input_id, where, starts[a:b], grads, a, tables[-1]))
-    window = AnalysisWindow(steps=k, run_steps=n, spans=len(head), run_spans=int(entry["rows"]["spans"]),
-                            estimate_bytes=need + BASELINE_BYTES, budget_bytes=budget)
+    window = AnalysisWindow(
+        steps=k,
+        run_steps=n,
+        spans=len(head),
+        run_spans=int(entry["rows"]["spans"]),
+        estimate_bytes=need + BASELINE_BYTES,
+        budget_bytes=budget,
+    )
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
 
 
-def lateness_of_steps(store: RunStore, entry: ManifestEntry, model: TimelineModel, first: int, last: int,
-                      budget: int = DEFAULT_MEMORY_BUDGET) -> Lateness:
+def lateness_of_steps(
+    store: RunStore,
+    entry: ManifestEntry,
+    model: TimelineModel,
+    first: int,
+    last: int,
+    budget: int = DEFAULT_MEMORY_BUDGET,
+) -> Lateness:
     """Rank lateness of the negotiations of steps ``first..last`` of the run (numbered as in
     :attr:`TimelineModel.all_steps`), read from the store: what a windowed model's detail lacks
     about a later stretch. At most as many steps as the streaming share of ``budget`` holds."""
@@ -112,15 +132,18 @@ def lateness_of_steps(store: RunStore, entry: ManifestEntry, model: TimelineMode
     neg = read_spans(store, entry["id"], where)
     neg["step"] = step_of(neg["start_us"].to_numpy(), starts)
     ids = neg["span_id"]
-    return negotiation_lateness(neg, tick_chunks(store, entry["id"], (int(ids.min()), int(ids.max())) if len(ids)
-                                                 else (0, -1)))
+    return negotiation_lateness(
+        neg, tick_chunks(store, entry["id"], (int(ids.min()), int(ids.max())) if len(ids) else (0, -1))
+    )
 
 
 def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
     """The whole model of the timeline input ``entry`` (a manifest entry) of ``store``
     (:func:`analysed_model` decides when a window must do)."""
     spans = read_spans(store, entry["id"])
-    return model_of(_identity(entry), spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans))
+    return model_of(
+        _identity(entry), spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans)
+    )
 
 
 def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
@@ -170,8 +193,15 @@ def _segment_rows(store: RunStore, input_id: str) -> pd.DataFrame:
     return rows
 
 
-def _window_steps(store: RunStore, input_id: str, where: pc.Expression, starts: np.ndarray, grads: pd.Index,
-                  first: int, before: pd.DataFrame) -> pd.DataFrame:
+def _window_steps(
+    store: RunStore,
+    input_id: str,
+    where: pc.Expression,
+    starts: np.ndarray,
+    grads: pd.Index,
+    first: int,
+    before: pd.DataFrame,
+) -> pd.DataFrame:
     """The step-table rows of the steps from ``first`` on that start at ``starts``, from their spans."""
     spans = read_spans(store, input_id, where)
     spans["step"] = step_of(spans["start_us"].to_numpy(), starts)

@@ -40,8 +40,22 @@ from analyzer.timeline.steps import (
     step_table,
 )
 
-SPAN_COLUMNS = ["span_id", "pid", "tensor", "name", "kind", "start_us", "end_us", "closed", "parent_id", "op_id",
-                "dtype", "bytes", "start_offset", "end_offset"]
+SPAN_COLUMNS = [
+    "span_id",
+    "pid",
+    "tensor",
+    "name",
+    "kind",
+    "start_us",
+    "end_us",
+    "closed",
+    "parent_id",
+    "op_id",
+    "dtype",
+    "bytes",
+    "start_offset",
+    "end_offset",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +72,12 @@ class AnalysisWindow:
     budget_bytes: int
 
     def note(self) -> str:
-        return (f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
-                f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): analysing the whole "
-                f"timeline would take about {_bytes(self.estimate_bytes)}, over the {_bytes(self.budget_bytes)} "
-                "memory budget (--memory-budget). Step times and the step histogram cover every step.")
+        return (
+            f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
+            f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): analysing the whole "
+            f"timeline would take about {_bytes(self.estimate_bytes)}, over the {_bytes(self.budget_bytes)} "
+            "memory budget (--memory-budget). Step times and the step histogram cover every step."
+        )
 
 
 def _bytes(n: int) -> str:
@@ -178,8 +194,16 @@ def typed_spans(spans: pd.DataFrame) -> pd.DataFrame:
     return spans
 
 
-def model_of(of: InputIdentity, spans: pd.DataFrame, ticks: Chunks, markers: pd.DataFrame, starts: np.ndarray,
-             grads: pd.Index, seg: Segmentation, tick_range: tuple[int, int] | None = None) -> TimelineModel:
+def model_of(
+    of: InputIdentity,
+    spans: pd.DataFrame,
+    ticks: Chunks,
+    markers: pd.DataFrame,
+    starts: np.ndarray,
+    grads: pd.Index,
+    seg: Segmentation,
+    tick_range: tuple[int, int] | None = None,
+) -> TimelineModel:
     """The model of ``spans`` (:func:`typed_spans`) of input ``of``, cut into the steps that start
     at ``starts``; ``ticks`` its
     rank ticks (only those of ``tick_range`` when ``spans`` are a window's), ``markers`` its
@@ -216,5 +240,10 @@ def model_from_tables(of: InputIdentity, spans: pa.Table, ticks: pa.Table, marke
     """The whole model of a timeline from its ``spans``, ``ticks`` and ``markers`` tables in memory
     (as :class:`parsers.timeline.TimelineParser` builds them, or as a test writes them)."""
     typed = typed_spans(spans.select(SPAN_COLUMNS).to_pandas())
-    return model_of(of, typed, table_chunks(lambda cols: ticks.select(cols).to_batches()),
-                    markers.select(["name", "ts_us"]).to_pandas(), *find_steps(typed))
+    return model_of(
+        of,
+        typed,
+        table_chunks(lambda cols: ticks.select(cols).to_batches()),
+        markers.select(["name", "ts_us"]).to_pandas(),
+        *find_steps(typed),
+    )

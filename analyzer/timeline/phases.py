@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analyzer.timeline.steps import union_per_step
 from analyzer.timeline.model import TimelineModel
+from analyzer.timeline.steps import union_per_step
 
 NEGOTIATE = "NEGOTIATE"
 OUTSIDE = "outside Horovod"
@@ -36,8 +36,9 @@ def phase_table(model: TimelineModel) -> pd.DataFrame:
     """Per steady step and phase: union time in us (columns step, phase, us)."""
     steady = model.steady
     if steady.empty:
-        return pd.DataFrame({"step": pd.Series(dtype="int64"), "phase": pd.Series(dtype="object"),
-                             "us": pd.Series(dtype="int64")})
+        return pd.DataFrame(
+            {"step": pd.Series(dtype="int64"), "phase": pd.Series(dtype="object"), "us": pd.Series(dtype="int64")}
+        )
     n = int(model.steps["step"].max()) + 1
     end = model.steps["end_us"].to_numpy(dtype=float, na_value=np.nan)
     lo = np.r_[np.nan, end[:-1]]
@@ -55,8 +56,9 @@ def phase_table(model: TimelineModel) -> pd.DataFrame:
         rows.append(pd.DataFrame({"step": steady_steps, "phase": name, "us": totals[steady_steps]}))
     covered = union_per_step(sp, window_lo, window_hi, n)
     dur = steady["duration_us"].to_numpy(dtype=np.int64)
-    rows.append(pd.DataFrame({"step": steady_steps, "phase": OUTSIDE,
-                              "us": np.maximum(dur - covered[steady_steps], 0)}))
+    rows.append(
+        pd.DataFrame({"step": steady_steps, "phase": OUTSIDE, "us": np.maximum(dur - covered[steady_steps], 0)})
+    )
     return pd.concat(rows, ignore_index=True)
 
 

@@ -29,9 +29,23 @@ GRADIENT_SHARE = 0.5  # a gradient tensor recurs in >= this share of the busiest
 NO_END = -1  # end_us of a span whose E never came
 INIT_ACTIVITIES = ("INIT_NCCL", "INIT_FUSION_BUFFER", "NCCL_INIT")  # one-off set-up work
 STEP_COLUMNS = (
-    "step", "start_us", "ready_us", "end_us", "duration_us", "busy_us", "negotiation_us", "wait_us", "comm_us",
+    "step",
+    "start_us",
+    "ready_us",
+    "end_us",
+    "duration_us",
+    "busy_us",
+    "negotiation_us",
+    "wait_us",
+    "comm_us",
     "exposed_comm_us",
-    "init_us", "tensors", "batches", "bytes", "complete", "warmup", "steady",
+    "init_us",
+    "tensors",
+    "batches",
+    "bytes",
+    "complete",
+    "warmup",
+    "steady",
 )
 
 
@@ -46,42 +60,33 @@ class Segmentation:
     note: str
 
 
-def segment(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, Segmentation]:
-    """Assign every span to a step.
-
-    Args:
-        spans: one input's spans (columns pid, kind, start_us, start_offset).
-
-    Returns:
-        ``(step_of_span, step_starts_us, gradient_pids, segmentation)``; spans before the
-        first step (start-up broadcasts) get step -1; ``gradient_pids`` is empty unless the
-        method is ``recurrence``.
-    """
-    starts, grads, seg = find_steps(spans)
-    return step_of(spans["start_us"].to_numpy(), starts), starts, grads, seg
-
-
 def step_of(start_us: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The step of spans starting at ``start_us`` (-1: before the first step)."""
     return (np.searchsorted(starts, start_us, side="right") - 1).astype(np.int64)
 
 
 def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]:
-    """``(step_starts_us, gradient_pids, segmentation)`` of :func:`segment`. Only the
-    negotiation spans are read (the op spans when there are none), so a caller short of
-    memory may pass just those rows."""
+    """``(step_starts_us, gradient_pids, segmentation)`` of one input's spans (columns pid,
+    kind, start_us, start_offset): spans before the first step (start-up broadcasts) belong
+    to step -1 (:func:`step_of`); ``gradient_pids`` is empty unless the method is
+    ``recurrence``. Only the negotiation spans are read (the op spans when there are none),
+    so a caller short of memory may pass just those rows."""
     src_kind: Literal["negotiate", "op"] = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
     src = spans[spans["kind"] == src_kind]
     if src.empty:
-        return (np.empty(0, np.int64), pd.Index([], dtype="int32"),
-                Segmentation("none", "", 0, "low", "no negotiation or op spans: nothing to segment"))
+        return (
+            np.empty(0, np.int64),
+            pd.Index([], dtype="int32"),
+            Segmentation("none", "", 0, "low", "no negotiation or op spans: nothing to segment"),
+        )
     counts = src.groupby("pid", observed=True).size()
     most = int(counts.max())
     if most < 2:
         grads = pd.Index([], dtype="int32")
         starts = np.array([int(src["start_us"].min())], np.int64)
-        seg = Segmentation("single", src_kind, len(counts), "low",
-                           "every tensor appears once: the file holds at most one step")
+        seg = Segmentation(
+            "single", src_kind, len(counts), "low", "every tensor appears once: the file holds at most one step"
+        )
     else:
         grads = counts.index[counts >= max(2, int(np.ceil(GRADIENT_SHARE * most)))]
         g = src[src["pid"].isin(grads)].sort_values(["start_us", "start_offset"], kind="stable")
@@ -92,17 +97,28 @@ def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]
         per_step = np.bincount(step_of)
         full = float(np.mean(per_step[1:-1] == len(grads))) if len(per_step) > 2 else 0.0
         confidence: Literal["high", "medium", "low"] = (
-            "high" if full >= 0.9 and len(starts) >= 3 else "medium" if full >= 0.6 else "low")
+            "high" if full >= 0.9 and len(starts) >= 3 else "medium" if full >= 0.6 else "low"
+        )
         seg = Segmentation(
-            "recurrence", src_kind, len(grads), confidence,
+            "recurrence",
+            src_kind,
+            len(grads),
+            confidence,
             f"{len(grads)} gradient tensor(s) recur once per step (from their {src_kind} spans); "
             f"{full:.0%} of the inner steps contain all of them",
         )
     return starts, grads, seg
 
 
-def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index | None = None, *,
-               first: int = 0, before_end: int = NO_END, before_complete: bool = False) -> pd.DataFrame:
+def step_table(
+    spans: pd.DataFrame,
+    starts: np.ndarray,
+    gradient_pids: pd.Index | None = None,
+    *,
+    first: int = 0,
+    before_end: int = NO_END,
+    before_complete: bool = False,
+) -> pd.DataFrame:
     """The per-step table (:data:`STEP_COLUMNS`) from spans that carry ``step`` and ``batch``.
 
     A window of a longer run passes its steps numbered from 0 (``starts`` are theirs), the
@@ -120,8 +136,9 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     """
     n = len(starts)
     if n == 0:
-        return pd.DataFrame({c: pd.Series(dtype="bool" if c in ("complete", "warmup", "steady") else "int64")
-                             for c in STEP_COLUMNS})
+        return pd.DataFrame(
+            {c: pd.Series(dtype="bool" if c in ("complete", "warmup", "steady") else "int64") for c in STEP_COLUMNS}
+        )
     step = spans["step"].to_numpy()
     kind = spans["kind"].to_numpy()
     closed = spans["closed"].to_numpy()
@@ -160,24 +177,26 @@ def step_table(spans: pd.DataFrame, starts: np.ndarray, gradient_pids: pd.Index 
     startup = bool((step < 0).any())
     warmup = np.zeros(n, bool)
     warmup[0] = first == 0 and (startup or init[0] > 0)
-    table = pd.DataFrame({
-        "step": np.arange(first, first + n, dtype=np.int64),
-        "start_us": starts,
-        "ready_us": _nullable(last_neg_end, last_neg_end == NO_END),
-        "end_us": _nullable(end_us, end_us == NO_END),
-        "duration_us": _nullable(duration, duration == NO_END),
-        "busy_us": _nullable(end_us - starts, end_us == NO_END),
-        "negotiation_us": negotiation,
-        "wait_us": _nullable(wait, wait == NO_END),
-        "comm_us": comm,
-        "exposed_comm_us": exposed,
-        "init_us": init,
-        "tensors": tensors,
-        "batches": batches,
-        "bytes": pd.array(nbytes, dtype="Float64").round().astype("Int64"),
-        "complete": complete,
-        "warmup": warmup,
-    })
+    table = pd.DataFrame(
+        {
+            "step": np.arange(first, first + n, dtype=np.int64),
+            "start_us": starts,
+            "ready_us": _nullable(last_neg_end, last_neg_end == NO_END),
+            "end_us": _nullable(end_us, end_us == NO_END),
+            "duration_us": _nullable(duration, duration == NO_END),
+            "busy_us": _nullable(end_us - starts, end_us == NO_END),
+            "negotiation_us": negotiation,
+            "wait_us": _nullable(wait, wait == NO_END),
+            "comm_us": comm,
+            "exposed_comm_us": exposed,
+            "init_us": init,
+            "tensors": tensors,
+            "batches": batches,
+            "bytes": pd.array(nbytes, dtype="Float64").round().astype("Int64"),
+            "complete": complete,
+            "warmup": warmup,
+        }
+    )
     table["steady"] = table["complete"] & table["duration_us"].notna() & ~table["warmup"]
     return table
 
@@ -206,8 +225,14 @@ def union_per_step(rows: pd.DataFrame, lo: np.ndarray, hi: np.ndarray, n: int) -
     order = np.lexsort((rows["start_us"].to_numpy(), rows["step"].to_numpy()))
     end = rows["end_us"].to_numpy()
     end = np.where(end == NO_END, np.iinfo(np.int64).max, end)
-    return union_by_group(rows["step"].to_numpy()[order], rows["start_us"].to_numpy()[order], end[order],
-                          lo.astype(np.int64), hi.astype(np.int64), n)
+    return union_by_group(
+        rows["step"].to_numpy()[order],
+        rows["start_us"].to_numpy()[order],
+        end[order],
+        lo.astype(np.int64),
+        hi.astype(np.int64),
+        n,
+    )
 
 
 def step_windows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

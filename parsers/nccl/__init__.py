@@ -8,9 +8,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parsers.nccl.parser import JobLogParser, LogFacts
     from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
-    from parsers.nccl.error_classes import CLASSES, classify_warn, classify_chain, remediation
+    from parsers.nccl.error_classes import CLASSES, classify_chain, classify_warn, remediation
+    from parsers.nccl.parser import JobLogParser, LogFacts
 
 _FACE = {
     "JobLogParser": "parsers.nccl.parser",

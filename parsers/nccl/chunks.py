@@ -170,8 +170,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p.lines = base + chunk.lines
 
 
-def _absorb_counters(mine: dict[Any, list[Any]], later: dict[Any, list[Any]], base: int, last: int,
-                     first: int) -> None:
+def _absorb_counters(mine: dict[Any, list[Any]], later: dict[Any, list[Any]], base: int, last: int, first: int) -> None:
     """Collective counters ``[nranks, calls, first opCount, last opCount, ..., last line, ..., first line]``
     (positions ``last`` and ``first`` hold the lines): calls add up, the last opCount and line
     are the later chunk's."""

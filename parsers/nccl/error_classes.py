@@ -11,12 +11,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-CLASSES = ("ib_completion_error", "ibv_setup_failure", "socket_error", "cuda_oom", "cuda_error", "shm_exhausted",
-           "topology_error", "collective_mismatch", "remote_process_exited", "system_error")
+CLASSES = (
+    "ib_completion_error",
+    "ibv_setup_failure",
+    "socket_error",
+    "cuda_oom",
+    "cuda_error",
+    "shm_exhausted",
+    "topology_error",
+    "collective_mismatch",
+    "remote_process_exited",
+    "system_error",
+)
 
 #: ncclResult_t values (§2).
-RESULT_CODES = {1: "unhandled CUDA error", 2: "system error", 3: "internal error", 4: "invalid argument",
-                5: "invalid usage", 6: "remote error (remote process exited or network error)", 7: "in progress"}
+RESULT_CODES = {
+    1: "unhandled CUDA error",
+    2: "system error",
+    3: "internal error",
+    4: "invalid argument",
+    5: "invalid usage",
+    6: "remote error (remote process exited or network error)",
+    7: "in progress",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,72 +49,124 @@ def _r(pattern: str, cls: str | None, remediation: str) -> Rule:
 
 _IB_STATUS = {
     4: "status 4 (local protection error) under GPUDirect RDMA is usually PCIe ACS/IOMMU blocking peer-to-peer: "
-       "disable ACS on the PCIe switches (or set iommu=pt), and confirm with NCCL_NET_GDR_LEVEL=0 (no GDR).",
+    "disable ACS on the PCIe switches (or set iommu=pt), and confirm with NCCL_NET_GDR_LEVEL=0 (no GDR).",
     5: "status 5 (work request flushed) is secondary: the queue pair was already in error; find the first "
-       "completion error or the peer that failed before it.",
+    "completion error or the peer that failed before it.",
     12: "status 12 (transport retry counter exceeded) means packets to the peer were lost: check the link and "
-        "switch port of both hosts (ibstat, ethtool -S), the peer process, and on RoCE the GID index "
-        "(NCCL_IB_GID_INDEX, usually 3 for RoCEv2), PFC/ECN and the MTU on every hop.",
+    "switch port of both hosts (ibstat, ethtool -S), the peer process, and on RoCE the GID index "
+    "(NCCL_IB_GID_INDEX, usually 3 for RoCEv2), PFC/ECN and the MTU on every hop.",
 }
 
 RULES: tuple[Rule, ...] = (
-    _r(r"Failed to open libibverbs", None,
-       "No InfiniBand userspace (rdma-core/libibverbs) in this environment: NCCL uses sockets. Harmless on a "
-       "machine without IB; on an IB/RoCE cluster install rdma-core in the container and expose /dev/infiniband."),
-    _r(r"Got completion|completion (?:with|from peer)", "ib_completion_error",
-       "An InfiniBand/RoCE work completion failed."),
-    _r(r"Got async event", "ib_completion_error",
-       "The HCA reported an asynchronous event (e.g. the RoCE GID table changed under the running job: an IP or "
-       "netdev reconfiguration). Queue pairs using the old GID fail; keep the network configuration stable "
-       "during jobs and pin NCCL_IB_GID_INDEX."),
-    _r(r"ibv_\w+|ibv(?:wrap)?\b.*failed|NET/IB.*(?:create|modify)", "ibv_setup_failure",
-       "Creating or modifying an IB verbs object failed: in containers raise the locked-memory limit "
-       "(ulimit -l unlimited, --ulimit memlock=-1) and expose /dev/infiniband; on RoCE check the GID index "
-       "(NCCL_IB_GID_INDEX) and that the port is up; 'Invalid argument' with mixed IB/RoCE ports: restrict "
-       "NCCL_IB_HCA to one link type."),
-    _r(r"out of memory|Failed to CUDA calloc|cudaErrorMemoryAllocation", "cuda_oom",
-       "The GPU ran out of memory while NCCL allocated buffers or launched work: leave headroom (smaller batch, "
-       "PYTORCH_CUDA_ALLOC_CONF, fewer channels via NCCL_MAX_NCHANNELS / smaller NCCL_BUFFSIZE)."),
-    _r(r"/dev/shm|shared memory segment|failed to extend", "shm_exhausted",
-       "/dev/shm is too small for NCCL's shared-memory transport: run the container with --shm-size=8g or "
-       "--ipc=host (Kubernetes: mount an emptyDir with medium: Memory at /dev/shm), or set NCCL_SHM_DISABLE=1."),
-    _r(r"does not loop back|Could not find a path|topology|XML|graph", "topology_error",
-       "Ranks computed different topologies: make NCCL versions, NCCL_* environment and NCCL_TOPO_FILE identical "
-       "on every node, and check that hosts do not share a hostname."),
-    _r(r"nvml\w*\(\) failed|nvmlDevice", "topology_error",
-       "NVML cannot see a peer GPU (per-rank GPU isolation through cgroups or CUDA_VISIBLE_DEVICES): NCCL's "
-       "topology detection degrades. Let every local rank see all GPUs of the node and pick its own with "
-       "torch.cuda.set_device / LOCAL_RANK."),
-    _r(r"collective mismatch|Message truncated|message truncated|wrong type|Mismatched NCCL version|"
-       r"version mismatch|neither AF_INET", "collective_mismatch",
-       "Ranks disagree: they issued different collectives or sizes, or run different NCCL versions or net "
-       "plugins (a garbage peer address 'family N is neither AF_INET' is the plugin/version case). Pin one "
-       "NCCL build on every node and check that all ranks call the same collectives in the same order."),
-    _r(r"Cuda failure|CUDA (?:failure|error)|libcuda|cuda\w*\(\) failed|Failed to find CUDA", "cuda_error",
-       "A CUDA call failed inside NCCL: check the driver/CUDA runtime pairing (nvidia-smi vs the toolkit), "
-       "that the GPU is healthy (dmesg Xid errors) and that libcuda.so is visible (NCCL_CUDA_PATH)."),
-    _r(r"remote process exited|ncclRemoteError", "remote_process_exited",
-       "A peer process died or its network failed first: its own log holds the root cause; look for its first "
-       "WARN, an OOM kill or a segfault."),
-    _r(r"Connection closed by remote peer|closed by peer|Connection reset|Connection refused|Connection timed "
-       r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed", "socket_error",
-       "A TCP socket between ranks failed: 'closed by remote peer' and 'reset' mean the peer went away (look at "
-       "its log first); 'refused' or 'timed out' mean a wrong address, a stale NCCL unique id, a firewall or a "
-       "wrong interface (NCCL_SOCKET_IFNAME)."),
-    _r(r"\[Service thread\]|\[Proxy Service|proxy", "system_error",
-       "An NCCL proxy thread failed to set up or progress a connection: this is the consequence of an earlier "
-       "failure on the same rank (read its first WARN: CUDA, network or /dev/shm)."),
-    _r(r"already checked in", "system_error",
-       "Two processes claimed the same rank at the bootstrap root: the launcher started more processes than "
-       "the world size, or RANK/LOCAL_RANK are wrong (e.g. Lightning vs SLURM ntasks settings)."),
-    _r(r"NET/OFI|fi_\w+|libfabric|Couldn't open AV|provider", "system_error",
-       "The AWS OFI (EFA) plugin could not use libfabric: expose the EFA devices to the container "
-       "(/dev/infiniband), install a matching libfabric/aws-ofi-nccl, and check FI_PROVIDER=efa."),
-    _r(r"SHARP", "system_error",
-       "SHARP could not create its aggregation tree (busy tree or SHARP resource quota): retry, or disable "
-       "CollNet (NCCL_COLLNET_ENABLE=0)."),
-    _r(r".", "system_error", "NCCL reported a failure: read the error chain below the warning bottom-up to find "
-                             "the API call, and top-down for the failing primitive."),
+    _r(
+        r"Failed to open libibverbs",
+        None,
+        "No InfiniBand userspace (rdma-core/libibverbs) in this environment: NCCL uses sockets. Harmless on a "
+        "machine without IB; on an IB/RoCE cluster install rdma-core in the container and expose /dev/infiniband.",
+    ),
+    _r(
+        r"Got completion|completion (?:with|from peer)",
+        "ib_completion_error",
+        "An InfiniBand/RoCE work completion failed.",
+    ),
+    _r(
+        r"Got async event",
+        "ib_completion_error",
+        "The HCA reported an asynchronous event (e.g. the RoCE GID table changed under the running job: an IP or "
+        "netdev reconfiguration). Queue pairs using the old GID fail; keep the network configuration stable "
+        "during jobs and pin NCCL_IB_GID_INDEX.",
+    ),
+    _r(
+        r"ibv_\w+|ibv(?:wrap)?\b.*failed|NET/IB.*(?:create|modify)",
+        "ibv_setup_failure",
+        "Creating or modifying an IB verbs object failed: in containers raise the locked-memory limit "
+        "(ulimit -l unlimited, --ulimit memlock=-1) and expose /dev/infiniband; on RoCE check the GID index "
+        "(NCCL_IB_GID_INDEX) and that the port is up; 'Invalid argument' with mixed IB/RoCE ports: restrict "
+        "NCCL_IB_HCA to one link type.",
+    ),
+    _r(
+        r"out of memory|Failed to CUDA calloc|cudaErrorMemoryAllocation",
+        "cuda_oom",
+        "The GPU ran out of memory while NCCL allocated buffers or launched work: leave headroom (smaller batch, "
+        "PYTORCH_CUDA_ALLOC_CONF, fewer channels via NCCL_MAX_NCHANNELS / smaller NCCL_BUFFSIZE).",
+    ),
+    _r(
+        r"/dev/shm|shared memory segment|failed to extend",
+        "shm_exhausted",
+        "/dev/shm is too small for NCCL's shared-memory transport: run the container with --shm-size=8g or "
+        "--ipc=host (Kubernetes: mount an emptyDir with medium: Memory at /dev/shm), or set NCCL_SHM_DISABLE=1.",
+    ),
+    _r(
+        r"does not loop back|Could not find a path|topology|XML|graph",
+        "topology_error",
+        "Ranks computed different topologies: make NCCL versions, NCCL_* environment and NCCL_TOPO_FILE identical "
+        "on every node, and check that hosts do not share a hostname.",
+    ),
+    _r(
+        r"nvml\w*\(\) failed|nvmlDevice",
+        "topology_error",
+        "NVML cannot see a peer GPU (per-rank GPU isolation through cgroups or CUDA_VISIBLE_DEVICES): NCCL's "
+        "topology detection degrades. Let every local rank see all GPUs of the node and pick its own with "
+        "torch.cuda.set_device / LOCAL_RANK.",
+    ),
+    _r(
+        r"collective mismatch|Message truncated|message truncated|wrong type|Mismatched NCCL version|"
+        r"version mismatch|neither AF_INET",
+        "collective_mismatch",
+        "Ranks disagree: they issued different collectives or sizes, or run different NCCL versions or net "
+        "plugins (a garbage peer address 'family N is neither AF_INET' is the plugin/version case). Pin one "
+        "NCCL build on every node and check that all ranks call the same collectives in the same order.",
+    ),
+    _r(
+        r"Cuda failure|CUDA (?:failure|error)|libcuda|cuda\w*\(\) failed|Failed to find CUDA",
+        "cuda_error",
+        "A CUDA call failed inside NCCL: check the driver/CUDA runtime pairing (nvidia-smi vs the toolkit), "
+        "that the GPU is healthy (dmesg Xid errors) and that libcuda.so is visible (NCCL_CUDA_PATH).",
+    ),
+    _r(
+        r"remote process exited|ncclRemoteError",
+        "remote_process_exited",
+        "A peer process died or its network failed first: its own log holds the root cause; look for its first "
+        "WARN, an OOM kill or a segfault.",
+    ),
+    _r(
+        r"Connection closed by remote peer|closed by peer|Connection reset|Connection refused|Connection timed "
+        r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed",
+        "socket_error",
+        "A TCP socket between ranks failed: 'closed by remote peer' and 'reset' mean the peer went away (look at "
+        "its log first); 'refused' or 'timed out' mean a wrong address, a stale NCCL unique id, a firewall or a "
+        "wrong interface (NCCL_SOCKET_IFNAME).",
+    ),
+    _r(
+        r"\[Service thread\]|\[Proxy Service|proxy",
+        "system_error",
+        "An NCCL proxy thread failed to set up or progress a connection: this is the consequence of an earlier "
+        "failure on the same rank (read its first WARN: CUDA, network or /dev/shm).",
+    ),
+    _r(
+        r"already checked in",
+        "system_error",
+        "Two processes claimed the same rank at the bootstrap root: the launcher started more processes than "
+        "the world size, or RANK/LOCAL_RANK are wrong (e.g. Lightning vs SLURM ntasks settings).",
+    ),
+    _r(
+        r"NET/OFI|fi_\w+|libfabric|Couldn't open AV|provider",
+        "system_error",
+        "The AWS OFI (EFA) plugin could not use libfabric: expose the EFA devices to the container "
+        "(/dev/infiniband), install a matching libfabric/aws-ofi-nccl, and check FI_PROVIDER=efa.",
+    ),
+    _r(
+        r"SHARP",
+        "system_error",
+        "SHARP could not create its aggregation tree (busy tree or SHARP resource quota): retry, or disable "
+        "CollNet (NCCL_COLLNET_ENABLE=0).",
+    ),
+    _r(
+        r".",
+        "system_error",
+        "NCCL reported a failure: read the error chain below the warning bottom-up to find "
+        "the API call, and top-down for the failing primitive.",
+    ),
 )
 
 _IB_CODE = re.compile(r"(?:with error |status=)(?P<code>\d+)")
@@ -121,8 +190,10 @@ def classify_chain(code: int) -> tuple[str, str]:
         return "remote_process_exited", remediation("remote_process_exited")
     if code == 1:
         return "cuda_error", remediation("cuda_error")
-    return "system_error", (f"NCCL returned {RESULT_CODES.get(code, f'code {code}')} without a WARN on this "
-                            "thread (suppressed, or printed by another rank): look for the first WARN of the job.")
+    return "system_error", (
+        f"NCCL returned {RESULT_CODES.get(code, f'code {code}')} without a WARN on this "
+        "thread (suppressed, or printed by another rank): look for the first WARN of the job."
+    )
 
 
 def remediation(cls: str) -> str:

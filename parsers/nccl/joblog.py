@@ -33,8 +33,7 @@ STALL_RANK = re.compile(r"(?:^|[\s>:])(?P<rank>\d+)(?P<bang>!?): \[(?P<tensors>.
 #: Autotune CSV headers by Horovod version (horovod-timeline-format.md §13).
 AUTOTUNE_LAYOUTS = {
     "hierarchical_allreduce,hierarchical_allgather,cycle_time_ms,tensor_fusion_threshold,score": "0.16.0",
-    "hierarchical_allreduce,hierarchical_allgather,cache_enabled,cycle_time_ms,tensor_fusion_threshold,score":
-        "0.16.2",
+    "hierarchical_allreduce,hierarchical_allgather,cache_enabled,cycle_time_ms,tensor_fusion_threshold,score": "0.16.2",
     "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,cycle_time_ms,"
     "tensor_fusion_threshold,score": "0.26.0",
 }
@@ -59,9 +58,15 @@ def parse_watchdog(line: str) -> WatchdogTimeout | None:
     if rank is None:
         tag = _RANK_TAG.search(line, 0, m.start())
         rank = tag["rank"] if tag else None
-    return WatchdogTimeout(int(rank) if rank is not None else None, int(m["seq"]), m["op"],
-                           int(m["nin"]) if m["nin"] else None, int(m["nout"]) if m["nout"] else None,
-                           int(m["timeout"]), int(m["ran"]))
+    return WatchdogTimeout(
+        int(rank) if rank is not None else None,
+        int(m["seq"]),
+        m["op"],
+        int(m["nin"]) if m["nin"] else None,
+        int(m["nout"]) if m["nout"] else None,
+        int(m["timeout"]),
+        int(m["ran"]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +132,16 @@ def parse_autotune_row(line: str, layout: str, lineno: int) -> AutotuneRow | Non
     except ValueError:
         return None
     opt = {k: bool(row[k]) if k in row else None for k in ("torus_allreduce", "cache_enabled")}
-    return AutotuneRow(lineno, bool(row["hierarchical_allreduce"]), bool(row["hierarchical_allgather"]),
-                       opt["torus_allreduce"], opt["cache_enabled"], row["cycle_time_ms"],
-                       row["tensor_fusion_threshold"], row["score"])
+    return AutotuneRow(
+        lineno,
+        bool(row["hierarchical_allreduce"]),
+        bool(row["hierarchical_allgather"]),
+        opt["torus_allreduce"],
+        opt["cache_enabled"],
+        row["cycle_time_ms"],
+        row["tensor_fusion_threshold"],
+        row["score"],
+    )
 
 
 _PASTE_NOISE = re.compile(r"^\s*>?\s*(?:\d+\s+(?=[\da-z]))?")  # "> " quote and editor line numbers of pasted logs

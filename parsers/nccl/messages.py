@@ -34,7 +34,9 @@ _CHAIN = re.compile(
     r"(?: \[(?P<thread>[^\]]+)\])?"
 )
 _ENV = re.compile(r"^(?P<var>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<val>.*?)\.?\s*$")
-_BOOTSTRAP = re.compile(r"^(?:Bootstrap ?: Using|NET : Using interface) (?:\[\d+\])?(?P<if>[^:\s]+):(?P<addr>\S+?)(?:<\d+>)?(?:\s|$)")
+_BOOTSTRAP = re.compile(
+    r"^(?:Bootstrap ?: Using|NET : Using interface) (?:\[\d+\])?(?P<if>[^:\s]+):(?P<addr>\S+?)(?:<\d+>)?(?:\s|$)"
+)
 _IB_DEV = re.compile(r"\[\d+\](?P<name>[\w.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)(?P<sharp>/SHARP)?")
 _IB_DEV_23 = re.compile(r"^NET/IB: \[\d+\] (?P<name>[\w.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)")
 _SOCK_IF = re.compile(r"\[\d+\](?P<if>[^:\s]+):(?P<addr>\S+?)<\d+>")
@@ -45,7 +47,8 @@ _NVLS = re.compile(r"^NVLS multicast support is (?P<no>not )?available")
 
 #: Wording only some releases print (§7 table): regex, first and last version that prints it.
 WORDING: tuple[tuple[re.Pattern[str], Version, Version], ...] = tuple(
-    (re.compile(p), lo, hi) for p, lo, hi in (
+    (re.compile(p), lo, hi)
+    for p, lo, hi in (
         (r"^NET : Using interface|^Using internal Network", (2, 3, 0), (2, 3, 99)),
         (r"^NET/Plugin : No plugin found \(libnccl-net\.so\)\.$", (2, 4, 0), (2, 4, 99)),
         (r"^NET/Plugin : No plugin found \([^)]*\), using internal implementation", (2, 5, 0), (2, 16, 99)),
@@ -94,19 +97,35 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
     if "opCount" in msg:
         m = _COLL.match(msg)
         if m:
-            return "coll", {"op": m["op"], "opcount": int(m["opc"], 16), "comm": m["comm"],
-                            "nranks": int(m["nranks"]) if m["nranks"] else None, "count": int(m["count"])}
+            return "coll", {
+                "op": m["op"],
+                "opcount": int(m["opc"], 16),
+                "comm": m["comm"],
+                "nranks": int(m["nranks"]) if m["nranks"] else None,
+                "count": int(m["count"]),
+            }
     if " -> " in msg:
         m = _CHAIN.match(msg)
         if m:
-            return "chain", {"src": f"{m['file']}:{m['line']}", "code": int(m["code"]), "errno": m["errno"],
-                             "thread": m["thread"]}
+            return "chain", {
+                "src": f"{m['file']}:{m['line']}",
+                "code": int(m["code"]),
+                "errno": m["errno"],
+                "thread": m["thread"],
+            }
     if "rank " in msg and "nranks " in msg and "comm " in msg:
         m = _INIT.search(msg)
         if m:
-            return "init", {"api": m["api"], "comm": m["comm"], "rank": int(m["rank"]), "nranks": int(m["nranks"]),
-                            "cuda_dev": _int(m["cuda"]), "bus_id": m["bus"], "comm_id": m["commid"],
-                            "phase": m["phase"]}
+            return "init", {
+                "api": m["api"],
+                "comm": m["comm"],
+                "rank": int(m["rank"]),
+                "nranks": int(m["nranks"]),
+                "cuda_dev": _int(m["cuda"]),
+                "bus_id": m["bus"],
+                "comm_id": m["commid"],
+                "phase": m["phase"],
+            }
     if msg.startswith("NCCL_"):
         m = _ENV.match(msg)
         if m:
@@ -115,8 +134,22 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
         m = _BOOTSTRAP.match(msg)
         if m:
             return "bootstrap", {"interface": m["if"], "address": m["addr"]}
-    if msg.startswith(("NET/IB", "NET/Socket", "NET/Plugin", "NET/OFI", "Using", "Plugin Path", "P2P plugin",
-                       "Failed to open libibverbs", "NCCL version", "NVLS", "GPU Direct", "NET/IB:")):
+    if msg.startswith(
+        (
+            "NET/IB",
+            "NET/Socket",
+            "NET/Plugin",
+            "NET/OFI",
+            "Using",
+            "Plugin Path",
+            "P2P plugin",
+            "Failed to open libibverbs",
+            "NCCL version",
+            "NVLS",
+            "GPU Direct",
+            "NET/IB:",
+        )
+    ):
         return _net(msg)
     if "GPU Direct RDMA" in msg:
         m = _GDR.search(msg)
@@ -127,7 +160,7 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
         if m:
             return "conn", _via(m["via"])
     if msg.startswith("Connected all"):
-        return "connected", {"what": msg[len("Connected all "):].split(",")[0]}
+        return "connected", {"what": msg[len("Connected all ") :].split(",")[0]}
     return None
 
 
@@ -176,8 +209,12 @@ def _via(via: str) -> dict[str, Any]:
         net = name["net"] if name else via[4:].split("/")[0]
         return {"kind": "NET", "net": net, "detail": f"NET/{net}" + ("/GDRDMA" if gdr else ""), "gdr": gdr}
     if via.startswith("COLLNET/"):
-        return {"kind": "COLLNET", "net": via.split("/")[1],
-                "detail": "COLLNET/" + via.split("/")[1] + ("/GDRDMA" if gdr else ""), "gdr": gdr}
+        return {
+            "kind": "COLLNET",
+            "net": via.split("/")[1],
+            "detail": "COLLNET/" + via.split("/")[1] + ("/GDRDMA" if gdr else ""),
+            "gdr": gdr,
+        }
     if via.startswith(("direct shared memory", "SHM")):
         return {"kind": "SHM", "net": None, "detail": "SHM", "gdr": False}
     if via.startswith("P2P/"):

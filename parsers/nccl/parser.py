@@ -14,17 +14,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, BinaryIO, TypedDict
+from typing import Any, TypedDict
 
 import pyarrow as pa
 
-from parsers.nccl import joblog
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
+from parsers.nccl import joblog
 from parsers.nccl.error_classes import classify_chain, classify_warn
 from parsers.nccl.messages import classify, wording_range
-from parsers.nccl.records import PREFIX_ONLY, Record, split_records, timestamp
 from parsers.nccl.process import ProcessState, log_tables
+from parsers.nccl.records import PREFIX_ONLY, Record, split_records, timestamp
 
 BLOCK = 4 << 20
 CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
@@ -101,9 +101,13 @@ class JobLogParser:
             lineno = self._block(data[: cut + 1].decode("utf-8", "replace"), lineno)
         if rest:
             lineno += 1
-            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "log.cut_line",
-                           f"the file ends mid-line (line {{line}}, {len(rest)} bytes without a newline): the "
-                           "excerpt or capture was cut there; the fragment is read as far as it goes")
+            self._issue_at(
+                lineno,
+                IssueSeverity.DATA_LOSS,
+                "log.cut_line",
+                f"the file ends mid-line (line {{line}}, {len(rest)} bytes without a newline): the "
+                "excerpt or capture was cut there; the fragment is read as far as it goes",
+            )
             self._line(rest.decode("utf-8", "replace").rstrip("\r"), lineno)
         self.lines = lineno
 
@@ -113,8 +117,11 @@ class JobLogParser:
             self.sink.add(severity, code, template.replace("{line}", str(lineno)), count=count)
         self.line_issues.clear()
         if gzip_cut:
-            self.sink.add(IssueSeverity.DATA_LOSS, "log.gzip_cut",
-                          f"the gzip stream is cut or damaged ({gzip_cut}); lines up to the damage were read")
+            self.sink.add(
+                IssueSeverity.DATA_LOSS,
+                "log.gzip_cut",
+                f"the gzip stream is cut or damaged ({gzip_cut}); lines up to the damage were read",
+            )
         self._finish()
 
     def _issue_at(self, lineno: int, severity: IssueSeverity, code: str, template: str) -> None:
@@ -162,8 +169,16 @@ class JobLogParser:
 
     def _fold_fast_colls(self) -> None:
         """Merge the COLL lines read by the block regex into the processes and collectives."""
-        for (host, pid_s, comm, op), (n, calls, first, last, last_line, dev, outer, first_line) in \
-                self._fast_colls.items():
+        for (host, pid_s, comm, op), (
+            n,
+            calls,
+            first,
+            last,
+            last_line,
+            dev,
+            outer,
+            first_line,
+        ) in self._fast_colls.items():
             pid = int(pid_s)
             p = self.procs.get((host, pid))
             if p is None:
@@ -192,10 +207,14 @@ class JobLogParser:
                 if merged:
                     self.counts["merged"] += 1
                     if any(not r.msg for r in records):
-                        self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.merged_records",
-                                       "line {line}: records of two processes were written into one line "
-                                       "(NCCL <= 2.3 wrote prefix and message separately); a record without "
-                                       "its message is counted, its message may appear on a later line")
+                        self._issue_at(
+                            lineno,
+                            IssueSeverity.DATA_LOSS,
+                            "nccl.merged_records",
+                            "line {line}: records of two processes were written into one line "
+                            "(NCCL <= 2.3 wrote prefix and message separately); a record without "
+                            "its message is counted, its message may appear on a later line",
+                        )
                 if doubled:
                     self.counts["doubled"] += 1
                 for r in records:
@@ -208,10 +227,21 @@ class JobLogParser:
         if "Watchdog caught" in line:
             w = joblog.parse_watchdog(line)
             if w is not None:
-                self.watchdog.append({"line": lineno, "rank": w.rank, "seq": w.seq, "op": w.op,
-                                      "numel_in": w.numel_in, "numel_out": w.numel_out,
-                                      "timeout_ms": w.timeout_ms, "ran_ms": w.ran_ms, "pg": None,
-                                      "last_enqueued": None, "last_completed": None})
+                self.watchdog.append(
+                    {
+                        "line": lineno,
+                        "rank": w.rank,
+                        "seq": w.seq,
+                        "op": w.op,
+                        "numel_in": w.numel_in,
+                        "numel_out": w.numel_out,
+                        "timeout_ms": w.timeout_ms,
+                        "ran_ms": w.ran_ms,
+                        "pg": None,
+                        "last_enqueued": None,
+                        "last_completed": None,
+                    }
+                )
                 return
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
@@ -242,10 +272,14 @@ class JobLogParser:
             self.counts["blank"] += 1
         elif classify(line.strip()) is not None:
             self.counts["orphan"] += 1
-            self._issue_at(lineno, IssueSeverity.DATA_LOSS, "nccl.orphan_message",
-                           "line {line}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
-                           "written into another line by a concurrent process): it cannot be attributed and is "
-                           "not analysed")
+            self._issue_at(
+                lineno,
+                IssueSeverity.DATA_LOSS,
+                "nccl.orphan_message",
+                "line {line}: an NCCL message without its HOST:PID:TID prefix (its prefix was "
+                "written into another line by a concurrent process): it cannot be attributed and is "
+                "not analysed",
+            )
         else:
             self.counts["foreign"] += 1
 
@@ -270,9 +304,20 @@ class JobLogParser:
         if r.level == "WARN":
             p.warns += 1
             cls, fix = classify_warn(r.msg)
-            err: dict[str, Any] = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "WARN", "class": cls,
-                   "src": r.src, "message": r.msg.strip(), "chain": [], "result_code": None, "remediation": fix,
-                   "time": timestamp(r.outer)}
+            err: dict[str, Any] = {
+                "host": r.host,
+                "pid": r.pid,
+                "tid": r.tid,
+                "line": lineno,
+                "level": "WARN",
+                "class": cls,
+                "src": r.src,
+                "message": r.msg.strip(),
+                "chain": [],
+                "result_code": None,
+                "remediation": fix,
+                "time": timestamp(r.outer),
+            }
             self.errors.append(err)
             self.open_error[(r.host, r.pid, r.tid)] = err
             fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
@@ -311,8 +356,21 @@ class JobLogParser:
             if f["phase"] is None and (f["cuda_dev"] is not None or f["api"] is not None):
                 return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
             phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
-            self.comm_ranks.append((r.host, r.pid, lineno, f["api"], f["comm"], f["comm_id"], f["rank"],
-                                    f["nranks"], f["cuda_dev"], f["bus_id"], phase))
+            self.comm_ranks.append(
+                (
+                    r.host,
+                    r.pid,
+                    lineno,
+                    f["api"],
+                    f["comm"],
+                    f["comm_id"],
+                    f["rank"],
+                    f["nranks"],
+                    f["cuda_dev"],
+                    f["bus_id"],
+                    phase,
+                )
+            )
         elif kind == "version":
             self.versions.append((r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
             p.apply(kind, f)
@@ -324,16 +382,30 @@ class JobLogParser:
             p.apply(kind, f)
 
     def _chain(self, r: Record, f: dict[str, Any], lineno: int) -> None:
-        frame = f"{f['src']} -> {f['code']}" + (f" ({f['errno']})" if f["errno"] else "") + \
-                (f" [{f['thread']}]" if f["thread"] else "")
+        frame = (
+            f"{f['src']} -> {f['code']}"
+            + (f" ({f['errno']})" if f["errno"] else "")
+            + (f" [{f['thread']}]" if f["thread"] else "")
+        )
         err = self.open_error.get((r.host, r.pid, r.tid))
         if err is None:
             self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
         if err is None or lineno - err["line"] > CHAIN_LINES:
             cls, fix = classify_chain(f["code"])
-            err = {"host": r.host, "pid": r.pid, "tid": r.tid, "line": lineno, "level": "chain", "class": cls,
-                   "src": f["src"], "message": frame, "chain": [], "result_code": None, "remediation": fix,
-                   "time": timestamp(r.outer)}
+            err = {
+                "host": r.host,
+                "pid": r.pid,
+                "tid": r.tid,
+                "line": lineno,
+                "level": "chain",
+                "class": cls,
+                "src": f["src"],
+                "message": frame,
+                "chain": [],
+                "result_code": None,
+                "remediation": fix,
+                "time": timestamp(r.outer),
+            }
             self.errors.append(err)
             self.open_error[(r.host, r.pid, r.tid)] = err
         err["chain"].append(frame)
@@ -346,8 +418,10 @@ class JobLogParser:
             proc = self.procs.get((err["host"], err["pid"]))
             if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
                 err["class"] = None
-                err["remediation"] = ("NCCL went on after this chain (it chose a network, connected or completed "
-                                      "init): a probe of a plugin or transport that failed, not an error")
+                err["remediation"] = (
+                    "NCCL went on after this chain (it chose a network, connected or completed "
+                    "init): a probe of a plugin or transport that failed, not an error"
+                )
         for lineno, outer, msg in self._bare_versions:
             fact = classify(msg)
             if fact is None:
@@ -355,21 +429,39 @@ class JobLogParser:
             owner = self._version_owner(outer.strip())
             if owner is not None and owner.version is None:
                 owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
-            self.versions.append((owner.host if owner else None, owner.pid if owner else None, lineno,
-                                  fact[1]["version"], fact[1]["cuda"], "bare line"))
+            self.versions.append(
+                (
+                    owner.host if owner else None,
+                    owner.pid if owner else None,
+                    lineno,
+                    fact[1]["version"],
+                    fact[1]["cuda"],
+                    "bare line",
+                )
+            )
         if self.counts["foreign"]:
-            self.sink.add(IssueSeverity.INFO, "log.foreign_lines",
-                          f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
-                          "(application output, launcher banners): counted, not analysed",
-                          count=self.counts["foreign"])
+            self.sink.add(
+                IssueSeverity.INFO,
+                "log.foreign_lines",
+                f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
+                "(application output, launcher banners): counted, not analysed",
+                count=self.counts["foreign"],
+            )
         if self.counts["doubled"]:
-            self.sink.add(IssueSeverity.INFO, "log.doubled_columns",
-                          f"{self.counts['doubled']} line(s) held the same record twice (a CloudWatch-style "
-                          "export with repeated columns): read once", count=self.counts["doubled"])
+            self.sink.add(
+                IssueSeverity.INFO,
+                "log.doubled_columns",
+                f"{self.counts['doubled']} line(s) held the same record twice (a CloudWatch-style "
+                "export with repeated columns): read once",
+                count=self.counts["doubled"],
+            )
         if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune):
-            self.sink.add(IssueSeverity.INFO, "log.no_signals",
-                          "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
-                          "(was NCCL_DEBUG=INFO set?)")
+            self.sink.add(
+                IssueSeverity.INFO,
+                "log.no_signals",
+                "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
+                "(was NCCL_DEBUG=INFO set?)",
+            )
 
     def _version_owner(self, outer: str) -> ProcessState | None:
         """The process that printed a bare version line: the one with the same launcher prefix,
@@ -384,10 +476,17 @@ class JobLogParser:
 
     @property
     def info(self) -> LogFacts:
-        return {"lines": self.lines, "records": self.counts["records"], "processes": len(self.procs),
-                "foreign_lines": self.counts["foreign"], "blank_lines": self.counts["blank"],
-                "merged_lines": self.counts["merged"], "watchdog_timeouts": len(self.watchdog),
-                "stall_ranks": len(self.stalls), "autotune_rows": len(self.autotune)}
+        return {
+            "lines": self.lines,
+            "records": self.counts["records"],
+            "processes": len(self.procs),
+            "foreign_lines": self.counts["foreign"],
+            "blank_lines": self.counts["blank"],
+            "merged_lines": self.counts["merged"],
+            "watchdog_timeouts": len(self.watchdog),
+            "stall_ranks": len(self.stalls),
+            "autotune_rows": len(self.autotune),
+        }
 
 
 def attach_work(watchdog: list[dict[str, Any]], work: joblog.WatchdogWork) -> bool:

@@ -155,51 +155,97 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
     cols: dict[str, dict[str, list[Any]]] = {}
     if procs:
         cols["nccl_processes"] = {
-            "host": [x.host for x in procs], "pid": [x.pid for x in procs],
-            "first_line": [x.first_line for x in procs], "last_line": [x.last_line for x in procs],
-            "prefix": [x.prefix for x in procs], "cuda_devs": [sorted(x.devs) for x in procs],
-            "version": [x.version for x in procs], "version_source": [x.version_source for x in procs],
+            "host": [x.host for x in procs],
+            "pid": [x.pid for x in procs],
+            "first_line": [x.first_line for x in procs],
+            "last_line": [x.last_line for x in procs],
+            "prefix": [x.prefix for x in procs],
+            "cuda_devs": [sorted(x.devs) for x in procs],
+            "version": [x.version for x in procs],
+            "version_source": [x.version_source for x in procs],
             "cuda": [x.cuda for x in procs],
             "wording_min": [_v(x.wording[0]) if x.wording else None for x in procs],
             "wording_max": [_v(x.wording[1]) if x.wording else None for x in procs],
-            "network": [x.network for x in procs], "bootstrap_interface": [x.bootstrap for x in procs],
-            "socket_interfaces": [x.socket_ifs for x in procs], "ib_hcas": [x.ib_hcas for x in procs],
-            "ib_no_device": [x.ib_none for x in procs], "verbs_missing": [x.verbs_missing for x in procs],
-            "plugin": [x.plugin for x in procs], "gdr_disabled": [x.gdr_disabled for x in procs],
-            "records": [x.records for x in procs], "warns": [x.warns for x in procs],
+            "network": [x.network for x in procs],
+            "bootstrap_interface": [x.bootstrap for x in procs],
+            "socket_interfaces": [x.socket_ifs for x in procs],
+            "ib_hcas": [x.ib_hcas for x in procs],
+            "ib_no_device": [x.ib_none for x in procs],
+            "verbs_missing": [x.verbs_missing for x in procs],
+            "plugin": [x.plugin for x in procs],
+            "gdr_disabled": [x.gdr_disabled for x in procs],
+            "records": [x.records for x in procs],
+            "warns": [x.warns for x in procs],
         }
         conns = [(x.host, x.pid, *k, *v) for x in procs for k, v in x.conns.items()]
         if conns:
-            cols["nccl_connections"] = _columns(conns, ["host", "pid", "kind", "detail", "net", "gdr", "connections",
-                                                        "first_line"])
+            cols["nccl_connections"] = _columns(
+                conns, ["host", "pid", "kind", "detail", "net", "gdr", "connections", "first_line"]
+            )
     if p.comm_ranks:
-        cols["nccl_comm_ranks"] = _columns(p.comm_ranks, ["host", "pid", "line", "api", "comm", "comm_id", "rank",
-                                                          "nranks", "cuda_dev", "bus_id", "phase"])
+        cols["nccl_comm_ranks"] = _columns(
+            p.comm_ranks,
+            ["host", "pid", "line", "api", "comm", "comm_id", "rank", "nranks", "cuda_dev", "bus_id", "phase"],
+        )
     if p.versions:
         cols["nccl_versions"] = _columns(p.versions, ["host", "pid", "line", "version", "cuda", "source"])
     if p.env:
         cols["nccl_env"] = _columns(p.env, ["host", "pid", "line", "var", "value"])
     if p.errors:
-        names = ["host", "pid", "tid", "line", "level", "class", "src", "message", "chain", "result_code",
-                 "remediation", "time"]
+        names = [
+            "host",
+            "pid",
+            "tid",
+            "line",
+            "level",
+            "class",
+            "src",
+            "message",
+            "chain",
+            "result_code",
+            "remediation",
+            "time",
+        ]
         cols["nccl_errors"] = {n: [e[n] for e in p.errors] for n in names}
     if p.colls:
         rows = [(*k, *v[:5]) for k, v in p.colls.items()]
-        cols["nccl_collectives"] = _columns(rows, ["host", "pid", "comm", "op", "nranks", "calls", "first_opcount",
-                                                   "last_opcount", "last_line"])
+        cols["nccl_collectives"] = _columns(
+            rows, ["host", "pid", "comm", "op", "nranks", "calls", "first_opcount", "last_opcount", "last_line"]
+        )
     if p.watchdog:
-        names = ["line", "rank", "seq", "op", "numel_in", "numel_out", "timeout_ms", "ran_ms", "pg", "last_enqueued",
-                 "last_completed"]
+        names = [
+            "line",
+            "rank",
+            "seq",
+            "op",
+            "numel_in",
+            "numel_out",
+            "timeout_ms",
+            "ran_ms",
+            "pg",
+            "last_enqueued",
+            "last_completed",
+        ]
         cols["watchdog_timeouts"] = {n: [w[n] for w in p.watchdog] for n in names}
     if p.stalls:
         cols["horovod_stalls"] = _columns(p.stalls, ["line", "rank", "shutdown", "tensors", "more"])
     if p.autotune:
         layout = p._autotune_layout
         cols["autotune"] = {
-            "line": [r.line for r in p.autotune], "layout": [layout] * len(p.autotune),
-            **{n: [getattr(r, n) for r in p.autotune] for n in (
-                "hierarchical_allreduce", "hierarchical_allgather", "torus_allreduce", "cache_enabled",
-                "cycle_time_ms", "fusion_threshold_mb", "score")},
+            "line": [r.line for r in p.autotune],
+            "layout": [layout] * len(p.autotune),
+            **{
+                n: [getattr(r, n) for r in p.autotune]
+                for n in (
+                    "hierarchical_allreduce",
+                    "hierarchical_allgather",
+                    "torus_allreduce",
+                    "cache_enabled",
+                    "cycle_time_ms",
+                    "fusion_threshold_mb",
+                    "score",
+                )
+            },
         }
     out = {}
     for name, data in cols.items():

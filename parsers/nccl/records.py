@@ -85,8 +85,9 @@ def _header(head: str) -> tuple[str, str, int, int, int | None, str | None, str 
     return outer, host, int(parts[1]), int(parts[2]), dev, src, func
 
 
-def _find_records(line: str) -> list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None,
-                                                                  str | None]]]:
+def _find_records(
+    line: str,
+) -> list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None, str | None]]]:
     """(header start, message start, level, header) of every record in ``line``."""
     out: list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None, str | None]]] = []
     pos = 0
@@ -119,13 +120,19 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
     if not found:
         m = STRIPPED.match(line)
         if m:
-            return [Record("", None, None, None, int(m["dev"]), None, None, m["level"], line[m.end():].rstrip())], \
-                False, False
+            return (
+                [Record("", None, None, None, int(m["dev"]), None, None, m["level"], line[m.end() :].rstrip())],
+                False,
+                False,
+            )
         v = VERSION.search(line)
         if v:
             at = line.index("NCCL version", v.start())
-            return [Record(line[:at].strip(), None, None, None, None, None, None, "VERSION",
-                           line[at:].strip())], False, False
+            return (
+                [Record(line[:at].strip(), None, None, None, None, None, None, "VERSION", line[at:].strip())],
+                False,
+                False,
+            )
         return [], False, False
     out: list[Record] = []
     for i, (_, msg_at, level, (outer, host, pid, tid, dev, src, func)) in enumerate(found):
@@ -137,10 +144,12 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
         kept = [out[0]]
         for r in out[1:]:
             prev = kept[-1]
-            if (r.host, r.pid, r.tid, r.level) == (prev.host, prev.pid, prev.tid, prev.level) \
-                    and prev.msg.rstrip(" |") == r.msg:
-                kept[-1] = Record(prev.outer, prev.host, prev.pid, prev.tid, prev.dev, prev.src, prev.func,
-                                  prev.level, r.msg)
+            if (r.host, r.pid, r.tid, r.level) == (prev.host, prev.pid, prev.tid, prev.level) and prev.msg.rstrip(
+                " |"
+            ) == r.msg:
+                kept[-1] = Record(
+                    prev.outer, prev.host, prev.pid, prev.tid, prev.dev, prev.src, prev.func, prev.level, r.msg
+                )
                 doubled = True
             else:
                 kept.append(r)
@@ -150,8 +159,10 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
 
 
 #: Collector timestamps in a prefix: RFC 3339 / CloudWatch / container runtime, mpirun --timestamp-output.
-OUTER_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[-+]\d\d:?\d\d)?|"
-                      r"\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}")
+OUTER_TS = re.compile(
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[-+]\d\d:?\d\d)?|"
+    r"\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}"
+)
 
 
 def timestamp(outer: str) -> str | None:

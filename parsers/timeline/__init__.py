@@ -9,8 +9,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parsers.timeline.parser import TimelineParser, parse_timeline, ParsedTimeline
-    from parsers.timeline.facts import TimelineInfo, TimelineFacts, HorovodVersionFacts
+    from parsers.timeline.facts import HorovodVersionFacts, TimelineFacts, TimelineInfo
+    from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
     from parsers.timeline.tokens import RANGE_BYTES
 
 _FACE = {

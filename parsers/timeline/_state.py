@@ -12,35 +12,79 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from parsers.issues import IssueSeverity
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
-from parsers.issues import IssueSeverity
 
 # (issue index in the kernel, severity, code, message)
 KERNEL_ISSUES = (
-    (T.I_ORPHAN_E, IssueSeverity.DATA_LOSS, "timeline.orphan_end",
-     "E event with no open B on its pid (its B was lost or written to an earlier file); dropped"),
-    (T.I_NEG_IN_OP, IssueSeverity.INFO, "timeline.negotiate_inside_op",
-     "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
-     "E events are anonymous, so LIFO pairing may swap the two spans' ends"),
-    (T.I_TICK_OUTSIDE, IssueSeverity.INFO, "timeline.tick_outside_negotiation",
-     "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id"),
-    (T.I_UNESCAPED, IssueSeverity.INFO, "timeline.unescaped_quote",
-     "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly"),
-    (T.I_FLOAT_TS, IssueSeverity.INFO, "timeline.float_ts",
-     "non-integer ts (Horovod writes integers); rounded to the microsecond"),
-    (T.I_UNKNOWN_KEY, IssueSeverity.INFO, "timeline.unknown_key",
-     "record with a key Horovod does not write; the key was ignored"),
-    (T.I_TS_BACK, IssueSeverity.INFO, "timeline.ts_not_monotonic",
-     "ts smaller than the previous record's (Horovod's ts never decreases in file order)"),
-    (T.I_UNKNOWN_PH, IssueSeverity.DATA_LOSS, "timeline.unknown_phase",
-     "record with a phase Horovod does not write (only M, B, E, X, i); dropped"),
-    (T.I_BAD_RECORD, IssueSeverity.DATA_LOSS, "timeline.bad_record",
-     "record without the fields its phase needs (ph, ts, pid, name); dropped"),
-    (T.I_X_NOT_RANK, IssueSeverity.DATA_LOSS, "timeline.tick_not_rank",
-     "X event whose name is not a rank number; dropped"),
-    (T.I_E_NAMED, IssueSeverity.INFO, "timeline.named_end",
-     "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack"),
+    (
+        T.I_ORPHAN_E,
+        IssueSeverity.DATA_LOSS,
+        "timeline.orphan_end",
+        "E event with no open B on its pid (its B was lost or written to an earlier file); dropped",
+    ),
+    (
+        T.I_NEG_IN_OP,
+        IssueSeverity.INFO,
+        "timeline.negotiate_inside_op",
+        "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
+        "E events are anonymous, so LIFO pairing may swap the two spans' ends",
+    ),
+    (
+        T.I_TICK_OUTSIDE,
+        IssueSeverity.INFO,
+        "timeline.tick_outside_negotiation",
+        "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id",
+    ),
+    (
+        T.I_UNESCAPED,
+        IssueSeverity.INFO,
+        "timeline.unescaped_quote",
+        "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly",
+    ),
+    (
+        T.I_FLOAT_TS,
+        IssueSeverity.INFO,
+        "timeline.float_ts",
+        "non-integer ts (Horovod writes integers); rounded to the microsecond",
+    ),
+    (
+        T.I_UNKNOWN_KEY,
+        IssueSeverity.INFO,
+        "timeline.unknown_key",
+        "record with a key Horovod does not write; the key was ignored",
+    ),
+    (
+        T.I_TS_BACK,
+        IssueSeverity.INFO,
+        "timeline.ts_not_monotonic",
+        "ts smaller than the previous record's (Horovod's ts never decreases in file order)",
+    ),
+    (
+        T.I_UNKNOWN_PH,
+        IssueSeverity.DATA_LOSS,
+        "timeline.unknown_phase",
+        "record with a phase Horovod does not write (only M, B, E, X, i); dropped",
+    ),
+    (
+        T.I_BAD_RECORD,
+        IssueSeverity.DATA_LOSS,
+        "timeline.bad_record",
+        "record without the fields its phase needs (ph, ts, pid, name); dropped",
+    ),
+    (
+        T.I_X_NOT_RANK,
+        IssueSeverity.DATA_LOSS,
+        "timeline.tick_not_rank",
+        "X event whose name is not a rank number; dropped",
+    ),
+    (
+        T.I_E_NAMED,
+        IssueSeverity.INFO,
+        "timeline.named_end",
+        "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack",
+    ),
 )
 
 
@@ -93,8 +137,13 @@ class PairState:
     def new(cls) -> PairState:
         ctr = np.zeros(P.C_NCTR, np.int64)
         ctr[P.C_FREE] = -1
-        return cls(ctr=ctr, iss=new_issues(), top=np.full(1024, -1, np.int64), pstat=new_pstat(1024),
-                   slots=np.zeros((4096, P.S_N), np.int64))
+        return cls(
+            ctr=ctr,
+            iss=new_issues(),
+            top=np.full(1024, -1, np.int64),
+            pstat=new_pstat(1024),
+            slots=np.zeros((4096, P.S_N), np.int64),
+        )
 
     def grow(self) -> None:
         need = int(self.ctr[P.C_NEED])
@@ -150,5 +199,3 @@ def decode_str(raw: bytes) -> str:
         except orjson.JSONDecodeError:
             pass
     return raw.decode("utf-8", "replace")
-
-

@@ -323,9 +323,10 @@ def tokenize(buf, pos, end, base, ctr, iss, ikeys, ivals, events, metas, newstr,
                         if cut or bad:
                             break
                 else:
-                    if not (klen == 3 and (_key_is(buf, ks, q, b"dur") or _key_is(buf, ks, q, b"tid")
-                                           or _key_is(buf, ks, q, b"cat"))) \
-                            and not (klen == 1 and buf[ks] == 115):
+                    if not (
+                        klen == 3
+                        and (_key_is(buf, ks, q, b"dur") or _key_is(buf, ks, q, b"tid") or _key_is(buf, ks, q, b"cat"))
+                    ) and not (klen == 1 and buf[ks] == 115):
                         unknown_key = True
                     j, fl = _skip_value(buf, vs, end)
                     if j == -1:

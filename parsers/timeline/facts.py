@@ -123,17 +123,26 @@ def cache_verdict(negotiations: np.ndarray, ticked: np.ndarray) -> CacheVerdict:
     later_total = int((negotiations[repeated] - 1).sum())
     if later == 0:
         return CacheVerdict(
-            False, "on", n_rep, 0,
+            False,
+            "on",
+            n_rep,
+            0,
             "rank ticks only on each tensor's first negotiation (response cache on)",
         )
     share = later / later_total
     if share >= 0.9:
         return CacheVerdict(
-            True, "off", n_rep, later,
+            True,
+            "off",
+            n_rep,
+            later,
             "rank ticks on every negotiation (HOROVOD_CACHE_CAPACITY=0, or Horovod < 0.16.2)",
         )
     return CacheVerdict(
-        True, "on", n_rep, later,
+        True,
+        "on",
+        n_rep,
+        later,
         f"{share:.0%} of repeated negotiations carry ticks (cache on, with evictions or autotune)",
     )
 
@@ -198,9 +207,14 @@ class TimelineInfo:
             "last_ts_us": self.last_ts_us,
             "uptime_origin": self.uptime_origin,
             "max_depth": self.max_depth,
-            "horovod_version": None if v is None else {
-                "low": ".".join(map(str, v.low)), "high": ".".join(map(str, v.high)),
-                "text": v.describe(), "evidence": list(v.evidence), "conflict": v.conflict,
+            "horovod_version": None
+            if v is None
+            else {
+                "low": ".".join(map(str, v.low)),
+                "high": ".".join(map(str, v.high)),
+                "text": v.describe(),
+                "evidence": list(v.evidence),
+                "conflict": v.conflict,
             },
             "steady_state_ticks": None if c is None else c.steady_state_ticks,
             "response_cache": None if c is None else c.response_cache,

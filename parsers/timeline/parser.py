@@ -29,13 +29,13 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from parsers.timeline import _pair as P
-from parsers.timeline import _tokenize as T
-from parsers.timeline._state import KERNEL_ISSUES, PairState, add_issues, new_issues
 from parsers.errors import describe_bytes
 from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.schema import arrow_schema
+from parsers.timeline import _pair as P
+from parsers.timeline import _tokenize as T
+from parsers.timeline._state import KERNEL_ISSUES, PairState, add_issues, new_issues
 from parsers.timeline.facts import (
     TimelineInfo,
     cache_verdict,
@@ -63,6 +63,7 @@ _META_RE = re.compile(
     re.DOTALL,
 )
 
+
 class TimelineParser:
     """Stream one timeline file into Arrow batches.
 
@@ -75,8 +76,9 @@ class TimelineParser:
         InputError: the file is not a Horovod timeline (checked before any batch).
     """
 
-    def __init__(self, path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK,
-                 display_name: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK, display_name: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.name = display_name or str(path)
         self.input_id = input_id
@@ -120,8 +122,11 @@ class TimelineParser:
             self._note_gzip_cut(f)
         yield from self._close(tok.ending)
 
-    def batches_in_ranges(self, tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None,
-                          range_bytes: int = RANGE_BYTES) -> Iterator[tuple[str, pa.Table]]:
+    def batches_in_ranges(
+        self,
+        tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None,
+        range_bytes: int = RANGE_BYTES,
+    ) -> Iterator[tuple[str, pa.Table]]:
         """The batches of :meth:`batches`, row for row, from an uncompressed file cut into
         ranges of about ``range_bytes`` (:func:`~parsers.timeline.tokens.timeline_ranges`) that
         ``tokenized`` turns into :class:`TokenizedRange` s, in their order (several at once
@@ -211,9 +216,12 @@ class TimelineParser:
         if ending.kind == "closed":
             self.info.status = "closed"
             if ending.trailing:
-                self.sink.add(IssueSeverity.DATA_LOSS, "timeline.trailing_data",
-                              f"{ending.trailing} non-blank bytes after the closing ']' were ignored",
-                              byte_offset=ending.at)
+                self.sink.add(
+                    IssueSeverity.DATA_LOSS,
+                    "timeline.trailing_data",
+                    f"{ending.trailing} non-blank bytes after the closing ']' were ignored",
+                    byte_offset=ending.at,
+                )
         else:
             self._at_eof(ending.tail, ending.at)
         st = self._pair
@@ -221,10 +229,12 @@ class TimelineParser:
         n_open = P.drain(st.top, st.pstat, st.slots, spans)
         if n_open:
             self.sink.add(
-                IssueSeverity.DATA_LOSS, "timeline.unclosed_spans",
+                IssueSeverity.DATA_LOSS,
+                "timeline.unclosed_spans",
                 "spans whose E never came (the job stopped, or Horovod's writer did not drain its "
                 "queue at exit); kept with closed=false and no end",
-                byte_offset=int(spans[:n_open, P.SP_SOFF].min()), count=n_open,
+                byte_offset=int(spans[:n_open, P.SP_SOFF].min()),
+                count=n_open,
             )
             yield "spans", self.names.spans(spans[:n_open])
         self.info.counts["spans"] = self.info.counts.get("spans", 0) + n_open
@@ -235,7 +245,8 @@ class TimelineParser:
         cut = getattr(f, "cut", None)
         if cut:
             self.sink.add(
-                IssueSeverity.DATA_LOSS, "timeline.gzip_cut",
+                IssueSeverity.DATA_LOSS,
+                "timeline.gzip_cut",
                 f"the gzip stream is cut or damaged ({cut}); everything inflated before that point was read, "
                 f"except up to {GUNZIP_PIECE // 1024} KiB just before the damage",
                 byte_offset=self._progress,
@@ -252,22 +263,27 @@ class TimelineParser:
         if rest.strip():
             self.info.status = "truncated"
             self.sink.add(
-                IssueSeverity.DATA_LOSS, "timeline.truncated_record",
+                IssueSeverity.DATA_LOSS,
+                "timeline.truncated_record",
                 f"the file ends inside a record ({len(rest)} bytes: {describe_bytes(rest)}); that record is "
                 "lost, every record before it was read",
                 byte_offset=at + len(tail) - len(rest),
             )
         elif self.info.layout == "glued" or self.info.start_time_since_epoch_us is not None:
             self.sink.add(
-                IssueSeverity.DATA_LOSS, "timeline.unterminated",
+                IssueSeverity.DATA_LOSS,
+                "timeline.unterminated",
                 "the file ends without ']' although Horovod >=0.20.1 closes it after every event: the "
                 "writer was killed; records still in its queue are lost",
                 byte_offset=at + len(tail),
             )
         else:
-            self.sink.add(IssueSeverity.INFO, "timeline.unterminated",
-                          "no closing ']' (normal for Horovod <=0.20.0, which never closes the array)",
-                          byte_offset=at + len(tail))
+            self.sink.add(
+                IssueSeverity.INFO,
+                "timeline.unterminated",
+                "no closing ']' (normal for Horovod <=0.20.0, which never closes the array)",
+                byte_offset=at + len(tail),
+            )
 
     def _skipped_bytes(self, n: int) -> None:
         self.info.counts["skipped_bytes"] = self.info.counts.get("skipped_bytes", 0) + n
@@ -282,8 +298,20 @@ class TimelineParser:
         st, outs, outn = self._pair, self._outs, self._outn
         at, n = 0, len(ev)
         while True:
-            status, at = P.pair(ev, at, n, st.ctr, st.iss, st.top, st.pstat, st.slots, outs["spans"],
-                                outs["ticks"], outs["markers"], outn)
+            status, at = P.pair(
+                ev,
+                at,
+                n,
+                st.ctr,
+                st.iss,
+                st.top,
+                st.pstat,
+                st.slots,
+                outs["spans"],
+                outs["ticks"],
+                outs["markers"],
+                outn,
+            )
             yield from self._flush()
             if status == P.ST_FULL:
                 continue
@@ -311,11 +339,19 @@ class TimelineParser:
         except orjson.JSONDecodeError:
             m = _META_RE.match(raw)  # an unescaped quote in a tensor name
             if m is None:
-                self.sink.add(IssueSeverity.DATA_LOSS, "timeline.bad_metadata",
-                              f"unreadable metadata record {describe_bytes(raw)}; dropped", byte_offset=offset)
+                self.sink.add(
+                    IssueSeverity.DATA_LOSS,
+                    "timeline.bad_metadata",
+                    f"unreadable metadata record {describe_bytes(raw)}; dropped",
+                    byte_offset=offset,
+                )
                 return
-            rec = {"name": m["kind"].decode(), "ph": "M", "pid": int(m["pid"]),
-                   "args": {"name": m["name"].decode("utf-8", "replace")}}
+            rec = {
+                "name": m["kind"].decode(),
+                "ph": "M",
+                "pid": int(m["pid"]),
+                "args": {"name": m["name"].decode("utf-8", "replace")},
+            }
         args = rec.get("args") if isinstance(rec.get("args"), dict) else {}
         pid = rec.get("pid")
         kind = rec.get("name")
@@ -323,14 +359,21 @@ class TimelineParser:
             if "start_time_since_epoch_in_micros" in args:
                 self.info.start_time_since_epoch_us = int(args["start_time_since_epoch_in_micros"])
             elif isinstance(args.get("name"), str) and self.names.name_pid(pid, args["name"]):
-                self.sink.add(IssueSeverity.INFO, "timeline.pid_renamed",
-                              "a pid was given a second tensor name (a restarted timeline appended to the "
-                              "same file?)", byte_offset=offset)
+                self.sink.add(
+                    IssueSeverity.INFO,
+                    "timeline.pid_renamed",
+                    "a pid was given a second tensor name (a restarted timeline appended to the same file?)",
+                    byte_offset=offset,
+                )
             return
         if kind == "process_sort_index":
             return
-        self.sink.add(IssueSeverity.INFO, "timeline.unknown_metadata",
-                      f"metadata record {kind!r} is not one Horovod writes; ignored", byte_offset=offset)
+        self.sink.add(
+            IssueSeverity.INFO,
+            "timeline.unknown_metadata",
+            f"metadata record {kind!r} is not one Horovod writes; ignored",
+            byte_offset=offset,
+        )
 
     # -- summary ----------------------------------------------------------------------
     def _finish(self, status: str) -> None:
@@ -371,9 +414,13 @@ class TimelineParser:
             count, first = int(iss[k, 0]), int(iss[k, 1])
             self.sink.add(sev, code, msg, byte_offset=first, count=count)
         if status == "empty":
-            self.sink.add(IssueSeverity.INFO, "timeline.empty",
-                          "empty timeline: no collective ran while it was recorded (Horovod leaves a 0-byte "
-                          "file (>=0.20.1) or just '[' (<=0.20.0) then)", byte_offset=0)
+            self.sink.add(
+                IssueSeverity.INFO,
+                "timeline.empty",
+                "empty timeline: no collective ran while it was recorded (Horovod leaves a 0-byte "
+                "file (>=0.20.1) or just '[' (<=0.20.0) then)",
+                byte_offset=0,
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,9 +430,14 @@ class ParsedTimeline:
     issues: list[ParseIssue]
 
 
-def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK,
-                   range_bytes: int | None = None,
-                   tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None) -> ParsedTimeline:
+def parse_timeline(
+    path: str | Path,
+    *,
+    input_id: str = "",
+    chunk_bytes: int = DEFAULT_CHUNK,
+    range_bytes: int | None = None,
+    tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None,
+) -> ParsedTimeline:
     """Parse a whole timeline into in-memory tables (for small files and tests); in ranges
     (:meth:`TimelineParser.batches_in_ranges`) if ``range_bytes`` or ``tokenized`` is given."""
     parser = TimelineParser(path, input_id=input_id, chunk_bytes=chunk_bytes)
@@ -395,8 +447,7 @@ def parse_timeline(path: str | Path, *, input_id: str = "", chunk_bytes: int = D
     for name, table in batches:
         parts[name].append(table)
     tables = {
-        name: (pa.concat_tables(ts).unify_dictionaries().combine_chunks() if ts
-               else arrow_schema(name).empty_table())
+        name: (pa.concat_tables(ts).unify_dictionaries().combine_chunks() if ts else arrow_schema(name).empty_table())
         for name, ts in parts.items()
     }
     tables["tensors"] = parser.tensors_table()

@@ -15,15 +15,26 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from parsers.schema import arrow_schema
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
 from parsers.timeline._state import dict_column
-from parsers.schema import arrow_schema
 
 KINDS = ("negotiate", "op", "activity")
 DTYPE_BYTES = {
-    "bool": 1, "uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "float16": 2, "bfloat16": 2,
-    "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8,
+    "bool": 1,
+    "uint8": 1,
+    "int8": 1,
+    "uint16": 2,
+    "int16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
 }
 
 
@@ -128,8 +139,12 @@ class TimelineNames:
     def markers(self, t: np.ndarray) -> pa.Table:
         """``markers`` from rows of ``P.MK_*`` columns."""
         return pa.Table.from_arrays(
-            [self._input_col(len(t)), dict_column(t[:, P.MK_NAME], self.strings[T.CAT_NAME]),
-             pa.array(t[:, P.MK_TS].copy()), pa.array(t[:, P.MK_OFF].copy())],
+            [
+                self._input_col(len(t)),
+                dict_column(t[:, P.MK_NAME], self.strings[T.CAT_NAME]),
+                pa.array(t[:, P.MK_TS].copy()),
+                pa.array(t[:, P.MK_OFF].copy()),
+            ],
             schema=arrow_schema("markers"),
         )
 

@@ -24,11 +24,11 @@ from typing import BinaryIO
 
 import numpy as np
 
-from parsers.timeline import _tokenize as T
-from parsers.timeline._state import TokenState, decode_str
 from parsers.errors import InputError, describe_bytes
 from parsers.inputs import GunzipStream, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
+from parsers.timeline import _tokenize as T
+from parsers.timeline._state import TokenState, decode_str
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
 MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
@@ -76,8 +76,16 @@ class Tokenizer:
     means the file is not a timeline at all).
     """
 
-    def __init__(self, name: str, sink: IssueSink, *, chunk_bytes: int = DEFAULT_CHUNK, first: bool = True,
-                 resync: bool = True, records_before: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        sink: IssueSink,
+        *,
+        chunk_bytes: int = DEFAULT_CHUNK,
+        first: bool = True,
+        resync: bool = True,
+        records_before: int = 0,
+    ) -> None:
         self.name = name
         self.sink = sink
         self.chunk_bytes = max(4096, chunk_bytes)
@@ -118,8 +126,9 @@ class Tokenizer:
             self.ending = Ending("empty", start + end)
             return
         while True:
-            status, pos = T.tokenize(buf, pos, end, base, st.ctr, st.iss, st.ikeys, st.ivals,
-                                     events, metas, newstr, outn)
+            status, pos = T.tokenize(
+                buf, pos, end, base, st.ctr, st.iss, st.ikeys, st.ivals, events, metas, newstr, outn
+            )
             err = int(outn[3])  # where a syntax error is (taking the block resets outn)
             block = self._block(buf, base, events, metas, newstr, outn)
             if len(block.events) or block.metas:
@@ -181,8 +190,9 @@ class Tokenizer:
         at = len(head) - len(body)
         if not body:
             if end > len(head):  # 4 KiB of whitespace and more: keep looking in the scan
-                raise InputError(self.name, "expected '[' (a Horovod timeline), found only whitespace in the first 4 KiB",
-                                 offset=at)
+                raise InputError(
+                    self.name, "expected '[' (a Horovod timeline), found only whitespace in the first 4 KiB", offset=at
+                )
             return -1
         if body[:1] == b"[":
             rest = body[1:].lstrip(b" \t\r\n")
@@ -191,7 +201,8 @@ class Tokenizer:
             return at + 1
         if _FRAGMENT_RE.match(body):
             self.sink.add(
-                IssueSeverity.INFO, "timeline.headless_fragment",
+                IssueSeverity.INFO,
+                "timeline.headless_fragment",
                 "the file starts with a trace event instead of '[': a piece cut out of a larger timeline; "
                 "spans whose B lies before the cut show up as orphan E events",
                 byte_offset=at,
@@ -199,12 +210,16 @@ class Tokenizer:
             return at
         if body[:1] == b"{":
             raise InputError(
-                self.name, "found a JSON object, expected a JSON array of trace events ('[')", offset=at,
-                hint="Horovod writes a bare array. A {\"traceEvents\": ...} file comes from another profiler "
-                     "(e.g. the PyTorch profiler), which hvd-analyze does not read.",
+                self.name,
+                "found a JSON object, expected a JSON array of trace events ('[')",
+                offset=at,
+                hint='Horovod writes a bare array. A {"traceEvents": ...} file comes from another profiler '
+                "(e.g. the PyTorch profiler), which hvd-analyze does not read.",
             )
         raise InputError(
-            self.name, f"expected '[' (a Horovod timeline), found {describe_bytes(body)}", offset=at,
+            self.name,
+            f"expected '[' (a Horovod timeline), found {describe_bytes(body)}",
+            offset=at,
             hint="pass the file named by HOROVOD_TIMELINE (written on rank 0 only)",
         )
 
@@ -212,25 +227,40 @@ class Tokenizer:
         """After a syntax error: skip to the next record start, or raise if nothing was read yet."""
         found = describe_bytes(bytes(buf[err : min(end, err + 24)]))
         if self.records_before + self.records == 0:
-            raise InputError(self.name, f"expected a trace event object, found {found}", offset=base + err,
-                             hint="this is not a Horovod timeline (a JSON array of {\"ph\": ...} events)")
+            raise InputError(
+                self.name,
+                f"expected a trace event object, found {found}",
+                offset=base + err,
+                hint='this is not a Horovod timeline (a JSON array of {"ph": ...} events)',
+            )
         data = bytes(buf[pos + 1 : end])
         hits = [k for k in (data.find(p) for p in _RESYNC) if k >= 0]
         nxt = pos + 1 + min(hits) if hits else -1
         self.skipped_bytes += (nxt if nxt >= 0 else end) - pos
-        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
-                      f"unreadable record ({found} at byte {base + err}); skipped to the next record",
-                      byte_offset=base + pos)
+        self.sink.add(
+            IssueSeverity.DATA_LOSS,
+            "timeline.corrupt_record",
+            f"unreadable record ({found} at byte {base + err}); skipped to the next record",
+            byte_offset=base + pos,
+        )
         if nxt < 0 and eof:
             return end
         return nxt
 
     def _oversized(self, offset: int) -> None:
         if self.records_before + self.records == 0:
-            raise InputError(self.name, f"the first record is larger than {MAX_RECORD >> 20} MiB without closing",
-                             offset=offset, hint="this is not a Horovod timeline")
-        self.sink.add(IssueSeverity.DATA_LOSS, "timeline.corrupt_record",
-                      f"a record longer than {MAX_RECORD >> 20} MiB was skipped", byte_offset=offset)
+            raise InputError(
+                self.name,
+                f"the first record is larger than {MAX_RECORD >> 20} MiB without closing",
+                offset=offset,
+                hint="this is not a Horovod timeline",
+            )
+        self.sink.add(
+            IssueSeverity.DATA_LOSS,
+            "timeline.corrupt_record",
+            f"a record longer than {MAX_RECORD >> 20} MiB was skipped",
+            byte_offset=offset,
+        )
 
     @staticmethod
     def _trailing(f: BinaryIO | GunzipStream, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
@@ -241,8 +271,9 @@ class Tokenizer:
 
     # -- kernel output ------------------------------------------------------------------
     @staticmethod
-    def _block(buf: np.ndarray, base: int, events: np.ndarray, metas: np.ndarray, newstr: np.ndarray,
-               outn: np.ndarray) -> TokenBlock:
+    def _block(
+        buf: np.ndarray, base: int, events: np.ndarray, metas: np.ndarray, newstr: np.ndarray, outn: np.ndarray
+    ) -> TokenBlock:
         ne, nx, nn = (int(v) for v in outn[:3])
         strings = [(int(cat), int(sid), decode_str(bytes(buf[s:e]))) for cat, sid, s, e in newstr[:nn]]
         raw = [(base + int(s), bytes(buf[s:e])) for s, e, _ph, _fl in metas[:nx]]
@@ -279,8 +310,9 @@ class TokenizedRange:
     ending: Ending = field(default_factory=lambda: Ending("end", 0))
 
 
-def tokenize_range(path: str, start: int, stop: int, chunk_bytes: int = DEFAULT_CHUNK, *,
-                   resync: bool = False, records_before: int = 1) -> TokenizedRange:
+def tokenize_range(
+    path: str, start: int, stop: int, chunk_bytes: int = DEFAULT_CHUNK, *, resync: bool = False, records_before: int = 1
+) -> TokenizedRange:
     """Tokenize ``path[start:stop]``, a range starting at a record boundary past the ``[``.
 
     By default (a worker's range) it stops at an unreadable record instead of skipping it
@@ -288,13 +320,18 @@ def tokenize_range(path: str, start: int, stop: int, chunk_bytes: int = DEFAULT_
     pass would have.
     """
     sink = IssueSink(path)
-    tok = Tokenizer(path, sink, chunk_bytes=min(chunk_bytes, max(4096, stop - start)), first=False,
-                    resync=resync, records_before=records_before)
+    tok = Tokenizer(
+        path,
+        sink,
+        chunk_bytes=min(chunk_bytes, max(4096, stop - start)),
+        first=False,
+        resync=resync,
+        records_before=records_before,
+    )
     with open(path, "rb") as f:
         f.seek(start)
         blocks = list(tok.blocks(f, start, stop))
-    return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes,
-                          tok.ending)
+    return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
 
 
 #: a range of a file to tokenize: (path, start, stop, records_before)

@@ -46,55 +46,97 @@ class Scenario:
 
 SCENARIOS: dict[str, Scenario] = {
     "healthy_np2": Scenario(2, "MLP, 2 ranks, defaults (fusion 64 MiB, cycle 1 ms, response cache on).", ()),
-    "healthy_np4": Scenario(4, "CNN, 4 ranks on 2 cores (oversubscribed), defaults.", (),
-                            ("--model", "cnn", "--steps", "30")),
+    "healthy_np4": Scenario(
+        4, "CNN, 4 ranks on 2 cores (oversubscribed), defaults.", (), ("--model", "cnn", "--steps", "30")
+    ),
     "straggler_cached": Scenario(
-        2, "Rank 1 sleeps 100 ms before backward every step; response cache on (no steady-state ticks).",
-        ("timeline.negotiation_wait",), ("--sleep-rank", "1", "--sleep-s", "0.1", "--steps", "30")),
+        2,
+        "Rank 1 sleeps 100 ms before backward every step; response cache on (no steady-state ticks).",
+        ("timeline.negotiation_wait",),
+        ("--sleep-rank", "1", "--sleep-s", "0.1", "--steps", "30"),
+    ),
     "straggler_nocache": Scenario(
-        2, "Rank 1 sleeps 100 ms every step; HOROVOD_CACHE_CAPACITY=0, so every negotiation carries rank ticks.",
-        ("timeline.straggler",), ("--sleep-rank", "1", "--sleep-s", "0.1", "--steps", "30"),
-        {"HOROVOD_CACHE_CAPACITY": "0"}),
-    "fusion_off": Scenario(2, "CNN with HOROVOD_FUSION_THRESHOLD=0: one collective per gradient.",
-                           ("timeline.fusion_fragmented",), ("--model", "cnn"), {"HOROVOD_FUSION_THRESHOLD": "0"}),
-    "fusion_tiny": Scenario(2, "CNN with a 1 KiB fusion threshold: only the smallest gradients fuse, and every "
-                               "weight is over the threshold.",
-                            ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"), ("--model", "cnn"),
-                            {"HOROVOD_FUSION_THRESHOLD": "1024"}),
-    "cycle_long": Scenario(2, "HOROVOD_CYCLE_TIME=40 ms with cycle markers, on a short MLP step.",
-                           ("timeline.cycle_time_high",), ("--batch", "8"),
-                           {"HOROVOD_CYCLE_TIME": "40", "HOROVOD_TIMELINE_MARK_CYCLES": "1"}),
+        2,
+        "Rank 1 sleeps 100 ms every step; HOROVOD_CACHE_CAPACITY=0, so every negotiation carries rank ticks.",
+        ("timeline.straggler",),
+        ("--sleep-rank", "1", "--sleep-s", "0.1", "--steps", "30"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+    ),
+    "fusion_off": Scenario(
+        2,
+        "CNN with HOROVOD_FUSION_THRESHOLD=0: one collective per gradient.",
+        ("timeline.fusion_fragmented",),
+        ("--model", "cnn"),
+        {"HOROVOD_FUSION_THRESHOLD": "0"},
+    ),
+    "fusion_tiny": Scenario(
+        2,
+        "CNN with a 1 KiB fusion threshold: only the smallest gradients fuse, and every weight is over the threshold.",
+        ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"),
+        ("--model", "cnn"),
+        {"HOROVOD_FUSION_THRESHOLD": "1024"},
+    ),
+    "cycle_long": Scenario(
+        2,
+        "HOROVOD_CYCLE_TIME=40 ms with cycle markers, on a short MLP step.",
+        ("timeline.cycle_time_high",),
+        ("--batch", "8"),
+        {"HOROVOD_CYCLE_TIME": "40", "HOROVOD_TIMELINE_MARK_CYCLES": "1"},
+    ),
     "over_threshold": Scenario(
-        2, "An MLP with two 32 MiB gradients and HOROVOD_FUSION_THRESHOLD=16 MiB: they always run alone while "
-           "the other gradients fuse (a 20 ms cycle lets gradients ready together meet in one cycle). Gradients "
-           "computed far apart still run in separate cycles, so fusion is fragmented too.",
-        ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"), ("--big-layer", "8192"),
-        {"HOROVOD_FUSION_THRESHOLD": "16777216", "HOROVOD_CYCLE_TIME": "20"}),
-    "collectives_mix": Scenario(2, "allgather, broadcast and alltoall after every step.", (),
-                                ("--extra-collectives",)),
-    "killed_sigkill": Scenario(2, "The whole job is killed with SIGKILL in the middle of training.",
-                               ("timeline.truncated",), ("--steps", "100000"), kill_after_s=25.0),
+        2,
+        "An MLP with two 32 MiB gradients and HOROVOD_FUSION_THRESHOLD=16 MiB: they always run alone while "
+        "the other gradients fuse (a 20 ms cycle lets gradients ready together meet in one cycle). Gradients "
+        "computed far apart still run in separate cycles, so fusion is fragmented too.",
+        ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"),
+        ("--big-layer", "8192"),
+        {"HOROVOD_FUSION_THRESHOLD": "16777216", "HOROVOD_CYCLE_TIME": "20"},
+    ),
+    "collectives_mix": Scenario(2, "allgather, broadcast and alltoall after every step.", (), ("--extra-collectives",)),
+    "killed_sigkill": Scenario(
+        2,
+        "The whole job is killed with SIGKILL in the middle of training.",
+        ("timeline.truncated",),
+        ("--steps", "100000"),
+        kill_after_s=25.0,
+    ),
     "dynamic_timeline": Scenario(
-        2, "HOROVOD_TIMELINE=DYNAMIC; train.py calls hvd.start_timeline() after 5 steps and stops it at the end.",
-        (), ("--dynamic-timeline", "{out}/timeline.json", "--batch", "256"), {"HOROVOD_TIMELINE": "DYNAMIC"},
-        timeline=False),
+        2,
+        "HOROVOD_TIMELINE=DYNAMIC; train.py calls hvd.start_timeline() after 5 steps and stops it at the end.",
+        (),
+        ("--dynamic-timeline", "{out}/timeline.json", "--batch", "256"),
+        {"HOROVOD_TIMELINE": "DYNAMIC"},
+        timeline=False,
+    ),
     "autotune": Scenario(
-        2, "HOROVOD_AUTOTUNE=1 with HOROVOD_AUTOTUNE_LOG: the autotuner's samples and its best set.",
-        ("horovod.autotune_result",), ("--steps", "400", "--batch", "8"),
-        {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": "{out}/autotune.csv"}, median_check=False),
+        2,
+        "HOROVOD_AUTOTUNE=1 with HOROVOD_AUTOTUNE_LOG: the autotuner's samples and its best set.",
+        ("horovod.autotune_result",),
+        ("--steps", "400", "--batch", "8"),
+        {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": "{out}/autotune.csv"},
+        median_check=False,
+    ),
 }
 
 
 def expected_md(name: str, sc: Scenario) -> str:
-    run_line = (f"Real Horovod run: `horovodrun --gloo -np {sc.np}` on localhost "
-                "(see command.sh, env.txt; steps.csv is every rank's own timing).")
+    run_line = (
+        f"Real Horovod run: `horovodrun --gloo -np {sc.np}` on localhost "
+        "(see command.sh, env.txt; steps.csv is every rank's own timing)."
+    )
     lines = [f"# {name}", "", sc.about, "", run_line, "", "The analyzer must find:"]
-    besides = ("besides the start-up findings (`timeline.startup_skew`, `timeline.init_overhead`, info) and "
-               "`timeline.truncated` for the E records Horovod 0.28.1 loses at a clean exit (its writer does not "
-               "drain its queue at shutdown)" if "timeline.truncated" not in sc.expect else
-               "besides the start-up findings (`timeline.startup_skew`, `timeline.init_overhead`, info)")
-    lines.append(f"- exactly these findings {besides}: " + ", ".join(f"`{c}`" for c in sc.expect) + "."
-                 if sc.expect else f"- no finding {besides}.")
+    besides = (
+        "besides the start-up findings (`timeline.startup_skew`, `timeline.init_overhead`, info) and "
+        "`timeline.truncated` for the E records Horovod 0.28.1 loses at a clean exit (its writer does not "
+        "drain its queue at shutdown)"
+        if "timeline.truncated" not in sc.expect
+        else "besides the start-up findings (`timeline.startup_skew`, `timeline.init_overhead`, info)"
+    )
+    lines.append(
+        f"- exactly these findings {besides}: " + ", ".join(f"`{c}`" for c in sc.expect) + "."
+        if sc.expect
+        else f"- no finding {besides}."
+    )
     if sc.median_check:
         lines.append("- a median step time within 10% of steps.csv's (the slowest rank per step, steps >= 1).")
     return "\n".join(lines) + "\n"
@@ -111,11 +153,23 @@ def run(name: str, sc: Scenario, venv: Path, out_root: Path) -> None:
     if sc.timeline:
         env["HOROVOD_TIMELINE"] = str(out / "timeline.json")
     args = [a.replace("{out}", str(out)) for a in sc.args]
-    cmd = [str(venv / "bin" / "horovodrun"), "--gloo", "-np", str(sc.np), "-H", f"localhost:{sc.np}",
-           str(venv / "bin" / "python"), str(HERE / "train.py"), *args, "--out", str(work)]
+    cmd = [
+        str(venv / "bin" / "horovodrun"),
+        "--gloo",
+        "-np",
+        str(sc.np),
+        "-H",
+        f"localhost:{sc.np}",
+        str(venv / "bin" / "python"),
+        str(HERE / "train.py"),
+        *args,
+        "--out",
+        str(work),
+    ]
     full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    (out / "command.sh").write_text(" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-                                    + " " + shlex.join(cmd) + "\n")
+    (out / "command.sh").write_text(
+        " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())) + " " + shlex.join(cmd) + "\n"
+    )
     start = time.time()
     with open(out / "stdout.txt", "wb") as so, open(out / "stderr.txt", "wb") as se:
         proc = subprocess.Popen(cmd, env=full_env, stdout=so, stderr=se, start_new_session=True)
@@ -137,13 +191,25 @@ def run(name: str, sc: Scenario, venv: Path, out_root: Path) -> None:
                 shutil.copyfileobj(src, dst)
             f.unlink()
     probe = "import horovod, torch; print(horovod.__version__, torch.__version__)"
-    versions = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True,
-                              check=False).stdout.split()
-    (out / "env.txt").write_text("\n".join([
-        f"scenario={name}", f"np={sc.np}", *(f"{k}={v}" for k, v in sorted(env.items())),
-        f"exit_code={code}", f"wall_s={wall:.1f}", f"horovod={versions[0] if versions else '?'}",
-        f"torch={versions[1] if len(versions) > 1 else '?'}", f"python={sys.version.split()[0]}",
-        f"sigkill_epoch_us={int(killed * 1e6)}" if killed else "sigkill_epoch_us=", ""]))
+    versions = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, check=False
+    ).stdout.split()
+    (out / "env.txt").write_text(
+        "\n".join(
+            [
+                f"scenario={name}",
+                f"np={sc.np}",
+                *(f"{k}={v}" for k, v in sorted(env.items())),
+                f"exit_code={code}",
+                f"wall_s={wall:.1f}",
+                f"horovod={versions[0] if versions else '?'}",
+                f"torch={versions[1] if len(versions) > 1 else '?'}",
+                f"python={sys.version.split()[0]}",
+                f"sigkill_epoch_us={int(killed * 1e6)}" if killed else "sigkill_epoch_us=",
+                "",
+            ]
+        )
+    )
     (out / "EXPECTED.md").write_text(expected_md(name, sc))
     print(f"{name}: exit {code}, {wall:.0f} s", flush=True)
 

@@ -21,9 +21,19 @@ from torch import nn
 def model_for(name: str, big_layer: int) -> nn.Module:
     if name == "cnn":
         return nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(32 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(32 * 8 * 8, 128),
+            nn.ReLU(),
+            nn.Linear(128, 10),
+        )
     layers: list[nn.Module] = [nn.Linear(1024, 1024), nn.ReLU()]
     if big_layer:  # one gradient far larger than the others (over a small fusion threshold)
         layers += [nn.Linear(1024, big_layer), nn.ReLU(), nn.Linear(big_layer, 1024), nn.ReLU()]

@@ -40,36 +40,87 @@ class Wording:
 
 
 WORDINGS: dict[str, Wording] = {
-    "2.4": Wording("2.4.8", False, "Bootstrap : Using [0]{ifc}:{ip}<0>",
-                   ("NET/Plugin : No plugin found (libnccl-net.so).",),
-                   "NET/IB : Using [0]mlx5_0:1/{link} ; OOB {ifc}:{ip}<0>", False, False, False, "",
-                   "cudaDev {d} nvmlDev {d}", "Ring {ch:02d} : {src}[{d}] -> {dst}[{dd}] via P2P/IPC",
-                   "Ring {ch:02d} : {src} -> {dst} [send] via NET/{net}/{k}{gdr}"),
-    "2.12": Wording("2.12.12", False, "Bootstrap : Using {ifc}:{ip}<0>",
-                    ("NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",),
-                    "NET/IB : Using [0]mlx5_0:1/{link} [RO]; OOB {ifc}:{ip}<0>", True, False, False, "",
-                    "cudaDev {d} busId {bus}", "Channel {ch:02d} : {src}[{sb}] -> {dst}[{db}] via P2P/IPC/read",
-                    "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] [send] via NET/{net}/{k}{gdr}"),
-    "2.17": Wording("2.17.1", False, "Bootstrap : Using {ifc}:{ip}<0>",
-                    (("NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared "
-                      "object file: No such file or directory"),
-                     "NET/Plugin : No plugin found, using internal implementation"),
-                    "NET/IB : Using [0]mlx5_0:1/{link} [RO]; OOB {ifc}:{ip}<0>", True, True, False, "",
-                    "cudaDev {d} busId {bus} commId 0x{cid}",
-                    "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] via P2P/IPC/read", "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] [send] via NET/{net}/{k}{gdr}"),
-    "2.19": Wording("2.19.3", False, "Bootstrap : Using {ifc}:{ip}<0>",
-                    (("NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory "
-                      "No plugin found (libnccl-net.so), using internal implementation"),),
-                    "NET/IB : Using [0]mlx5_0:1/{link} [1]mlx5_1:1/{link} [RO]; OOB {ifc}:{ip}<0>", True, True, True,
-                    "", "cudaDev {d} nvmlDev {d} busId {bus} commId 0x{cid}",
-                    "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] via P2P/IPC/read",
-                    "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] [send] via NET/{net}/{k}{gdr}"),
-    "2.26": Wording("2.26.2", True, "Bootstrap: Using {ifc}:{ip}<0>",
-                    ("NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",),
-                    "NET/IB : Using [0]mlx5_0:1/{link} [1]mlx5_1:1/{link} [RO]; OOB {ifc}:{ip}<0>", True, True, True,
-                    "ncclCommInitRank ", "cudaDev {d} nvmlDev {d} busId {bus} commId 0x{cid}",
-                    "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] via P2P/IPC/read",
-                    "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] [send] via NET/{net}/{k}{gdr}"),
+    "2.4": Wording(
+        "2.4.8",
+        False,
+        "Bootstrap : Using [0]{ifc}:{ip}<0>",
+        ("NET/Plugin : No plugin found (libnccl-net.so).",),
+        "NET/IB : Using [0]mlx5_0:1/{link} ; OOB {ifc}:{ip}<0>",
+        False,
+        False,
+        False,
+        "",
+        "cudaDev {d} nvmlDev {d}",
+        "Ring {ch:02d} : {src}[{d}] -> {dst}[{dd}] via P2P/IPC",
+        "Ring {ch:02d} : {src} -> {dst} [send] via NET/{net}/{k}{gdr}",
+    ),
+    "2.12": Wording(
+        "2.12.12",
+        False,
+        "Bootstrap : Using {ifc}:{ip}<0>",
+        ("NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",),
+        "NET/IB : Using [0]mlx5_0:1/{link} [RO]; OOB {ifc}:{ip}<0>",
+        True,
+        False,
+        False,
+        "",
+        "cudaDev {d} busId {bus}",
+        "Channel {ch:02d} : {src}[{sb}] -> {dst}[{db}] via P2P/IPC/read",
+        "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] [send] via NET/{net}/{k}{gdr}",
+    ),
+    "2.17": Wording(
+        "2.17.1",
+        False,
+        "Bootstrap : Using {ifc}:{ip}<0>",
+        (
+            (
+                "NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared "
+                "object file: No such file or directory"
+            ),
+            "NET/Plugin : No plugin found, using internal implementation",
+        ),
+        "NET/IB : Using [0]mlx5_0:1/{link} [RO]; OOB {ifc}:{ip}<0>",
+        True,
+        True,
+        False,
+        "",
+        "cudaDev {d} busId {bus} commId 0x{cid}",
+        "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] via P2P/IPC/read",
+        "Channel {ch:02d}/0 : {src}[{sb}] -> {dst}[{db}] [send] via NET/{net}/{k}{gdr}",
+    ),
+    "2.19": Wording(
+        "2.19.3",
+        False,
+        "Bootstrap : Using {ifc}:{ip}<0>",
+        (
+            (
+                "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory "
+                "No plugin found (libnccl-net.so), using internal implementation"
+            ),
+        ),
+        "NET/IB : Using [0]mlx5_0:1/{link} [1]mlx5_1:1/{link} [RO]; OOB {ifc}:{ip}<0>",
+        True,
+        True,
+        True,
+        "",
+        "cudaDev {d} nvmlDev {d} busId {bus} commId 0x{cid}",
+        "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] via P2P/IPC/read",
+        "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] [send] via NET/{net}/{k}{gdr}",
+    ),
+    "2.26": Wording(
+        "2.26.2",
+        True,
+        "Bootstrap: Using {ifc}:{ip}<0>",
+        ("NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",),
+        "NET/IB : Using [0]mlx5_0:1/{link} [1]mlx5_1:1/{link} [RO]; OOB {ifc}:{ip}<0>",
+        True,
+        True,
+        True,
+        "ncclCommInitRank ",
+        "cudaDev {d} nvmlDev {d} busId {bus} commId 0x{cid}",
+        "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] via P2P/IPC/read",
+        "Channel {ch:02d}/0 : {src}[{d}] -> {dst}[{dd}] [send] via NET/{net}/{k}{gdr}",
+    ),
 }
 
 
@@ -137,7 +188,7 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
         pre = f"[1,{rank}]<stdout>:" if prefix else ""
         procs.append((rank, h, dev, pid, f"{pre}{_host(h)}:{pid}:{pid} [{dev}] NCCL INFO ", pre))
     ip = {h: f"10.1.{h // 250}.{h % 250 + 1}" for h in range(spec.hosts)}
-    busid = [f"{0x1b + 0x10 * d:x}000" for d in range(spec.gpus_per_host)]
+    busid = [f"{0x1B + 0x10 * d:x}000" for d in range(spec.gpus_per_host)]
     ifc = "ib0" if spec.ib_expected else "eth0"
 
     def wording(h: int) -> Wording:
@@ -145,7 +196,10 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
 
     for rank, h, dev, _, p, pre in procs:
         wd = wording(h)
-        w = lambda text, r=rank: emit(r, text)
+
+        def w(text: str, r: int = rank) -> None:
+            emit(r, text)
+
         w(p + wd.bootstrap.format(ifc=ifc, ip=ip[h]) + "\n")
         if wd.version_on_every_rank:
             w(f"{p}NCCL version {wd.version}+cuda12.2\n")
@@ -162,8 +216,11 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
         else:
             if not spec.ib_disable_env:
                 w(f"{p}Failed to open libibverbs.so[.1]\n")
-            w(f"{p}NET/Socket : Using [0]ib0:{ip[h]}<0> [1]eth0:192.168.{h % 250}.1<0>\n" if spec.ib_expected else
-              f"{p}NET/Socket : Using [0]eth0:{ip[h]}<0>\n")
+            w(
+                f"{p}NET/Socket : Using [0]ib0:{ip[h]}<0> [1]eth0:192.168.{h % 250}.1<0>\n"
+                if spec.ib_expected
+                else f"{p}NET/Socket : Using [0]eth0:{ip[h]}<0>\n"
+            )
         if wd.version.startswith("2.19"):
             w(f"{p}Using non-device net plugin version 0\n")
         if wd.network_line:
@@ -175,7 +232,10 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
     net = "IB" if spec.network == "IB" else "Socket"
     for rank, h, dev, _, p, _ in procs:
         wd = wording(h)
-        w = lambda text, r=rank: emit(r, text)
+
+        def w(text: str, r: int = rank) -> None:
+            emit(r, text)
+
         nxt = (rank + 1) % n
         nh, ndev = divmod(nxt, spec.gpus_per_host)
         fields = {"src": rank, "dst": nxt, "d": dev, "dd": ndev, "sb": busid[dev], "db": busid[ndev]}
@@ -188,8 +248,10 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
         if rank in spec.stuck_ranks:
             continue
         if rank == spec.completion_error_rank:
-            w(f"\n{p.replace(' NCCL INFO ', ' transport/net_ib.cc:1295 NCCL WARN ')}NET/IB : Got completion from "
-              f"peer {ip[(h + 1) % spec.hosts]}<43125> with error 12, opcode 0, len 0, vendor err 129 (Recv)\n")
+            w(
+                f"\n{p.replace(' NCCL INFO ', ' transport/net_ib.cc:1295 NCCL WARN ')}NET/IB : Got completion from "
+                f"peer {ip[(h + 1) % spec.hosts]}<43125> with error 12, opcode 0, len 0, vendor err 129 (Recv)\n"
+            )
             w(f"{p}transport/net.cc:1008 -> 6\n{p}proxy.cc:679 -> 6\n{p}proxy.cc:858 -> 6 [Proxy Thread]\n")
             continue
         if wd.network_line:
@@ -199,10 +261,13 @@ def _write(emit: Callable[[int, str], object], spec: NcclLogSpec, prefix: bool) 
     if spec.watchdog_behind_rank is not None:
         for rank, *_ in procs[: min(n, 8)]:
             seq = 4100 if rank == spec.watchdog_behind_rank else 4117
-            emit(rank, f"[rank{rank}]:[E1122 08:00:00.000000000 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog "
-                       f"caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
-                       "NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600042 milliseconds before "
-                       "timing out.\n")
+            emit(
+                rank,
+                f"[rank{rank}]:[E1122 08:00:00.000000000 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog "
+                f"caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+                "NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600042 milliseconds before "
+                "timing out.\n",
+            )
 
 
 def _init(p: str, wd: Wording, rank: int, n: int, dev: int, bus: str, cid: str, phase: str) -> str:
@@ -210,16 +275,19 @@ def _init(p: str, wd: Wording, rank: int, n: int, dev: int, bus: str, cid: str, 
     return f"{p}{wd.api}comm 0x{0x5500 + rank:x} rank {rank} nranks {n} {fields} - {phase}\n"
 
 
-def _collectives(emit: Callable[[int, str], object], spec: NcclLogSpec,
-                 procs: list[tuple[int, int, int, int, str, str]]) -> None:
+def _collectives(
+    emit: Callable[[int, str], object], spec: NcclLogSpec, procs: list[tuple[int, int, int, int, str, str]]
+) -> None:
     """One AllReduce COLL line per rank per collective, ranks interleaved as a collector writes them."""
     n = spec.nranks
     block = 256  # collectives written per rank in one go (buffered output interleaves in blocks)
     for start in range(0, spec.collectives, block):
         stop = min(spec.collectives, start + block)
         for rank, _, _, _, p, _ in procs:
-            stem = (f"{p}AllReduce: opCount %x sendbuff 0x7f3a%08x recvbuff 0x7f3a%08x count 4194304 datatype 7 "
-                    f"op 0 root 0 comm 0x{0x5500 + rank:x} [nranks={n}] stream 0x55d2c0a1b2c0\n")
+            stem = (
+                f"{p}AllReduce: opCount %x sendbuff 0x7f3a%08x recvbuff 0x7f3a%08x count 4194304 datatype 7 "
+                f"op 0 root 0 comm 0x{0x5500 + rank:x} [nranks={n}] stream 0x55d2c0a1b2c0\n"
+            )
             emit(rank, "".join(stem % (op, op * 64, op * 64 + 32) for op in range(start, stop)))
 
 

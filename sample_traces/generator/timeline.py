@@ -22,8 +22,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 GPU_ALLREDUCE = ("WAIT_FOR_DATA", "WAIT_FOR_OTHER_TENSOR_DATA", "QUEUE")
-HIERARCHICAL = ("NCCL_REDUCESCATTER", "NCCL_REDUCE", "MEMCPY_IN_HOST_BUFFER", "MPI_ALLREDUCE",
-                "MEMCPY_OUT_HOST_BUFFER", "NCCL_ALLGATHER", "NCCL_BCAST")
+HIERARCHICAL = (
+    "NCCL_REDUCESCATTER",
+    "NCCL_REDUCE",
+    "MEMCPY_IN_HOST_BUFFER",
+    "MPI_ALLREDUCE",
+    "MEMCPY_OUT_HOST_BUFFER",
+    "NCCL_ALLGATHER",
+    "NCCL_BCAST",
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,8 @@ class TimelineSpec:
     def slow(self, step: int) -> bool:
         """Whether ``step`` is in the slow stretch."""
         return self.slow_from_step is not None and self.slow_from_step <= step < (
-            self.slow_until_step if self.slow_until_step is not None else step + 1)
+            self.slow_until_step if self.slow_until_step is not None else step + 1
+        )
 
     def sizes(self) -> list[int]:
         if self.tensor_bytes:
@@ -97,7 +105,7 @@ def _waves(n_tensors: int, waves: int) -> list[list[int]]:
     order = list(range(n_tensors))[::-1]
     waves = max(1, min(waves, n_tensors))
     size = -(-n_tensors // waves)
-    return [order[i:i + size] for i in range(0, n_tensors, size)]
+    return [order[i : i + size] for i in range(0, n_tensors, size)]
 
 
 def _fuse(wave: list[int], sizes: list[int], threshold: int) -> list[list[int]]:
@@ -127,8 +135,15 @@ class _Clock:
         return self.origin + -(-(t - self.origin) // self.cycle) * self.cycle
 
 
-def _negotiation(events: list[tuple[int, int, str]], clock: _Clock, pid: int, name: str, ready: list[int],
-                 ticked: bool, truth: GroundTruth) -> int:
+def _negotiation(
+    events: list[tuple[int, int, str]],
+    clock: _Clock,
+    pid: int,
+    name: str,
+    ready: list[int],
+    ticked: bool,
+    truth: GroundTruth,
+) -> int:
     """B at the cycle of the first ready rank, one X per rank at its cycle, E after the last."""
     seen = [clock.next(r) for r in ready]
     first = min(seen)
@@ -144,8 +159,17 @@ def _negotiation(events: list[tuple[int, int, str]], clock: _Clock, pid: int, na
     return end
 
 
-def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Random, batch: list[int],
-        sizes: list[int], start: int, first_op: bool, truth: GroundTruth, bandwidth: float) -> int:
+def _op(
+    events: list[tuple[int, int, str]],
+    spec: TimelineSpec,
+    rnd: random.Random,
+    batch: list[int],
+    sizes: list[int],
+    start: int,
+    first_op: bool,
+    truth: GroundTruth,
+    bandwidth: float,
+) -> int:
     """One fused batch: every tensor gets its own copy of the op and activity records."""
     nbytes = sum(sizes[x] for x in batch)
     acts: list[tuple[str, int]] = [(a, 5 + rnd.randint(0, 20)) for a in GPU_ALLREDUCE[:2]]
@@ -162,11 +186,15 @@ def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Rand
     if len(batch) > 1:
         acts.append(("MEMCPY_OUT_FUSION_BUFFER", 10 + nbytes // 50_000))
     for k, tensor in enumerate(batch):
-        events.append((start + k, tensor + 1, f'{{"ph": "B", "name": "ALLREDUCE", "ts": {start + k}, "pid": {tensor + 1}}}'))
+        events.append(
+            (start + k, tensor + 1, f'{{"ph": "B", "name": "ALLREDUCE", "ts": {start + k}, "pid": {tensor + 1}}}')
+        )
     cur = start + len(batch)
     for name, dur in acts:
         for k, tensor in enumerate(batch):
-            events.append((cur + k, tensor + 1, f'{{"ph": "B", "name": "{name}", "ts": {cur + k}, "pid": {tensor + 1}}}'))
+            events.append(
+                (cur + k, tensor + 1, f'{{"ph": "B", "name": "{name}", "ts": {cur + k}, "pid": {tensor + 1}}}')
+            )
         cur += dur
         for k, tensor in enumerate(batch):
             events.append((cur + k, tensor + 1, f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}}}'))
@@ -174,21 +202,29 @@ def _op(events: list[tuple[int, int, str]], spec: TimelineSpec, rnd: random.Rand
         truth.spans += len(batch)
     for k, tensor in enumerate(batch):
         shape, _ = _shape(sizes[tensor])
-        events.append((cur + k, tensor + 1,
-                       f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}, "args": {{"dtype": "float32", "shape": "{shape}"}}}}'))
+        events.append(
+            (
+                cur + k,
+                tensor + 1,
+                f'{{"ph": "E", "ts": {cur + k}, "pid": {tensor + 1}, "args": {{"dtype": "float32", "shape": "{shape}"}}}}',
+            )
+        )
     truth.spans += len(batch)
     return cur + len(batch)
 
 
-def _startup(spec: TimelineSpec, rnd: random.Random, clock: _Clock, t: int, truth: GroundTruth
-             ) -> tuple[list[tuple[int, int, str]], int]:
+def _startup(
+    spec: TimelineSpec, rnd: random.Random, clock: _Clock, t: int, truth: GroundTruth
+) -> tuple[list[tuple[int, int, str]], int]:
     """broadcast_parameters: one NEGOTIATE_BROADCAST + BROADCAST per tensor, the last rank late by startup_skew_us."""
     events: list[tuple[int, int, str]] = []
     n = spec.tensors
     for i in range(n):
         pid = n + 1 + i
-        ready = [t + rnd.randint(0, spec.jitter_us) + (spec.startup_skew_us if r == spec.ranks - 1 else 0)
-                 for r in range(spec.ranks)]
+        ready = [
+            t + rnd.randint(0, spec.jitter_us) + (spec.startup_skew_us if r == spec.ranks - 1 else 0)
+            for r in range(spec.ranks)
+        ]
         end = _negotiation(events, clock, pid, "NEGOTIATE_BROADCAST", ready, True, truth)
         start = end + 3
         events.append((start, pid, f'{{"ph": "B", "name": "BROADCAST", "ts": {start}, "pid": {pid}}}'))
@@ -219,7 +255,9 @@ def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[in
         events: list[tuple[int, int, str]] = []
         slow = spec.slow(step)
         late = set(spec.slow_ranks) if slow else set()
-        bandwidth = (spec.slow_bandwidth_bytes_per_us or spec.bandwidth_bytes_per_us) if slow else spec.bandwidth_bytes_per_us
+        bandwidth = (
+            (spec.slow_bandwidth_bytes_per_us or spec.bandwidth_bytes_per_us) if slow else spec.bandwidth_bytes_per_us
+        )
         # backward: wave w's gradients become ready at the same time on a rank (plus jitter and delay)
         ready0 = step_start + spec.compute_us // 2
         free = step_start  # the GPU stream is free from here
@@ -228,9 +266,13 @@ def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[in
             neg_end = base
             for tensor in wave:
                 pid = tensor + 1
-                ready = [base + rnd.randint(0, spec.jitter_us)
-                         + (spec.straggler_delay_us if r in spec.straggler_ranks else 0)
-                         + (spec.slow_delay_us if r in late else 0) for r in range(spec.ranks)]
+                ready = [
+                    base
+                    + rnd.randint(0, spec.jitter_us)
+                    + (spec.straggler_delay_us if r in spec.straggler_ranks else 0)
+                    + (spec.slow_delay_us if r in late else 0)
+                    for r in range(spec.ranks)
+                ]
                 tick = not spec.cache or pid not in ticked
                 ticked.add(pid)
                 neg_end = max(neg_end, _negotiation(events, clock, pid, "NEGOTIATE_ALLREDUCE", ready, tick, truth))
@@ -246,8 +288,9 @@ def generate_events(spec: TimelineSpec, truth: GroundTruth) -> Iterator[tuple[in
                 truth.markers += 1
                 c += spec.cycle_time_us
         events.sort(key=lambda e: e[0])  # stable: per-pid order is kept for equal ts
-        truth.steps.append({"step": step, "start_us": step_start, "end_us": step_end,
-                            "duration_us": step_end - step_start})
+        truth.steps.append(
+            {"step": step, "start_us": step_start, "end_us": step_end, "duration_us": step_end - step_start}
+        )
         yield from events
         t = step_end
 
@@ -262,8 +305,10 @@ def write_timeline(path: str | Path, spec: TimelineSpec) -> GroundTruth:
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write("[\n")
         if glued:
-            f.write('{"name": "process_name", "ph": "M", "pid": 0, "args": '
-                    '{"start_time_since_epoch_in_micros":1795331437366285}},\n')
+            f.write(
+                '{"name": "process_name", "ph": "M", "pid": 0, "args": '
+                '{"start_time_since_epoch_in_micros":1795331437366285}},\n'
+            )
             f.write('{"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},\n')
         # glued: the writer overwrites the previous ']' with ',' before every record;
         # metadata lines end '},\n', events end '}' (then ']' until the next record)
@@ -274,9 +319,15 @@ def write_timeline(path: str | Path, spec: TimelineSpec) -> GroundTruth:
                 rec = rec.replace(f'"ts": {ts}', f'"ts": {ts + offset}', 1)
             if pid and pid not in names:
                 names.add(pid)
-                tname = f"allreduce.layer{pid}.weight" if pid <= spec.tensors else f"broadcast.layer{pid - spec.tensors}.weight"
-                for m in (f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "{tname}"}}}}',
-                          f'{{"name": "process_sort_index", "ph": "M", "pid": {pid}, "args": {{"sort_index": {pid}}}}}'):
+                tname = (
+                    f"allreduce.layer{pid}.weight"
+                    if pid <= spec.tensors
+                    else f"broadcast.layer{pid - spec.tensors}.weight"
+                )
+                for m in (
+                    f'{{"name": "process_name", "ph": "M", "pid": {pid}, "args": {{"name": "{tname}"}}}}',
+                    f'{{"name": "process_sort_index", "ph": "M", "pid": {pid}, "args": {{"sort_index": {pid}}}}}',
+                ):
                     buf.append(("," if need_comma else "") + m + ",\n")
                     need_comma = False
                     truth.records += 1

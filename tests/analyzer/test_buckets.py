@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import analyzer.store.buckets
-from analyzer.store.discovery import discover
 from analyzer.store.buckets import Bucket, plan_buckets
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.schema import TABLES
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
@@ -40,8 +40,10 @@ def test_plan_groups_small_inputs_in_natural_order_and_big_ones_alone(tmp_path: 
     from analyzer.store.discovery import InputFile
     from parsers.inputs import InputKind
 
-    items = [InputFile(tmp_path / n, InputKind.JOB_LOG, False, (tmp_path / n).stat().st_size)
-             for n in ("node-10.log", "node-2.log", "node-1.log", "big.json")]
+    items = [
+        InputFile(tmp_path / n, InputKind.JOB_LOG, False, (tmp_path / n).stat().st_size)
+        for n in ("node-10.log", "node-2.log", "node-1.log", "big.json")
+    ]
     plan = plan_buckets(items, bucket_bytes=64)
     assert plan[0] == Bucket((items[3],), stream=True)
     assert [[i.path.name for i in b.inputs] for b in plan[1:]] == [["node-1.log", "node-2.log"], ["node-10.log"]]
@@ -80,8 +82,11 @@ def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, mon
     rep = store.ingest(*discover([tmp_path / "logs"]))
     assert len(rep.added) == 4 and len(store.inputs) == 4
     assert store.table("nccl_processes").num_rows == 4
-    on_disk = [i for p in (store.root / "tables" / "nccl_processes").glob("run=store/bucket=*/part-0.parquet")
-               for i in pq.read_table(p).column("input_id").to_pylist()]
+    on_disk = [
+        i
+        for p in (store.root / "tables" / "nccl_processes").glob("run=store/bucket=*/part-0.parquet")
+        for i in pq.read_table(p).column("input_id").to_pylist()
+    ]
     assert sorted(on_disk) == sorted(e["id"] for e in store.inputs)  # the second copy's rows were removed
 
 
@@ -110,7 +115,9 @@ def _big_timeline(path: Path, tail: int) -> Path:
     return path
 
 
-def test_big_inputs_with_the_same_size_and_prefix_get_distinct_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_big_inputs_with_the_same_size_and_prefix_get_distinct_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "in").mkdir()
     a = _big_timeline(tmp_path / "in" / "a.json", tail=5)
     b = _big_timeline(tmp_path / "in" / "b.json", tail=7)
@@ -157,7 +164,10 @@ def test_version_1_stores_are_read_and_extended(tmp_path: Path) -> None:
     old.ingest(*discover([tmp_path / "more"]))
     mixed = RunStore.open(store.root)
     assert mixed.manifest["schema_version"] == 3 and len(mixed.inputs) == 6
-    assert mixed.table("nccl_processes").num_rows == 6 and {bool(e.get("bucket")) for e in mixed.inputs} == {True, False}
+    assert mixed.table("nccl_processes").num_rows == 6 and {bool(e.get("bucket")) for e in mixed.inputs} == {
+        True,
+        False,
+    }
     assert (store.root / "tables" / "nccl_processes" / f"input_id={e0['id']}").is_dir()  # not swept
 
 
@@ -176,10 +186,15 @@ def test_pandas_duckdb_and_dask_read_the_store_as_a_dataset(tmp_path: Path, monk
     folder = store.root / "tables" / "nccl_processes"
     assert len(list(folder.glob("run=store/bucket=*"))) == 3  # 8 logs, 3 to a bucket
     got = pd.read_parquet(folder)
-    assert sorted(got["input_id"].astype(str)) == want_ids and set(got["bucket"].astype(str)) == {
-        e["bucket"] for e in store.inputs} and set(got["run"].astype(str)) == {"store"}
-    rows = duckdb.sql(f"select input_id, bucket, host, pid, run from read_parquet('{folder}/*/*/*.parquet', "
-                      "hive_partitioning=true) order by input_id").fetchall()
+    assert (
+        sorted(got["input_id"].astype(str)) == want_ids
+        and set(got["bucket"].astype(str)) == {e["bucket"] for e in store.inputs}
+        and set(got["run"].astype(str)) == {"store"}
+    )
+    rows = duckdb.sql(
+        f"select input_id, bucket, host, pid, run from read_parquet('{folder}/*/*/*.parquet', "
+        "hive_partitioning=true) order by input_id"
+    ).fetchall()
     assert [r[0] for r in rows] == want_ids and {r[4] for r in rows} == {"store"}
     assert sorted((r[2], r[3]) for r in rows) == sorted(zip(want["host"].astype(str), want["pid"], strict=True))
     ddf = dd.read_parquet(str(folder))

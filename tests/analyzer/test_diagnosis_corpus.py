@@ -12,18 +12,26 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discovery import discover
 from analyzer.findings import AnalysisReport
 from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from tests.builders import truth_steps
 
 RUNS = {
-    "a1": "a1_baseline_mlp_np2", "a2": "a2_baseline_mlp_np2_markcycles", "a3": "a3_baseline_cnn_np4_oversubscribed",
-    "b1": "b1_fusion_off_cnn_np2", "b2": "b2_fusion_1024B_manysmall_np2", "d1": "d1_straggler_rank1_100ms_np2",
-    "d2": "d2_straggler_rank1_100ms_np2_nocache", "e1": "e1_killed_sigkill_whole_job_np2",
-    "g": "g_allgather_broadcast_alltoall_np2", "i": "i_dynamic_timeline_np2", "j": "j_fp16_compression_np2",
-    "k": "k_long_run_1000steps_markcycles_np2", "m": "m_grouped_allreduce_1group_np2",
+    "a1": "a1_baseline_mlp_np2",
+    "a2": "a2_baseline_mlp_np2_markcycles",
+    "a3": "a3_baseline_cnn_np4_oversubscribed",
+    "b1": "b1_fusion_off_cnn_np2",
+    "b2": "b2_fusion_1024B_manysmall_np2",
+    "d1": "d1_straggler_rank1_100ms_np2",
+    "d2": "d2_straggler_rank1_100ms_np2_nocache",
+    "e1": "e1_killed_sigkill_whole_job_np2",
+    "g": "g_allgather_broadcast_alltoall_np2",
+    "i": "i_dynamic_timeline_np2",
+    "j": "j_fp16_compression_np2",
+    "k": "k_long_run_1000steps_markcycles_np2",
+    "m": "m_grouped_allreduce_1group_np2",
 }
 _CACHE: dict[str, AnalysisReport] = {}
 

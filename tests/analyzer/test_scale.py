@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import analyzer.store.parallel
 import analyzer.store.buckets
+import analyzer.store.parallel
 from analyzer.fleet import run_batch
 from analyzer.store.discovery import discover
 from analyzer.store.parallel import Executor, ingest_runner
@@ -80,13 +80,18 @@ def test_process_pool_and_dask_give_the_single_process_tables(tmp_path: Path, in
 
 
 def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int
+) -> None:
     """A combined mpirun log is cut into chunks parsed by workers and merged here: the same
     manifest entry (id, sha256, rows, issues) and the same tables as streaming it here."""
     src = tmp_path / "src"
     src.mkdir()
-    (log,) = write_nccl_log(src / "job.log", NcclLogSpec(hosts=4, gpus_per_host=4, wording="2.26", link="RoCE",
-                                                         collectives=60, completion_error_rank=5, seed=2))
+    (log,) = write_nccl_log(
+        src / "job.log",
+        NcclLogSpec(
+            hosts=4, gpus_per_host=4, wording="2.26", link="RoCE", collectives=60, completion_error_rank=5, seed=2
+        ),
+    )
     size = log.stat().st_size
     assert size > 8 * 16 * 1024
     merged: list[int] = []
@@ -118,8 +123,13 @@ def _worker_settings(_: list[int]) -> list[tuple[object, object, object]]:
 
     import dask
 
-    return [(os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled"),
-             dask.config.get("distributed.scheduler.work-stealing"))]
+    return [
+        (
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+            dask.config.get("distributed.worker.profile.enabled"),
+            dask.config.get("distributed.scheduler.work-stealing"),
+        )
+    ]
 
 
 def test_local_dask_workers_run_without_the_profiler_and_the_trim_threshold() -> None:
@@ -157,8 +167,9 @@ def test_ingest_tasks_taper_to_single_buckets() -> None:
     assert weights[1:] == sorted(weights[1:], reverse=True)
 
 
-def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      small_buckets: int) -> None:
+def test_interrupted_ingest_is_consistent_and_resumes(
+    tmp_path: Path, inputs: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int
+) -> None:
     real = analyzer.store.buckets.write_bucket
     calls = []
 
@@ -197,12 +208,23 @@ def _fleet(root: Path, n: int) -> tuple[set[str], set[str], set[str]]:
         d = root / name
         d.mkdir(parents=True)
         strag = i % 7 == 3
-        slow = ({"steps": 60, "slow_from_step": 30, "slow_ranks": (0, 1, 2, 3), "slow_delay_us": 20_000}
-                if i % 23 == 8 else {})
-        write_timeline(d / "timeline.json", TimelineSpec(ranks=4, tensors=6, cache=False, seed=i,
-                                                         straggler_ranks=(1,) if strag else (),
-                                                         straggler_delay_us=20_000 if strag else 0,
-                                                         **{"steps": 10, **slow}))
+        slow = (
+            {"steps": 60, "slow_from_step": 30, "slow_ranks": (0, 1, 2, 3), "slow_delay_us": 20_000}
+            if i % 23 == 8
+            else {}
+        )
+        write_timeline(
+            d / "timeline.json",
+            TimelineSpec(
+                ranks=4,
+                tensors=6,
+                cache=False,
+                seed=i,
+                straggler_ranks=(1,) if strag else (),
+                straggler_delay_us=20_000 if strag else 0,
+                **{"steps": 10, **slow},
+            ),
+        )
         if slow:
             slowdowns.add(name)
         if i % 11 == 5:
@@ -245,7 +267,8 @@ def test_batch_on_dask_equals_batch_here(tmp_path: Path) -> None:
 
 
 def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_store(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_buckets: int
+) -> None:
     """A timeline is cut into ranges tokenized on threads (``--jobs``) or Dask workers and
     paired here in file order: the same manifest entry (id, sha256, rows, issues, facts) and
     the same tables as streaming it here."""
@@ -263,6 +286,7 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
             for r in tokenized(tasks):
                 ranges.append(r.start)
                 yield r
+
         return real(root, item, count, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(analyzer.store.parallel, "write_ranged_timeline", counting)
@@ -271,8 +295,9 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
     for name, executor in (("threads", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
         root = tmp_path / name
         steps: list[int] = []
-        RunStore.create_or_open(root).ingest(*discover([src]), progress=steps.append,
-                                             runner=ingest_runner(executor, range_bytes=16 * 1024))
+        RunStore.create_or_open(root).ingest(
+            *discover([src]), progress=steps.append, runner=ingest_runner(executor, range_bytes=16 * 1024)
+        )
         assert sum(steps) == size and len(steps) > 3  # reported range by range
         ranged = RunStore.open(root)
         assert len(ranges) >= size // (16 * 1024) - 1 and ranges == sorted(ranges)  # paired in file order

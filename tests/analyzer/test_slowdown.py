@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.render import figures
-from analyzer.report import views
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
-from analyzer.store.discovery import discover
 from analyzer.findings import AnalysisReport, Finding
+from analyzer.render import figures
+from analyzer.report import views
 from analyzer.report.assembly import analyze
-from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, find_slowdown, stretch_test
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
+from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, find_slowdown, stretch_test
 from analyzer.timeline.load import BASELINE_BYTES, model_bytes
 from sample_traces.generator.timeline import GroundTruth, TimelineSpec, write_timeline
 from tests.builders import truth_steps
@@ -58,7 +58,9 @@ def test_a_rank_that_becomes_late_is_named_with_when_and_what_it_cost(tmp_path: 
     report, truth, _ = _report(tmp_path, cache=False, slow_from_step=120, slow_ranks=(5,), slow_delay_us=20_000)
     f = _slowdown(report)
     m = _metrics(f)
-    assert f.ranks == (5,) and "rank 5 became late" in f.title and f.title.startswith("Step time rose 30% from step 120")
+    assert (
+        f.ranks == (5,) and "rank 5 became late" in f.title and f.title.startswith("Step time rose 30% from step 120")
+    )
     assert m["onset_step"] == 120 and m["baseline_ms"] == pytest.approx(50, abs=0.5)
     assert m["wait_ms"] == pytest.approx(20, abs=0.5) and abs(m["exposed_ms"]) < 0.5  # the injected delay
     assert m["lost_s"] == pytest.approx(_truth_lost_s(truth, 120, 220), rel=0.05)
@@ -72,10 +74,21 @@ def test_a_rank_that_becomes_late_is_named_with_when_and_what_it_cost(tmp_path: 
     assert "timeline.straggler" not in {x.code for x in report.findings}
 
 
-@pytest.mark.parametrize(("spec", "cause", "env"), [
-    ({"slow_from_step": 100, "slow_bandwidth_bytes_per_us": 100.0}, "communication after backward", {"NCCL_DEBUG": "INFO"}),
-    ({"slow_from_step": 150, "slow_ranks": tuple(range(8)), "slow_delay_us": 15_000}, "every rank computing slower", {}),
-])
+@pytest.mark.parametrize(
+    ("spec", "cause", "env"),
+    [
+        (
+            {"slow_from_step": 100, "slow_bandwidth_bytes_per_us": 100.0},
+            "communication after backward",
+            {"NCCL_DEBUG": "INFO"},
+        ),
+        (
+            {"slow_from_step": 150, "slow_ranks": tuple(range(8)), "slow_delay_us": 15_000},
+            "every rank computing slower",
+            {},
+        ),
+    ],
+)
 def test_the_added_time_is_put_on_communication_or_compute(tmp_path: Path, spec: dict, cause: str, env: dict) -> None:
     f = _slowdown(_report(tmp_path, **spec)[0])
     m = _metrics(f)
@@ -87,8 +100,9 @@ def test_the_added_time_is_put_on_communication_or_compute(tmp_path: Path, spec:
 
 
 def test_a_stretch_that_recovers_says_so_and_the_cache_hides_the_rank(tmp_path: Path) -> None:
-    report, truth, _ = _report(tmp_path, slow_from_step=60, slow_until_step=110, slow_ranks=(2,),
-                               slow_delay_us=30_000)  # response cache on: no ticks after the first step
+    report, truth, _ = _report(
+        tmp_path, slow_from_step=60, slow_until_step=110, slow_ranks=(2,), slow_delay_us=30_000
+    )  # response cache on: no ticks after the first step
     f = _slowdown(report)
     assert "until step 109 (then back to 50.0 ms)" in f.summary and f.ranks == ()
     assert f.title.endswith("waiting for late rank(s) at the end of backward")
@@ -125,8 +139,9 @@ def test_the_step_series_shades_the_slow_stretches(tmp_path: Path) -> None:
     assert view["slow"] == [] and view["baseline_ms"] is None and not figures.step_series(view).layout.shapes
 
 
-@pytest.mark.parametrize("spec", [{}, {"jitter_us": 20_000}, {"cache": False, "straggler_ranks": (3,),
-                                                                        "straggler_delay_us": 20_000}])
+@pytest.mark.parametrize(
+    "spec", [{}, {"jitter_us": 20_000}, {"cache": False, "straggler_ranks": (3,), "straggler_delay_us": 20_000}]
+)
 def test_runs_that_keep_their_speed_are_silent(tmp_path: Path, spec: dict) -> None:
     report = _report(tmp_path, **spec)[0]
     assert "timeline.slowdown" not in {f.code for f in report.findings}
@@ -156,7 +171,9 @@ def test_a_short_stretch_within_the_noise_is_not_a_slowdown(monkeypatch: pytest.
     d = 160 + rng.normal(0, 8, 40) + (rng.random(40) < 0.15) * 80
     d[21:31] += 30 + rng.normal(0, 25, 10)
     assert find_slowdown(_table(d)) is None
-    monkeypatch.setattr("analyzer.timeline.changepoints.MAX_P", 1.0)  # without the test, the same stretch would be reported
+    monkeypatch.setattr(
+        "analyzer.timeline.changepoints.MAX_P", 1.0
+    )  # without the test, the same stretch would be reported
     s = find_slowdown(_table(d))
     assert s is not None and s.ratio >= MIN_RATIO
     ratio, p = stretch_test(d[1:], s.onset.first, s.onset.stop)
@@ -171,7 +188,7 @@ def test_the_baseline_is_the_runs_speed_before_the_onset_not_its_fastest_stretch
     d[700:] += 25
     s = find_slowdown(_table(d))
     assert s is not None and abs(s.onset.first_step - 700) <= 3
-    assert s.baseline.median_us == pytest.approx(np.median(d[1:s.onset.first_step]) * 1e3)
+    assert s.baseline.median_us == pytest.approx(np.median(d[1 : s.onset.first_step]) * 1e3)
 
 
 def test_recovery_ignores_a_short_blip_at_the_end() -> None:

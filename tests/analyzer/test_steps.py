@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.timeline.batches import estimate_threshold
 from analyzer.context import Context
 from analyzer.store.discovery import discover
-from analyzer.timeline.lateness import rank_summary
 from analyzer.store.run_store import RunStore
+from analyzer.timeline.batches import estimate_threshold
+from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import TimelineModel
 from tests.builders import B, E, X, glued, meta, write
 
@@ -37,14 +37,28 @@ def _step(t0: int, ranks_late: dict[int, int] | None = None, fuse: bool = True, 
         out.append(E(t + 10 + max(late.values(), default=0), pid))
     s = t0 + 1000 + max(late.values(), default=0)
     if fuse:
-        out += [B("ALLREDUCE", s, 1), B("ALLREDUCE", s + 1, 2), B("MEMCPY_IN_FUSION_BUFFER", s + 2, 1),
-                B("MEMCPY_IN_FUSION_BUFFER", s + 3, 2), E(s + 50, 1), E(s + 51, 2),
-                B("NCCL_ALLREDUCE", s + 52, 1), B("NCCL_ALLREDUCE", s + 53, 2), E(s + 500, 1), E(s + 501, 2),
-                E(s + 510, 1, "float32", "[256]"), E(s + 511, 2, "float32", "[1024, 1024]")]
+        out += [
+            B("ALLREDUCE", s, 1),
+            B("ALLREDUCE", s + 1, 2),
+            B("MEMCPY_IN_FUSION_BUFFER", s + 2, 1),
+            B("MEMCPY_IN_FUSION_BUFFER", s + 3, 2),
+            E(s + 50, 1),
+            E(s + 51, 2),
+            B("NCCL_ALLREDUCE", s + 52, 1),
+            B("NCCL_ALLREDUCE", s + 53, 2),
+            E(s + 500, 1),
+            E(s + 501, 2),
+            E(s + 510, 1, "float32", "[256]"),
+            E(s + 511, 2, "float32", "[1024, 1024]"),
+        ]
     else:
         for pid in (1, 2):
-            out += [B("ALLREDUCE", s, pid), B("NCCL_ALLREDUCE", s + 1, pid), E(s + 400, pid),
-                    E(s + 410, pid, "float32", "[256]")]
+            out += [
+                B("ALLREDUCE", s, pid),
+                B("NCCL_ALLREDUCE", s + 1, pid),
+                E(s + 400, pid),
+                E(s + 410, pid, "float32", "[256]"),
+            ]
             s += 420
     return out
 
@@ -58,8 +72,11 @@ def _run(steps: int, period: int = 10_000, **kw: object) -> list[str]:
 
 def test_steps_recur_and_durations_are_end_to_end(tmp_path: Path) -> None:
     m = _model(tmp_path, *_run(6))
-    assert (m.segmentation.method, m.segmentation.confidence, m.segmentation.gradient_tensors) == \
-        ("recurrence", "high", 2)
+    assert (m.segmentation.method, m.segmentation.confidence, m.segmentation.gradient_tensors) == (
+        "recurrence",
+        "high",
+        2,
+    )
     assert list(m.steps["step"]) == list(range(6))
     assert m.steps["duration_us"].isna().tolist() == [True] + [False] * 5
     assert (m.steps["duration_us"].dropna() == 10_000).all()
@@ -81,12 +98,24 @@ def test_wait_us_is_the_negotiation_that_ends_last_not_the_longest(tmp_path: Pat
     records = [meta(1, "allreduce.b"), meta(2, "allreduce.w")]
     for k in range(4):
         t = 1_000_000 + k * 10_000
-        records += [B("NEGOTIATE_ALLREDUCE", t, 1), X(0, t, 1), X(1, t + 500, 1), E(t + 500, 1),  # long, ends first
-                    B("NEGOTIATE_ALLREDUCE", t + 600, 2), X(0, t + 600, 2), X(1, t + 610, 2), E(t + 610, 2)]
+        records += [
+            B("NEGOTIATE_ALLREDUCE", t, 1),
+            X(0, t, 1),
+            X(1, t + 500, 1),
+            E(t + 500, 1),  # long, ends first
+            B("NEGOTIATE_ALLREDUCE", t + 600, 2),
+            X(0, t + 600, 2),
+            X(1, t + 610, 2),
+            E(t + 610, 2),
+        ]
         for pid in (1, 2):
             s = t + 1000 + pid * 500
-            records += [B("ALLREDUCE", s, pid), B("NCCL_ALLREDUCE", s + 1, pid), E(s + 400, pid),
-                        E(s + 410, pid, "float32", "[256]")]
+            records += [
+                B("ALLREDUCE", s, pid),
+                B("NCCL_ALLREDUCE", s + 1, pid),
+                E(s + 400, pid),
+                E(s + 410, pid, "float32", "[256]"),
+            ]
     m = _model(tmp_path, *records)
     assert m.steps["wait_us"].tolist() == [10] * 4
 

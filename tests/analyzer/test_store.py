@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.store.discovery import discover
 from analyzer.errors import StoreError
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.errors import InputError
 from parsers.schema import TABLES
@@ -19,8 +19,15 @@ from tests.builders import B, E, X, glued, meta, write
 
 
 def _timeline(tmp_path: Path, name: str = "timeline.json", extra: int = 0) -> Path:
-    parts = [meta(1, "allreduce.w"), B("NEGOTIATE_ALLREDUCE", 1, 1), X(0, 2, 1), X(1, 3, 1), E(3, 1),
-             B("ALLREDUCE", 4 + extra, 1), E(9 + extra, 1, "float32", "[2, 3]")]
+    parts = [
+        meta(1, "allreduce.w"),
+        B("NEGOTIATE_ALLREDUCE", 1, 1),
+        X(0, 2, 1),
+        X(1, 3, 1),
+        E(3, 1),
+        B("ALLREDUCE", 4 + extra, 1),
+        E(9 + extra, 1, "float32", "[2, 3]"),
+    ]
     return write(tmp_path, glued(*parts), name)
 
 
@@ -133,8 +140,13 @@ def test_corpus_directory_ingests_without_errors(corpus: Path, tmp_path: Path) -
 
 
 def test_record_cut_after_good_ones_is_data_loss(tmp_path: Path) -> None:
-    bad = write(tmp_path, glued(meta(1, "t"), *[B("ALLREDUCE", i, 1) + "," + E(i + 1, 1) for i in range(3000)],
-                                close=False) + ',{"ph": "B", "name": "' + "x" * (9 << 20), "bad.json")
+    bad = write(
+        tmp_path,
+        glued(meta(1, "t"), *[B("ALLREDUCE", i, 1) + "," + E(i + 1, 1) for i in range(3000)], close=False)
+        + ',{"ph": "B", "name": "'
+        + "x" * (9 << 20),
+        "bad.json",
+    )
     store = RunStore.create_or_open(tmp_path / "store")
     rep = store.ingest(*discover([bad]))
     assert len(rep.added) == 1 and rep.added[0]["rows"]["spans"] == 3000

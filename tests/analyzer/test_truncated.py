@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.detectors import ALL_DETECTORS
-from analyzer.store.discovery import discover
 from analyzer.findings import Severity
 from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, glued, meta, write

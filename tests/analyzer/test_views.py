@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analyzer.context import Context
 from analyzer.render import figures
 from analyzer.report import views
-from analyzer.context import Context
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from analyzer.timeline.model import TimelineModel

@@ -12,15 +12,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analyzer.fleet import run_batch
 from analyzer.cli import cli
+from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
+from analyzer.fleet import run_batch
+from analyzer.report.assembly import analyze
+from analyzer.report.views import timeline_views
 from analyzer.store.discovery import discover
 from analyzer.store.parallel import Executor
-from analyzer.config import AnalysisConfig
-from analyzer.report.assembly import analyze
 from analyzer.store.run_store import RunStore
-from analyzer.report.views import timeline_views
-from analyzer.config import DEFAULT_MEMORY_BUDGET
 from analyzer.timeline.load import (
     BASELINE_BYTES,
     MIN_DETAIL_STEPS,
@@ -42,8 +41,16 @@ def _store(root: Path, spec: TimelineSpec) -> tuple[RunStore, dict]:
 @pytest.fixture(scope="module")
 def long_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, dict]:
     """300 steps, ticks on every negotiation, rank 5 late, the file cut inside its last step."""
-    spec = TimelineSpec(ranks=8, tensors=12, steps=300, cache=False, straggler_ranks=(5,),
-                        straggler_delay_us=10_000, truncate_at=0.9995, seed=7)
+    spec = TimelineSpec(
+        ranks=8,
+        tensors=12,
+        steps=300,
+        cache=False,
+        straggler_ranks=(5,),
+        straggler_delay_us=10_000,
+        truncate_at=0.9995,
+        seed=7,
+    )
     return _store(tmp_path_factory.mktemp("long"), spec)
 
 
@@ -90,8 +97,12 @@ def test_window_lateness_is_the_heads_ticks(long_run: tuple[RunStore, dict]) -> 
     assert len(model.lateness) == int(np.diff(whole.lateness.bounds)[head_negs & whole.lateness.keep].sum()) > 0
     # the same ticks, ranks and lateness as the whole model's first steps (the head reads only
     # the ticks in its negotiations' span-id range)
-    whole_rows = np.concatenate([np.arange(whole.lateness.bounds[g], whole.lateness.bounds[g + 1])
-                                 for g in np.flatnonzero(head_negs & whole.lateness.keep)])
+    whole_rows = np.concatenate(
+        [
+            np.arange(whole.lateness.bounds[g], whole.lateness.bounds[g + 1])
+            for g in np.flatnonzero(head_negs & whole.lateness.keep)
+        ]
+    )
     np.testing.assert_array_equal(model.lateness.rank, whole.lateness.rank[whole_rows])
     np.testing.assert_array_equal(model.lateness.lateness_us, whole.lateness.lateness_us[whole_rows])
     rows = {r.rank: r for r in model.steady_ranks}
@@ -177,9 +188,15 @@ def test_input_batches_between_reads_only_the_range(long_run: tuple[RunStore, di
     store, entry = long_run
     ticks = store.input_table("ticks", entry["id"], ["negotiation_id", "rank", "ts_us"]).to_pandas()
     lo, hi = int(ticks["negotiation_id"].quantile(0.2)), int(ticks["negotiation_id"].quantile(0.4))
-    got = pd.concat([b.to_pandas() for b in store.input_batches(
-        "ticks", entry["id"], ["rank", "ts_us"], batch_rows=1000, between=("negotiation_id", lo, hi))],
-        ignore_index=True)
+    got = pd.concat(
+        [
+            b.to_pandas()
+            for b in store.input_batches(
+                "ticks", entry["id"], ["rank", "ts_us"], batch_rows=1000, between=("negotiation_id", lo, hi)
+            )
+        ],
+        ignore_index=True,
+    )
     want = ticks.loc[ticks["negotiation_id"].between(lo, hi), ["rank", "ts_us"]].reset_index(drop=True)
     assert 0 < len(got) < len(ticks)
     pd.testing.assert_frame_equal(got, want)

@@ -34,7 +34,7 @@ def zip_bytes(members: dict[str, bytes], symlink: str | None = None) -> bytes:
             zf.writestr(name, data)
         if symlink:
             info = zipfile.ZipInfo(symlink)
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
             zf.writestr(info, "/etc/passwd")
     return buf.getvalue()
 

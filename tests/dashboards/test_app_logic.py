@@ -12,9 +12,9 @@ from dash import dash_table, dcc, html
 from analyzer.store.run_store import RunStore
 from dashboards.app import create_app, poll_job, run_error, run_options, start_upload
 from dashboards.pages import PAGES, render_page
-from tests.conftest import Validate
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits
+from tests.conftest import Validate
 from tests.dashboards.helpers import (
     CACHED_STRAGGLER,
     REAL_STRAGGLER,
@@ -58,6 +58,7 @@ def _upload(lib: RunLibrary, files: dict[str, bytes]) -> str:
         if poll_job(lib, run_id)["finished"]:
             return run_id
         import time
+
         time.sleep(0.05)
     raise AssertionError("ingestion did not finish in 30 s")
 
@@ -95,7 +96,8 @@ def test_a_finished_job_is_never_listed_as_still_running(lib: RunLibrary, monkey
         status = lib.meta(run_id)["status"]
         assert status == ("done" if "timeline.json" in files else "failed")
         assert next(o["label"] for o in run_options(lib) if o["value"] == run_id) == (
-            "timeline.json" if status == "done" else "notes.txt (failed)")
+            "timeline.json" if status == "done" else "notes.txt (failed)"
+        )
 
 
 def test_runs_persist_across_restarts(lib: RunLibrary, tmp_path: Path) -> None:
@@ -212,6 +214,7 @@ def test_an_upload_over_the_limit_is_refused_at_once(tmp_path: Path) -> None:
 
 def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
     from analyzer.store.discovery import discover
+
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([REAL_STRAGGLER]))
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "store").rglob("*"))
@@ -223,7 +226,10 @@ def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
 
 
 def test_every_page_renders_for_every_kind_of_run(lib: RunLibrary) -> None:
-    runs = [_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}), _upload(lib, {"job.log": SOCKET_LOG.read_bytes()})]
+    runs = [
+        _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}),
+        _upload(lib, {"job.log": SOCKET_LOG.read_bytes()}),
+    ]
     for run_id in runs:
         for page, _ in PAGES:
             json.dumps(render_page(page, lib.document(run_id)).to_plotly_json(), default=lambda o: o.to_plotly_json())

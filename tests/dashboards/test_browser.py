@@ -25,8 +25,16 @@ from tests.dashboards.helpers import (
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT = 90_000  # ms: ingestion on a loaded 2-core CI box
 
 pytestmark = pytest.mark.slow
@@ -74,8 +82,9 @@ def _upload(page: Any, name: str, data: bytes, mime: str = "application/json") -
 
 
 def _wait_status(page: Any, text: str) -> str:
-    page.wait_for_function("t => document.querySelector('#upload-status').innerText.includes(t)", arg=text,
-                           timeout=TIMEOUT)
+    page.wait_for_function(
+        "t => document.querySelector('#upload-status').innerText.includes(t)", arg=text, timeout=TIMEOUT
+    )
     return str(page.inner_text("#upload-status"))
 
 

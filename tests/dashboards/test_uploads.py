@@ -38,7 +38,9 @@ def test_gzip_json_is_a_file_not_an_archive(tmp_path: Path) -> None:
 @pytest.mark.parametrize("make", [zip_bytes, tar_bytes])
 def test_archive_members_are_unpacked_under_generated_names(tmp_path: Path, make) -> None:
     data = REAL_STRAGGLER.read_bytes()
-    saved = save_upload("run.zip", make({"run/timeline.json": data, "run/logs/job.log": b"hello\n"}), tmp_path, Limits())
+    saved = save_upload(
+        "run.zip", make({"run/timeline.json": data, "run/logs/job.log": b"hello\n"}), tmp_path, Limits()
+    )
     assert [s.label for s in saved] == ["run.zip!run/timeline.json", "run.zip!run/logs/job.log"]
     assert [s.path.name for s in saved] == ["input-000", "input-001"]
     assert saved[0].path.read_bytes() == data

@@ -22,23 +22,26 @@ from tests.parsers.test_nccl_log import (
 # probe followed by progress, merged and doubled lines, an orphan message, stall rank lists,
 # a watchdog timeout completed by a later "detected by watchdog at work" line, an autotune
 # CSV, bare version lines, COLL lines of the block regex and of the careful path, a cut end.
-WORK = ("[rank1]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception "
-        "(either an error or timeout) detected by watchdog at work: 12, last enqueued NCCL work: 13, last completed "
-        "NCCL work: 11.\n")
+WORK = (
+    "[rank1]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception "
+    "(either an error or timeout) detected by watchdog at work: 12, last enqueued NCCL work: 13, last completed "
+    "NCCL work: 11.\n"
+)
 KITCHEN_SINK = (
     "NCCL version 2.7.8+cuda11.0\n"
     "h:1:5 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
     "h:1:5 [0] NCCL INFO NET/IB : No device found.\n"
     "h:1:5 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
     "h:1:5 [0] NCCL INFO Using network Socket\n"
-    "h:2:6 [1] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
-    + WARN_CHAIN
-    + "h:2:6 [1] NCCL INFO net.cc:55 -> 3\n"
+    "h:2:6 [1] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n" + WARN_CHAIN + "h:2:6 [1] NCCL INFO net.cc:55 -> 3\n"
     "h:2:6 [1] NCCL INFO Using network IB\n"
     "h:1:5 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId b000 commId 0xfa - Init COMPLETE\n"
     + MERGED_DOUBLED_ORPHAN
-    + "".join(f"a:2:2 [7] NCCL INFO Broadcast: opCount {i:x} sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 "
-              "root 0 comm 0x9 [nranks=8] stream 0x3\n" for i in range(1, 6))
+    + "".join(
+        f"a:2:2 [7] NCCL INFO Broadcast: opCount {i:x} sendbuff 0x1 recvbuff 0x1 count 5 datatype 4 op 0 "
+        "root 0 comm 0x9 [nranks=8] stream 0x3\n"
+        for i in range(1, 6)
+    )
     + MERGED_DOUBLED_ORPHAN  # again: issues of the same code in two chunks count up
     + WORK  # a completion with no timeout before it: matches nothing
     + "h:1:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
@@ -68,8 +71,13 @@ def chunked(path: Path, chunk_bytes: int, shuffle: random.Random | None = None) 
     for i, c in chunks:
         merger.add(i, c)
     tables = merger.tables()
-    return ({k: v.to_pylist() for k, v in tables.items()}, merger.parser.sink.issues, merger.parser.info,
-            len(ranges), merger.rereads)
+    return (
+        {k: v.to_pylist() for k, v in tables.items()},
+        merger.parser.sink.issues,
+        merger.parser.info,
+        len(ranges),
+        merger.rereads,
+    )
 
 
 def assert_same(path: Path, chunk_bytes: int, shuffle: random.Random | None = None) -> tuple[int, int]:
@@ -109,8 +117,20 @@ def test_generated_combined_logs(tmp_path: Path) -> None:
     only a chunk whose first lines continue an error chain of the chunk before is re-read."""
     specs = [
         (NcclLogSpec(hosts=4, gpus_per_host=4, wording="2.4", network="Socket", collectives=40), 0),
-        (NcclLogSpec(hosts=2, gpus_per_host=8, wording="2.26", link="RoCE", collectives=40, mismatch_host=1,
-                     stuck_ranks=(3,), completion_error_rank=5, watchdog_behind_rank=2), 1),
+        (
+            NcclLogSpec(
+                hosts=2,
+                gpus_per_host=8,
+                wording="2.26",
+                link="RoCE",
+                collectives=40,
+                mismatch_host=1,
+                stuck_ranks=(3,),
+                completion_error_rank=5,
+                watchdog_behind_rank=2,
+            ),
+            1,
+        ),
     ]
     for i, (spec, max_rereads) in enumerate(specs):
         (path,) = write_nccl_log(tmp_path / f"job{i}.log", spec)

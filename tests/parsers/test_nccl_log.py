@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.store.discovery import discover
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.records import split_records
@@ -31,11 +31,21 @@ def report(tmp_path: Path, text: str, name: str = "job.log") -> dict[str, Any]:
         return to_document(analyze(store))
 
 
-@pytest.mark.parametrize("prefix", [
-    "", "[1,3]<stdout>:", "52: ", "node07: ", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "[default0]:",
-    "  | 2024-12-04T05:27:39.074Z | ", "2025-11-24T03:20:21.001125857Z ", "[2025-10-16 22:16:08] ",
-    "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "[1,3]<stdout>:",
+        "52: ",
+        "node07: ",
+        "(RayTrainWorker pid=615, ip=10.72.7.6) ",
+        "[default0]:",
+        "  | 2024-12-04T05:27:39.074Z | ",
+        "2025-11-24T03:20:21.001125857Z ",
+        "[2025-10-16 22:16:08] ",
+        "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
+    ],
+)
 def test_record_found_behind_any_launcher_prefix(prefix: str) -> None:
     (r,), merged, doubled = split_records(f"{prefix}gpu-a1:4242:4250 [3] NCCL INFO Using network IB")
     assert (r.host, r.pid, r.tid, r.dev, r.level, r.msg) == ("gpu-a1", 4242, 4250, 3, "INFO", "Using network IB")
@@ -64,7 +74,10 @@ def test_init_transports_env_and_version_per_process() -> None:
     assert (proc["host"], proc["pid"], proc["version"], proc["version_source"]) == ("h1", 10, "2.18.3", "bare line")
     assert proc["ib_hcas"] == ["mlx5_0:1/IB", "mlx5_1:1/RoCE"] and proc["network"] == "IB"
     assert (proc["wording_min"], proc["wording_max"]) == ("2.18.3", "2.18.99")  # plugin wording and Init START
-    assert {(c["detail"], c["gdr"]) for c in t["nccl_connections"]} == {("NET/IB/GDRDMA", True), ("P2P/IPC/read", False)}
+    assert {(c["detail"], c["gdr"]) for c in t["nccl_connections"]} == {
+        ("NET/IB/GDRDMA", True),
+        ("P2P/IPC/read", False),
+    }
     assert [r["phase"] for r in t["nccl_comm_ranks"]] == ["START", "COMPLETE"]
     assert t["nccl_env"] == [{"host": "h1", "pid": 10, "line": 4, "var": "NCCL_IB_HCA", "value": "mlx5_0"}]
     assert "nccl_errors" not in t and not p.sink.issues
@@ -85,7 +98,10 @@ def test_warn_chain_attaches_by_thread_and_classifies() -> None:
     _, t = parse(WARN_CHAIN)
     warn, other = t["nccl_errors"]
     assert (warn["class"], warn["chain"], warn["result_code"]) == (
-        "ib_completion_error", ["transport/net.cc:1008 -> 6", "proxy.cc:679 -> 6 [Proxy Thread]"], 6)
+        "ib_completion_error",
+        ["transport/net.cc:1008 -> 6", "proxy.cc:679 -> 6 [Proxy Thread]"],
+        6,
+    )
     assert "retry counter exceeded" in warn["remediation"]
     assert (other["level"], other["class"], other["line"]) == ("chain", "system_error", 4)
 
@@ -115,10 +131,19 @@ def test_merged_doubled_stripped_and_orphan_lines() -> None:
     assert hosts == [("?", None), ("a", 1), ("a", 2), ("ip-1", 79)]
     (coll,) = t["nccl_collectives"]  # the merged line (careful path) and the plain one (block regex) fold together
     assert (coll["host"], coll["op"], coll["calls"], coll["first_opcount"], coll["last_opcount"]) == (
-        "a", "Broadcast", 2, 0, 1)
+        "a",
+        "Broadcast",
+        2,
+        0,
+        1,
+    )
     codes = {i.code: i.count for i in p.sink.issues}
-    assert codes == {"nccl.merged_records": 1, "nccl.orphan_message": 1, "log.foreign_lines": 1,
-                     "log.doubled_columns": 1}
+    assert codes == {
+        "nccl.merged_records": 1,
+        "nccl.orphan_message": 1,
+        "log.foreign_lines": 1,
+        "log.doubled_columns": 1,
+    }
     assert t["nccl_comm_ranks"][0]["rank"] == 3 and t["nccl_comm_ranks"][0]["host"] is None
 
 
@@ -157,8 +182,13 @@ def test_watchdog_stall_and_autotune_in_one_job_log(tmp_path: Path) -> None:
     stall = next(f for f in doc["findings"] if f["code"] == "horovod.stall")
     assert stall["severity"] == "critical" and stall["ranks"] == [2, 3]
     assert doc["nccl"]["horovod_stalls"][1] | {"file": None} == {
-        "file": None, "line": 6, "rank": 3, "shutdown": True, "more": True,
-        "tensors": ["grad_a", "grad_b", "grad_c", "grad_d", "grad_e", "grad_f"]}
+        "file": None,
+        "line": 6,
+        "rank": 3,
+        "shutdown": True,
+        "more": True,
+        "tensors": ["grad_a", "grad_b", "grad_c", "grad_d", "grad_e", "grad_f"],
+    }
     tune = next(f for f in doc["findings"] if f["code"] == "horovod.autotune_result")
     assert tune["suggestions"][0]["env"] == {"HOROVOD_FUSION_THRESHOLD": str(64 << 20), "HOROVOD_CYCLE_TIME": "2.5"}
     assert doc["nccl"]["autotune"]["finished"] and doc["nccl"]["autotune"]["layout"] == "0.26.0"
@@ -167,10 +197,12 @@ def test_watchdog_stall_and_autotune_in_one_job_log(tmp_path: Path) -> None:
 def test_multi_host_socket_fallback_with_ib_present_is_critical(tmp_path: Path) -> None:
     lines = []
     for host, ip in (("n1", "10.0.0.1"), ("n2", "10.0.0.2")):
-        lines += [f"{host}:7:7 [0] NCCL INFO Bootstrap : Using ib0:{ip}<0>",
-                  f"{host}:7:7 [0] NCCL INFO Failed to open libibverbs.so[.1]",
-                  f"{host}:7:7 [0] NCCL INFO NET/Socket : Using [0]ib0:{ip}<0> [1]eth0:192.168.0.1<0>",
-                  f"{host}:7:7 [0] NCCL INFO Using network Socket"]
+        lines += [
+            f"{host}:7:7 [0] NCCL INFO Bootstrap : Using ib0:{ip}<0>",
+            f"{host}:7:7 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+            f"{host}:7:7 [0] NCCL INFO NET/Socket : Using [0]ib0:{ip}<0> [1]eth0:192.168.0.1<0>",
+            f"{host}:7:7 [0] NCCL INFO Using network Socket",
+        ]
     doc = report(tmp_path, "\n".join(lines) + "\n")
     (f,) = doc["findings"]
     assert (f["code"], f["severity"], f["hosts"]) == ("nccl.socket_fallback", "critical", ["n1", "n2"])
@@ -195,6 +227,7 @@ def test_version_mismatch_and_incomplete_init(tmp_path: Path) -> None:
     assert stuck["ranks"] == [1] and stuck["hosts"] == ["b"]
     (comm,) = doc["nccl"]["communicators"]
     assert (comm["comm_id"], comm["ranks_complete"], comm["grouping"]) == ("9", [0], "commId")
+
 
 def test_gzip_log_and_sniffing(tmp_path: Path) -> None:
     path = tmp_path / "rank0.log.gz"

@@ -9,7 +9,7 @@ import pytest
 
 from parsers.errors import InputError
 from parsers.timeline.parser import parse_timeline
-from tests.builders import B, E, I, X, glued, legacy, meta, write
+from tests.builders import B, E, X, cycle_start, glued, legacy, meta, write
 
 
 def spans(parsed):
@@ -21,10 +21,19 @@ def codes(parsed) -> dict[str, int]:
 
 
 def test_one_allreduce_step_pairs_negotiation_op_and_activities(tmp_path: Path) -> None:
-    text = glued(meta(1, "allreduce.fc1.weight"),
-                 B("NEGOTIATE_ALLREDUCE", 10, 1), X(1, 11, 1), X(0, 15, 1), E(15, 1),
-                 B("ALLREDUCE", 20, 1), B("QUEUE", 21, 1), E(25, 1), B("NCCL_ALLREDUCE", 26, 1), E(40, 1),
-                 E(41, 1, "float32", "[172, 4096]"))
+    text = glued(
+        meta(1, "allreduce.fc1.weight"),
+        B("NEGOTIATE_ALLREDUCE", 10, 1),
+        X(1, 11, 1),
+        X(0, 15, 1),
+        E(15, 1),
+        B("ALLREDUCE", 20, 1),
+        B("QUEUE", 21, 1),
+        E(25, 1),
+        B("NCCL_ALLREDUCE", 26, 1),
+        E(40, 1),
+        E(41, 1, "float32", "[172, 4096]"),
+    )
     p = parse_timeline(write(tmp_path, text))
     s = spans(p)
     assert list(s["name"]) == ["NEGOTIATE_ALLREDUCE", "ALLREDUCE", "QUEUE", "NCCL_ALLREDUCE"]
@@ -33,7 +42,12 @@ def test_one_allreduce_step_pairs_negotiation_op_and_activities(tmp_path: Path) 
     assert list(s["dur_us"]) == [5, 21, 4, 14]
     assert set(s["tensor"]) == {"allreduce.fc1.weight"}
     op = s[s.name == "ALLREDUCE"].iloc[0]
-    assert (op["dtype"], op["shape"], op["numel"], op["bytes"]) == ("float32", "[172, 4096]", 172 * 4096, 172 * 4096 * 4)
+    assert (op["dtype"], op["shape"], op["numel"], op["bytes"]) == (
+        "float32",
+        "[172, 4096]",
+        172 * 4096,
+        172 * 4096 * 4,
+    )
     assert list(s[s.kind == "activity"]["op_id"]) == [op.span_id, op.span_id]
     assert s.loc[0, "op_id"] != s.loc[0, "op_id"]  # negotiation: no op (NaN)
     t = p.tables["ticks"].to_pandas()
@@ -45,7 +59,7 @@ def test_one_allreduce_step_pairs_negotiation_op_and_activities(tmp_path: Path) 
 
 
 def test_markers_have_no_pid_and_do_not_disturb_pairing(tmp_path: Path) -> None:
-    text = glued(I(5), meta(1, "t"), B("ALLREDUCE", 6, 1), I(7), E(8, 1, "float32", "[]"))
+    text = glued(cycle_start(5), meta(1, "t"), B("ALLREDUCE", 6, 1), cycle_start(7), E(8, 1, "float32", "[]"))
     p = parse_timeline(write(tmp_path, text))
     assert list(p.tables["markers"].to_pandas()["ts_us"]) == [5, 7]
     s = spans(p)
@@ -62,8 +76,17 @@ def test_negotiate_inside_open_op_is_flagged(tmp_path: Path) -> None:
 
 
 def test_adasum_depth_three_nesting(tmp_path: Path) -> None:
-    text = glued(meta(1, "t"), B("ADASUM", 1, 1), B("MPI_ADASUM_ALLREDUCE", 2, 1), B("MPI_ALLREDUCE", 3, 1),
-                 E(4, 1), B("MPI_ALLREDUCE", 5, 1), E(6, 1), E(7, 1), E(8, 1, "float32", "[4]"))
+    text = glued(
+        meta(1, "t"),
+        B("ADASUM", 1, 1),
+        B("MPI_ADASUM_ALLREDUCE", 2, 1),
+        B("MPI_ALLREDUCE", 3, 1),
+        E(4, 1),
+        B("MPI_ALLREDUCE", 5, 1),
+        E(6, 1),
+        E(7, 1),
+        E(8, 1, "float32", "[4]"),
+    )
     p = parse_timeline(write(tmp_path, text))
     s = spans(p)
     assert list(s["depth"]) == [0, 1, 2, 2]
@@ -91,8 +114,13 @@ def test_orphan_end_is_counted_and_dropped(tmp_path: Path) -> None:
 
 
 def test_legacy_layout_is_unterminated_by_design(tmp_path: Path) -> None:
-    text = legacy(meta(1, "t"), B("NEGOTIATE_ALLREDUCE", 1410488741507, 1), X(0, 1410488741508, 1),
-                  E(1410488741509, 1), I(1410488741510))
+    text = legacy(
+        meta(1, "t"),
+        B("NEGOTIATE_ALLREDUCE", 1410488741507, 1),
+        X(0, 1410488741508, 1),
+        E(1410488741509, 1),
+        cycle_start(1410488741510),
+    )
     p = parse_timeline(write(tmp_path, text))
     assert p.info.status == "unterminated" and p.info.layout == "line_per_event"
     assert p.info.uptime_origin
@@ -151,8 +179,17 @@ def test_small_chunks_give_identical_tables(tmp_path: Path) -> None:
     parts = [meta(1, "a"), meta(2, "b" * 300)]
     for step in range(200):
         t = step * 100
-        parts += [B("NEGOTIATE_ALLREDUCE", t, 1), X(1, t + 1, 1), X(0, t + 2, 1), E(t + 2, 1),
-                  B("ALLREDUCE", t + 3, 2), B("QUEUE", t + 4, 2), E(t + 5, 2), E(t + 6, 2, "float16", "[8, 8]"), I(t + 7)]
+        parts += [
+            B("NEGOTIATE_ALLREDUCE", t, 1),
+            X(1, t + 1, 1),
+            X(0, t + 2, 1),
+            E(t + 2, 1),
+            B("ALLREDUCE", t + 3, 2),
+            B("QUEUE", t + 4, 2),
+            E(t + 5, 2),
+            E(t + 6, 2, "float16", "[8, 8]"),
+            cycle_start(t + 7),
+        ]
     path = write(tmp_path, glued(*parts))
     big, small = parse_timeline(path), parse_timeline(path, chunk_bytes=4096)
     for name in ("spans", "ticks", "markers", "tensors"):
@@ -193,8 +230,12 @@ def test_corrupt_record_mid_file_is_skipped_and_counted(tmp_path: Path) -> None:
 
 
 def test_unknown_phases_and_keys_are_counted(tmp_path: Path) -> None:
-    text = glued(meta(1, "t"), '{"ph": "C", "name": "ctr", "ts": 1, "pid": 1}',
-                 '{"ph": "B", "name": "ALLREDUCE", "ts": 2, "pid": 1, "tid": 3, "extra": [1, {"a": 2}]}', E(3, 1))
+    text = glued(
+        meta(1, "t"),
+        '{"ph": "C", "name": "ctr", "ts": 1, "pid": 1}',
+        '{"ph": "B", "name": "ALLREDUCE", "ts": 2, "pid": 1, "tid": 3, "extra": [1, {"a": 2}]}',
+        E(3, 1),
+    )
     p = parse_timeline(write(tmp_path, text))
     c = codes(p)
     assert c["timeline.unknown_phase"] == 1 and c["timeline.unknown_key"] == 1

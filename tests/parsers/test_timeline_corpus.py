@@ -55,7 +55,9 @@ def test_cpu_timelines_facts(corpus: Path) -> None:
         assert info.layout == "glued" and info.status == "closed", path
         assert info.version.low == (0, 20, 1), path
         assert info.start_time_since_epoch_us is not None and not info.uptime_origin
-        cache = "off" if path.parent.name.startswith("d2_") else ("unknown" if path.parent.name.startswith("i_") else "on")
+        cache = (
+            "off" if path.parent.name.startswith("d2_") else ("unknown" if path.parent.name.startswith("i_") else "on")
+        )
         if cache != "unknown":
             assert info.cache.response_cache == cache, path
 
@@ -70,8 +72,9 @@ def test_cpu_timelines_facts(corpus: Path) -> None:
         ("cipherdoc34-pytorch_horovod_profiling-1838b40-test.json", "closed", "glued", 4188, None, 0),
     ],
 )
-def test_public_timelines(corpus: Path, name: str, status: str, layout: str, records: int | None,
-                          ticks: int | None, markers: int) -> None:
+def test_public_timelines(
+    corpus: Path, name: str, status: str, layout: str, records: int | None, ticks: int | None, markers: int
+) -> None:
     parsed = parse_timeline(corpus / "horovod-public" / name)
     info = parsed.info
     assert (info.status, info.layout) == (status, layout)

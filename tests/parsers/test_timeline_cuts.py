@@ -28,7 +28,7 @@ def _record_ends(data: bytes, offsets: np.ndarray) -> np.ndarray:
     ends = []
     for off in offsets.astype(np.int64):
         j = data.index(b"}", int(off))
-        if b'"args"' in data[int(off):j]:
+        if b'"args"' in data[int(off) : j]:
             j = data.index(b"}", j + 1)
         ends.append(j + 1)
     return np.array(ends, dtype=np.int64)
@@ -49,8 +49,10 @@ class Reference:
 
 
 def _sources(tmp: Path) -> list[Path]:
-    real = [CORPUS / "horovod-public" / "alcf-workshop-timeline_cpu_n1.json",
-            CORPUS / "horovod-cpu" / "h_per_rank_timeline_env_np2" / "timeline_rank0.json"]
+    real = [
+        CORPUS / "horovod-public" / "alcf-workshop-timeline_cpu_n1.json",
+        CORPUS / "horovod-cpu" / "h_per_rank_timeline_env_np2" / "timeline_rank0.json",
+    ]
     files = [p for p in real if p.exists()]
     for layout in ("glued", "line_per_event"):
         p = tmp / f"gen_{layout}.json"

@@ -16,7 +16,7 @@ from parsers.errors import InputError
 from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
 from parsers.timeline.tokens import timeline_ranges, tokenize_task
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
-from tests.builders import B, E, I, X, glued, legacy, meta, write
+from tests.builders import B, E, X, cycle_start, glued, legacy, meta, write
 from tests.conftest import CORPUS
 
 RANGE_SIZES = (64, 700, 5000)
@@ -34,8 +34,9 @@ def _ranged(path: Path, range_bytes: int) -> ParsedTimeline:
 def _same(a: ParsedTimeline, b: ParsedTimeline) -> None:
     for name, table in a.tables.items():
         assert table.to_pylist() == b.tables[name].to_pylist(), name
-    assert sorted((i.code, i.byte_offset, i.count, i.message) for i in a.issues) == \
-        sorted((i.code, i.byte_offset, i.count, i.message) for i in b.issues)
+    assert sorted((i.code, i.byte_offset, i.count, i.message) for i in a.issues) == sorted(
+        (i.code, i.byte_offset, i.count, i.message) for i in b.issues
+    )
     assert a.info == b.info
 
 
@@ -43,28 +44,50 @@ def _steps(n: int, pid: int = 1, t0: int = 1000) -> list[str]:
     out = []
     for k in range(n):
         t = t0 + 100 * k
-        out += [B("NEGOTIATE_ALLREDUCE", t, pid), X(0, t + 1, pid), X(1, t + 2, pid), E(t + 3, pid),
-                B("ALLREDUCE", t + 4, pid), B("NCCL_ALLREDUCE", t + 5, pid), E(t + 6, pid),
-                E(t + 7, pid, "float32", "[4, 8]"), I(t + 8)]
+        out += [
+            B("NEGOTIATE_ALLREDUCE", t, pid),
+            X(0, t + 1, pid),
+            X(1, t + 2, pid),
+            E(t + 3, pid),
+            B("ALLREDUCE", t + 4, pid),
+            B("NCCL_ALLREDUCE", t + 5, pid),
+            E(t + 6, pid),
+            E(t + 7, pid, "float32", "[4, 8]"),
+            cycle_start(t + 8),
+        ]
     return out
 
 
 DAMAGED = {
-    "corrupt_record": glued(meta(1, "grad/w"), *_steps(6), '{"ph": "B", "name": "x", "ts": ?, "pid": 1}',
-                            *_steps(6, t0=5000)),
-    "garbage_between": glued(meta(1, "grad/w"), *_steps(6)) [:-1] + ",%%%%junk%%%%," + glued(*_steps(4, t0=9000),
-                                                                                                header=False)[2:],
+    "corrupt_record": glued(
+        meta(1, "grad/w"), *_steps(6), '{"ph": "B", "name": "x", "ts": ?, "pid": 1}', *_steps(6, t0=5000)
+    ),
+    "garbage_between": glued(meta(1, "grad/w"), *_steps(6))[:-1]
+    + ",%%%%junk%%%%,"
+    + glued(*_steps(4, t0=9000), header=False)[2:],
     "closed_mid_file": glued(meta(1, "grad/w"), *_steps(8)) + ' trailing {"ph": "B", "name": "y", "ts": 1, "pid": 1}',
     "ts_back": glued(meta(1, "grad/w"), *_steps(5, t0=9000), *_steps(5, t0=1000), *_steps(5, t0=500)),
     "cut_inside_record": glued(meta(1, "grad/w"), *_steps(8), close=False)[:-9],
     "unterminated": glued(meta(1, "grad/w"), *_steps(8), close=False),
     "legacy": legacy(meta(1, "grad/w"), *_steps(8)),
-    "span_open_across_ranges": glued(meta(1, "grad/w"), meta(2, "grad/b"), B("ALLREDUCE", 10, 2),
-                                     *_steps(12), B("NEGOTIATE_ALLREDUCE", 5000, 2), *_steps(6, t0=6000),
-                                     X(3, 7000, 2), E(7001, 2), E(7002, 2, "int64", "[]")),
+    "span_open_across_ranges": glued(
+        meta(1, "grad/w"),
+        meta(2, "grad/b"),
+        B("ALLREDUCE", 10, 2),
+        *_steps(12),
+        B("NEGOTIATE_ALLREDUCE", 5000, 2),
+        *_steps(6, t0=6000),
+        X(3, 7000, 2),
+        E(7001, 2),
+        E(7002, 2, "int64", "[]"),
+    ),
     # tensor names that hold a whole record boundary: ranges may start inside a string
-    "false_boundaries": glued(*[meta(p, f'evil}},{{"ph": "i", "name": "fake", "ts": {p}}} {p}') for p in range(1, 4)],
-                              *_steps(4, pid=1), *_steps(4, pid=2), *_steps(4, pid=3)),
+    "false_boundaries": glued(
+        *[meta(p, f'evil}},{{"ph": "i", "name": "fake", "ts": {p}}} {p}') for p in range(1, 4)],
+        *_steps(4, pid=1),
+        *_steps(4, pid=2),
+        *_steps(4, pid=3),
+    ),
 }
 
 
@@ -80,8 +103,10 @@ def test_the_cases_are_cut_into_many_ranges_and_exercise_the_damage(tmp_path: Pa
     for case, text in DAMAGED.items():
         path = write(tmp_path, text, f"{case}.json")
         assert len(timeline_ranges(str(path), 2, path.stat().st_size, 64)) >= 10, case
-    codes = {case: {i.code for i in parse_timeline(write(tmp_path, DAMAGED[case], f"{case}.json")).issues}
-             for case in DAMAGED}
+    codes = {
+        case: {i.code for i in parse_timeline(write(tmp_path, DAMAGED[case], f"{case}.json")).issues}
+        for case in DAMAGED
+    }
     assert "timeline.corrupt_record" in codes["corrupt_record"]
     assert "timeline.corrupt_record" in codes["garbage_between"]
     assert "timeline.trailing_data" in codes["closed_mid_file"]
@@ -93,8 +118,12 @@ def test_a_range_that_starts_inside_a_string_is_read_again_in_file_order(tmp_pat
     path = write(tmp_path, DAMAGED["false_boundaries"])
     starts = [t[1] for t in timeline_ranges(str(path), 2, path.stat().st_size, 64)]
     data = path.read_bytes()
-    inside_names = [s for s in starts if data.rfind(b'"evil', 0, s) > data.rfind(b'"args"', 0, s) >= 0
-                    and data.find(b'"}}', s) < data.find(b'"ph": "M"', s)]
+    inside_names = [
+        s
+        for s in starts
+        if data.rfind(b'"evil', 0, s) > data.rfind(b'"args"', 0, s) >= 0
+        and data.find(b'"}}', s) < data.find(b'"ph": "M"', s)
+    ]
     assert inside_names, "the boundary search did not fall into a tensor name"
     parser = TimelineParser(path)
     rows = sum(t.num_rows for _, t in parser.batches_in_ranges(_threads, range_bytes=64))
