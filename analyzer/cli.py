@@ -19,12 +19,8 @@ from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.store.discovery import discover
-from analyzer.store.parallel import (
-    Executor,
-    executor_from_options,
-    ingest_pieces,
-    ingest_runner,
-)
+from analyzer.store.ingest import ingest_pieces, ingest_runner
+from analyzer.store.parallel import Executor, executor_from_options
 from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
 
 

@@ -38,7 +38,7 @@ def _rows(batches: object) -> int:
 
 def main() -> None:
     from analyzer.store.parallel import Executor
-    from parsers.timeline.parser import TimelineParser
+    from parsers.timeline import TimelineParser
     from parsers.timeline.tokens import timeline_ranges, tokenize_task
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from parsers.inputs import ByteSource, GunzipStream, InputKind, open_binary, sniff
     from parsers.issues import IssueCounts, IssueSeverity, IssueSink, ParseIssue
     from parsers.nccl.parser import JobLogParser
-    from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
+    from parsers.timeline.parser import TimelineParser
+    from parsers.timeline.whole import ParsedTimeline, parse_timeline
 
 _FACE = {
     "InputKind": "parsers.inputs",
@@ -28,8 +29,8 @@ _FACE = {
     "ParseIssue": "parsers.issues",
     "IssueCounts": "parsers.issues",
     "TimelineParser": "parsers.timeline.parser",
-    "parse_timeline": "parsers.timeline.parser",
-    "ParsedTimeline": "parsers.timeline.parser",
+    "parse_timeline": "parsers.timeline.whole",
+    "ParsedTimeline": "parsers.timeline.whole",
     "JobLogParser": "parsers.nccl.parser",
 }
 

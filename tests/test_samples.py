@@ -11,7 +11,7 @@ from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 from sample_traces.generator.__main__ import SAMPLES, expected_md, generate
 from tests.conftest import ROOT, Validate
 

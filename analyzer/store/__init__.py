@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from analyzer.store.discovery import InputFile, SkippedFile, discover
+    from analyzer.store.ingest import ingest_pieces, ingest_runner
     from analyzer.store.manifest import Manifest, ManifestEntry, SkippedEntry
-    from analyzer.store.parallel import Executor, executor_from_options, ingest_pieces, ingest_runner
+    from analyzer.store.parallel import Executor, executor_from_options
     from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, safe_name, temporary_store
 
 _FACE = {
@@ -28,8 +29,8 @@ _FACE = {
     "SkippedEntry": "analyzer.store.manifest",
     "Executor": "analyzer.store.parallel",
     "executor_from_options": "analyzer.store.parallel",
-    "ingest_runner": "analyzer.store.parallel",
-    "ingest_pieces": "analyzer.store.parallel",
+    "ingest_runner": "analyzer.store.ingest",
+    "ingest_pieces": "analyzer.store.ingest",
 }
 
 __all__ = [

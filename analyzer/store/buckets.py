@@ -10,21 +10,14 @@ then adds.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
-import os
-import queue
 import re
-import shutil
-import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -32,20 +25,23 @@ from analyzer.errors import StoreError
 from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import HashingReader
 from analyzer.store.manifest import ManifestEntry
+from analyzer.store.parts import (
+    close_parts,
+    discard_parts,
+    in_background,
+    issues_table,
+    publish_parts,
+    tmp_folder_name,
+    with_input_id,
+    write_part,
+)
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
 from parsers.nccl.chunks import ChunkMerger
 from parsers.nccl.parser import JobLogParser
-from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
     from parsers.timeline.parser import TimelineParser
 
-_QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
-_PARQUET = {"compression": "zstd", "compression_level": 1}
-TMP_PREFIX = ".tmp-"
-RUN_KEY = "run"
-BUCKET_KEY = "bucket"
-PART = "part-0.parquet"
 #: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
 BUCKET_BYTES = 16 << 20
 #: a big input's id hashes its size and this many first bytes (it is needed before the first row is written)
@@ -126,7 +122,7 @@ def write_merged_log(
         iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
         for name, table in _with_issues(merger.tables().items(), merger.parser):
-            _write(root, writers, name, tmp, _with_id(table, iid))
+            write_part(root, writers, name, tmp, with_input_id(table, iid))
             rows[name] = table.num_rows
         entry = _entry(item, sha256, rows, merger.parser)
         entry["id"] = iid
@@ -168,8 +164,8 @@ def write_ranged_timeline(
         parser = TimelineParser(item.path, display_name=str(item.path))
         rows: dict[str, int] = {}
         batches = parser.batches_in_ranges(counted, range_bytes or RANGE_BYTES)
-        for name, table in _with_issues(_in_background(batches), parser):
-            _write(root, writers, name, tmp, _with_id(table, iid))
+        for name, table in _with_issues(in_background(batches), parser):
+            write_part(root, writers, name, tmp, with_input_id(table, iid))
             rows[name] = rows.get(name, 0) + table.num_rows
         if progress:
             progress(item.size - done[0])
@@ -187,16 +183,16 @@ def _bucket(
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
     folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
-    tmp = _tmp_name()
+    tmp = tmp_folder_name()
     writers: dict[str, pq.ParquetWriter] = {}
     try:
         out = fill(writers, tmp)
     except BaseException:
-        _discard(root, writers, tmp)
+        discard_parts(root, writers, tmp)
         raise
-    _close(writers)
+    close_parts(writers)
     ids = sorted({e["id"] for _, e in out})
-    name = _publish(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
+    name = publish_parts(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
     for _, entry in out:
         entry["bucket"] = name
         if run is not None:
@@ -216,7 +212,7 @@ def _stream(
     (item,) = bucket.inputs
     iid = input_id or prefix_id(item.path, item.size)
     entry = _parse(
-        item, progress, lambda name, t: _write(root, writers, name, tmp, _with_id(t, iid)), threaded_hash=True
+        item, progress, lambda name, t: write_part(root, writers, name, tmp, with_input_id(t, iid)), threaded_hash=True
     )
     entry["id"] = iid
     return [(item, entry)]
@@ -239,18 +235,13 @@ def _gather(
         entry["id"] = entry["sha256"][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
-                pending.setdefault(name, []).append(_with_id(t, entry["id"]))
+                pending.setdefault(name, []).append(with_input_id(t, entry["id"]))
         out.append((item, entry))
     # One write per table: a row group per input would mean a zstd context per column and
     # input (measured: 9% of the time on 4096 per-rank logs) and row groups of a few rows.
     for name, parts in pending.items():
-        _write(root, writers, name, tmp, pa.concat_tables(parts))
+        write_part(root, writers, name, tmp, pa.concat_tables(parts))
     return out
-
-
-def bucket_folder(name: str, run: str | None = None) -> str:
-    """The hive partition folder of bucket ``name`` (of ``run``), under ``tables/<table>/``."""
-    return f"{RUN_KEY}={run}/{BUCKET_KEY}={name}" if run is not None else f"{BUCKET_KEY}={name}"
 
 
 def prefix_id(path: Path, size: int) -> str:
@@ -285,7 +276,7 @@ def _parse(
             from parsers.timeline.parser import TimelineParser
 
             parser = TimelineParser(item.path, display_name=str(item.path))
-            batches = _in_background(parser.batches(stream))
+            batches = in_background(parser.batches(stream))
         last = 0
         try:
             for name, batch in _with_issues(batches, parser):
@@ -307,7 +298,7 @@ def _with_issues(
     """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
     yield from batches
     tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
-    for name, table in (*tail, ("parse_issues", _issues_table(parser.sink.issues))):
+    for name, table in (*tail, ("parse_issues", issues_table(parser.sink.issues))):
         if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
             yield name, table
 
@@ -334,63 +325,6 @@ def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineP
     return entry
 
 
-def _write(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:
-    """Append to the bucket's part file of table ``name``."""
-    w = writers.get(name)
-    if w is None:
-        folder = root / "tables" / name / tmp_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        schema = arrow_schema(name)
-        w = writers[name] = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
-    w.write_table(batch)
-
-
-def parquet_options(schema: pa.Schema) -> dict[str, Any]:
-    """How every part file is written. Dictionary-encode only the dictionary columns: trying
-    it on high-cardinality integers (ids, timestamps, offsets) costs more than it saves
-    (measured: 2.4x slower)."""
-    return {"use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)], **_PARQUET}
-
-
-def _with_id(batch: pa.Table, input_id: str) -> pa.Table:
-    if "input_id" in batch.column_names:
-        batch = batch.drop_columns(["input_id"])
-    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]))
-    return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
-
-
-def _close(writers: dict[str, pq.ParquetWriter]) -> None:
-    for w in writers.values():
-        w.close()
-
-
-def _discard(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str) -> None:
-    """After a parser or write error: leave no partial bucket behind."""
-    for w in writers.values():
-        with contextlib.suppress(Exception):  # the original error is the one to report
-            w.close()
-    for name in writers:
-        shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
-
-
-def _publish(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, run: str | None, name: str) -> str:
-    """Rename the bucket's hidden folders to ``[run=<run>/]bucket=<name>``, or to
-    ``bucket=<name>-<random>`` where that exists (the same bytes parsed by two tasks at once,
-    or a clash of ids), which the store then resolves; a listed bucket is never overwritten."""
-    tables = root / "tables"
-    if any((tables / t / bucket_folder(name, run)).exists() for t in writers):
-        name = f"{name}-{uuid.uuid4().hex[:8]}"
-    for t in writers:
-        dest = tables / t / bucket_folder(name, run)
-        dest.parent.mkdir(exist_ok=True)
-        os.replace(tables / t / tmp_dir, dest)
-    return name
-
-
-def _tmp_name() -> str:
-    return f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
@@ -398,66 +332,3 @@ def _digest(data: bytes) -> str:
 def _natural(s: str) -> list[Any]:
     """Sort key that puts ``node-2`` before ``node-10``."""
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
-
-
-def _in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[str, pa.Table]]:
-    """Run a batch generator in a thread, ``_QUEUE_DEPTH`` batches ahead of the consumer.
-
-    The parser's compiled kernel and pyarrow's Parquet writer both release the GIL, so
-    parsing the next chunk overlaps compressing and writing the previous one. Errors
-    raised in the thread are re-raised here, in the consumer.
-    """
-    q: queue.Queue[tuple[str, pa.Table] | BaseException | None] = queue.Queue(maxsize=_QUEUE_DEPTH)
-    stop = threading.Event()
-
-    def offer(item: tuple[str, pa.Table] | BaseException | None) -> bool:
-        """Put unless the consumer has gone (it may never take from a full queue again)."""
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in batches:
-                if not offer(item):
-                    return
-            offer(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            offer(exc)
-
-    thread = threading.Thread(target=produce, name="hvd-analyze-parse", daemon=True)
-    thread.start()
-    try:
-        while (item := q.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-
-
-def file_schema(name: str) -> pa.Schema:
-    """The schema of a version-1 part file: ``input_id`` was the folder name, not a column."""
-    schema = arrow_schema(name)
-    return schema.remove(schema.get_field_index("input_id"))
-
-
-def _issues_table(issues: list[Any]) -> pa.Table:
-    n = len(issues)
-    return pa.Table.from_arrays(
-        [
-            pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([""])),  # set by the store
-            pa.array([i.file for i in issues], pa.string()),
-            pa.array([i.byte_offset for i in issues], pa.int64()),
-            pa.array([i.severity.value for i in issues], pa.string()).dictionary_encode(),
-            pa.array([i.code for i in issues], pa.string()).dictionary_encode(),
-            pa.array([i.message for i in issues], pa.string()),
-            pa.array([i.count for i in issues], pa.int64()),
-        ],
-        schema=arrow_schema("parse_issues"),
-    )

@@ -46,21 +46,11 @@ import pyarrow.parquet as pq
 
 from analyzer import __version__
 from analyzer.errors import StoreError
-from analyzer.store.buckets import (
-    PART,
-    RUN_KEY,
-    TMP_PREFIX,
-    Bucket,
-    bucket_folder,
-    file_schema,
-    now,
-    parquet_options,
-    plan_buckets,
-    write_bucket,
-)
+from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.store.hashing import file_sha256
 from analyzer.store.manifest import Manifest, ManifestEntry
+from analyzer.store.parts import PART, RUN_KEY, TMP_PREFIX, bucket_folder, file_schema, parquet_options
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = "manifest.json"

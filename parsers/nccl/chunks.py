@@ -22,7 +22,9 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from parsers.nccl.parser import CHAIN_LINES, JobLogParser, attach_work
+from parsers.nccl.failures import CHAIN_LINES
+from parsers.nccl.joblog import attach_work
+from parsers.nccl.parser import JobLogParser
 from parsers.nccl.process import log_tables
 
 #: how much of a log one task reads (~0.3 s of parsing): small enough to balance 2-64 workers
@@ -123,8 +125,8 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
     """Whether ``chunk``, read alone, read its lines as a continuation of ``p`` would have."""
     if p._in_stall or p._autotune_layout is not None:  # a rank list or CSV may go on across the cut
         return False
-    for key, lineno in chunk.chain_orphans:  # frames that may continue a WARN of an earlier chunk
-        err = p.open_error.get(key)
+    for key, lineno in chunk.failures.chain_orphans:  # frames that may continue a WARN of an earlier chunk
+        err = p.failures.open_error.get(key)
         if err is not None and lineno + base - err["line"] <= CHAIN_LINES:
             return False
     return True
@@ -143,10 +145,10 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     _absorb_counters(p._fast_colls, chunk._fast_colls, base, last=4, first=7)
     for _, work in chunk.work_orphans:  # "detected by watchdog at work" of a timeout of an earlier chunk
         attach_work(p.watchdog, work)
-    for err in chunk.errors:
+    for err in chunk.failures.errors:
         err["line"] += base  # open_error holds the same dicts
-    p.errors += chunk.errors
-    p.open_error.update(chunk.open_error)
+    p.failures.errors += chunk.failures.errors
+    p.failures.open_error.update(chunk.failures.open_error)
     for rows, later in ((p.comm_ranks, chunk.comm_ranks), (p.versions, chunk.versions), (p.env, chunk.env)):
         rows += [_at(row, 2, base) for row in later]  # (host, pid, line, ...)
     for w in chunk.watchdog:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 WATCHDOG = re.compile(
     r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
@@ -150,3 +151,30 @@ _PASTE_NOISE = re.compile(r"^\s*>?\s*(?:\d+\s+(?=[\da-z]))?")  # "> " quote and 
 def _csv_body(line: str) -> str:
     """The CSV fields of a log line, also when it was pasted as a Markdown table (`` | ``)."""
     return _PASTE_NOISE.sub("", line, count=1).strip().strip("|").replace("|", ",").replace(" ", "")
+
+
+def watchdog_row(w: WatchdogTimeout, lineno: int) -> dict[str, Any]:
+    """A ``watchdog_timeouts`` row of a timeout line; the work line that follows completes it."""
+    return {
+        "line": lineno,
+        "rank": w.rank,
+        "seq": w.seq,
+        "op": w.op,
+        "numel_in": w.numel_in,
+        "numel_out": w.numel_out,
+        "timeout_ms": w.timeout_ms,
+        "ran_ms": w.ran_ms,
+        "pg": None,
+        "last_enqueued": None,
+        "last_completed": None,
+    }
+
+
+def attach_work(watchdog: list[dict[str, Any]], work: WatchdogWork) -> bool:
+    """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
+    work" line) describes; False when there is none."""
+    for w in reversed(watchdog):
+        if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
+            w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
+            return True
+    return False

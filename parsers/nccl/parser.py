@@ -21,13 +21,12 @@ import pyarrow as pa
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog
-from parsers.nccl.error_classes import classify_chain, classify_warn
+from parsers.nccl.failures import Failures
 from parsers.nccl.messages import classify, wording_range
 from parsers.nccl.process import ProcessState, log_tables
-from parsers.nccl.records import PREFIX_ONLY, Record, split_records, timestamp
+from parsers.nccl.records import PREFIX_ONLY, Record, split_records
 
 BLOCK = 4 << 20
-CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
 #: A whole COLL trace line (``nccl-log-format.md`` §3.17), launcher prefix included.
 COLL_LINE = re.compile(
     r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
@@ -61,8 +60,7 @@ class JobLogParser:
         self.procs: dict[tuple[str | None, int | None], ProcessState] = {}
         self.comm_ranks: list[tuple[Any, ...]] = []
         self.env: list[tuple[Any, ...]] = []
-        self.errors: list[dict[str, Any]] = []
-        self.open_error: dict[tuple[str | None, int | None, int | None], dict[str, Any]] = {}
+        self.failures = Failures()  # WARNs and error chains (nccl_errors)
         self.colls: dict[tuple[Any, ...], list[Any]] = {}
         self._fast_colls: dict[tuple[str, str, str, str], list[Any]] = {}
         self.watchdog: list[dict[str, Any]] = []
@@ -76,7 +74,6 @@ class JobLogParser:
         self.lines = 0
         self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
-        self.chain_orphans: list[tuple[tuple[str | None, int | None, int | None], int]] = []  # frames, no WARN
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
 
     # -- reading --------------------------------------------------------------------
@@ -227,26 +224,12 @@ class JobLogParser:
         if "Watchdog caught" in line:
             w = joblog.parse_watchdog(line)
             if w is not None:
-                self.watchdog.append(
-                    {
-                        "line": lineno,
-                        "rank": w.rank,
-                        "seq": w.seq,
-                        "op": w.op,
-                        "numel_in": w.numel_in,
-                        "numel_out": w.numel_out,
-                        "timeout_ms": w.timeout_ms,
-                        "ran_ms": w.ran_ms,
-                        "pg": None,
-                        "last_enqueued": None,
-                        "last_completed": None,
-                    }
-                )
+                self.watchdog.append(joblog.watchdog_row(w, lineno))
                 return
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
-                if not attach_work(self.watchdog, work):
+                if not joblog.attach_work(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return
         if joblog.STALL_HEAD in line or joblog.STALL_WARNING in line:
@@ -303,23 +286,7 @@ class JobLogParser:
         p = self._proc(r, lineno)
         if r.level == "WARN":
             p.warns += 1
-            cls, fix = classify_warn(r.msg)
-            err: dict[str, Any] = {
-                "host": r.host,
-                "pid": r.pid,
-                "tid": r.tid,
-                "line": lineno,
-                "level": "WARN",
-                "class": cls,
-                "src": r.src,
-                "message": r.msg.strip(),
-                "chain": [],
-                "result_code": None,
-                "remediation": fix,
-                "time": timestamp(r.outer),
-            }
-            self.errors.append(err)
-            self.open_error[(r.host, r.pid, r.tid)] = err
+            self.failures.warn(r, lineno)
             fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
             if fact is not None and fact[0] == "no_verbs":
                 p.verbs_missing = True
@@ -349,7 +316,7 @@ class JobLogParser:
             p.add_conn(f, lineno)
             p.progress_line = lineno
         elif kind == "chain":
-            self._chain(r, f, lineno)
+            self.failures.chain(r, f, lineno)
         elif kind == "init":
             if f["phase"] == "COMPLETE":
                 p.progress_line = lineno
@@ -381,47 +348,10 @@ class JobLogParser:
                 p.progress_line = lineno
             p.apply(kind, f)
 
-    def _chain(self, r: Record, f: dict[str, Any], lineno: int) -> None:
-        frame = (
-            f"{f['src']} -> {f['code']}"
-            + (f" ({f['errno']})" if f["errno"] else "")
-            + (f" [{f['thread']}]" if f["thread"] else "")
-        )
-        err = self.open_error.get((r.host, r.pid, r.tid))
-        if err is None:
-            self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
-        if err is None or lineno - err["line"] > CHAIN_LINES:
-            cls, fix = classify_chain(f["code"])
-            err = {
-                "host": r.host,
-                "pid": r.pid,
-                "tid": r.tid,
-                "line": lineno,
-                "level": "chain",
-                "class": cls,
-                "src": f["src"],
-                "message": frame,
-                "chain": [],
-                "result_code": None,
-                "remediation": fix,
-                "time": timestamp(r.outer),
-            }
-            self.errors.append(err)
-            self.open_error[(r.host, r.pid, r.tid)] = err
-        err["chain"].append(frame)
-        err["result_code"] = f["code"]
-
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
         self._fold_fast_colls()
-        for err in self.errors:  # a plugin/transport probe that failed, after which NCCL went on normally
-            proc = self.procs.get((err["host"], err["pid"]))
-            if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
-                err["class"] = None
-                err["remediation"] = (
-                    "NCCL went on after this chain (it chose a network, connected or completed "
-                    "init): a probe of a plugin or transport that failed, not an error"
-                )
+        self.failures.settle(self.procs)
         for lineno, outer, msg in self._bare_versions:
             fact = classify(msg)
             if fact is None:
@@ -487,13 +417,3 @@ class JobLogParser:
             "stall_ranks": len(self.stalls),
             "autotune_rows": len(self.autotune),
         }
-
-
-def attach_work(watchdog: list[dict[str, Any]], work: joblog.WatchdogWork) -> bool:
-    """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
-    work" line) describes; False when there is none."""
-    for w in reversed(watchdog):
-        if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
-            w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
-            return True
-    return False

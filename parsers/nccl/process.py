@@ -191,7 +191,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         cols["nccl_versions"] = _columns(p.versions, ["host", "pid", "line", "version", "cuda", "source"])
     if p.env:
         cols["nccl_env"] = _columns(p.env, ["host", "pid", "line", "var", "value"])
-    if p.errors:
+    if p.failures.errors:
         names = [
             "host",
             "pid",
@@ -206,7 +206,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
             "remediation",
             "time",
         ]
-        cols["nccl_errors"] = {n: [e[n] for e in p.errors] for n in names}
+        cols["nccl_errors"] = {n: [e[n] for e in p.failures.errors] for n in names}
     if p.colls:
         rows = [(*k, *v[:5]) for k, v in p.colls.items()]
         cols["nccl_collectives"] = _columns(

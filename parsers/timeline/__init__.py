@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from parsers.timeline.facts import HorovodVersionFacts, TimelineFacts, TimelineInfo
-    from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
+    from parsers.timeline.parser import TimelineParser
     from parsers.timeline.tokens import RANGE_BYTES
+    from parsers.timeline.whole import ParsedTimeline, parse_timeline
 
 _FACE = {
     "TimelineParser": "parsers.timeline.parser",
-    "parse_timeline": "parsers.timeline.parser",
-    "ParsedTimeline": "parsers.timeline.parser",
+    "parse_timeline": "parsers.timeline.whole",
+    "ParsedTimeline": "parsers.timeline.whole",
     "TimelineInfo": "parsers.timeline.facts",
     "TimelineFacts": "parsers.timeline.facts",
     "HorovodVersionFacts": "parsers.timeline.facts",

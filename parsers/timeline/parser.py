@@ -18,21 +18,17 @@ Use :class:`TimelineParser` to stream Arrow batches (the store does), or
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
 from parsers.errors import describe_bytes
 from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
-from parsers.schema import arrow_schema
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
 from parsers.timeline._state import KERNEL_ISSUES, PairState, add_issues, new_issues
@@ -42,6 +38,7 @@ from parsers.timeline.facts import (
     guess_version,
     uptime_origin,
 )
+from parsers.timeline.metadata import parse_metadata
 from parsers.timeline.tables import TimelineNames
 from parsers.timeline.tokens import (
     DEFAULT_CHUNK,
@@ -55,12 +52,6 @@ from parsers.timeline.tokens import (
     timeline_ranges,
     tokenize_range,
     tokenize_task,
-)
-
-_META_RE = re.compile(
-    rb'^\{"name": "(?P<kind>process_name|process_sort_index)", "ph": "M", "pid": (?P<pid>\d+), '
-    rb'"args": \{"name": "(?P<name>.*)"\}\}$',
-    re.DOTALL,
 )
 
 
@@ -334,25 +325,17 @@ class TimelineParser:
             yield "markers", self.names.markers(outs["markers"][:nm])
 
     def _meta(self, raw: bytes, offset: int) -> None:
-        try:
-            rec = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            m = _META_RE.match(raw)  # an unescaped quote in a tensor name
-            if m is None:
-                self.sink.add(
-                    IssueSeverity.DATA_LOSS,
-                    "timeline.bad_metadata",
-                    f"unreadable metadata record {describe_bytes(raw)}; dropped",
-                    byte_offset=offset,
-                )
-                return
-            rec = {
-                "name": m["kind"].decode(),
-                "ph": "M",
-                "pid": int(m["pid"]),
-                "args": {"name": m["name"].decode("utf-8", "replace")},
-            }
-        args = rec.get("args") if isinstance(rec.get("args"), dict) else {}
+        rec = parse_metadata(raw)
+        if rec is None:
+            self.sink.add(
+                IssueSeverity.DATA_LOSS,
+                "timeline.bad_metadata",
+                f"unreadable metadata record {describe_bytes(raw)}; dropped",
+                byte_offset=offset,
+            )
+            return
+        raw_args = rec.get("args")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         pid = rec.get("pid")
         kind = rec.get("name")
         if kind == "process_name" and isinstance(pid, int):
@@ -421,37 +404,6 @@ class TimelineParser:
                 "file (>=0.20.1) or just '[' (<=0.20.0) then)",
                 byte_offset=0,
             )
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedTimeline:
-    tables: dict[str, pa.Table]
-    info: TimelineInfo
-    issues: list[ParseIssue]
-
-
-def parse_timeline(
-    path: str | Path,
-    *,
-    input_id: str = "",
-    chunk_bytes: int = DEFAULT_CHUNK,
-    range_bytes: int | None = None,
-    tokenized: Callable[[list[RangeTask]], Iterable[TokenizedRange]] | None = None,
-) -> ParsedTimeline:
-    """Parse a whole timeline into in-memory tables (for small files and tests); in ranges
-    (:meth:`TimelineParser.batches_in_ranges`) if ``range_bytes`` or ``tokenized`` is given."""
-    parser = TimelineParser(path, input_id=input_id, chunk_bytes=chunk_bytes)
-    parts: dict[str, list[pa.Table]] = {"spans": [], "ticks": [], "markers": []}
-    ranged = range_bytes is not None or tokenized is not None
-    batches = parser.batches_in_ranges(tokenized, range_bytes or RANGE_BYTES) if ranged else parser.batches()
-    for name, table in batches:
-        parts[name].append(table)
-    tables = {
-        name: (pa.concat_tables(ts).unify_dictionaries().combine_chunks() if ts else arrow_schema(name).empty_table())
-        for name, ts in parts.items()
-    }
-    tables["tensors"] = parser.tensors_table()
-    return ParsedTimeline(tables, parser.info, parser.issues)
 
 
 def _tokenize_here(tasks: list[RangeTask]) -> Iterator[TokenizedRange]:

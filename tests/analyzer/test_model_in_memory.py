@@ -14,7 +14,7 @@ from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
 from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 from tests.builders import B, E, X, glued, meta, write
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic" / "straggler_nocache" / "timeline.json"

@@ -12,10 +12,13 @@ import pandas as pd
 import pytest
 
 import analyzer.store.buckets
+import analyzer.store.ingest
 import analyzer.store.parallel
+import analyzer.store.parts
 from analyzer.fleet import run_batch
 from analyzer.store.discovery import discover
-from analyzer.store.parallel import Executor, ingest_runner
+from analyzer.store.ingest import ingest_runner
+from analyzer.store.parallel import Executor
 from analyzer.store.run_store import RunStore
 from parsers.nccl.chunks import chunk_ranges
 from parsers.schema import TABLES
@@ -96,12 +99,12 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
     assert size > 8 * 16 * 1024
     merged: list[int] = []
 
-    class Counting(analyzer.store.parallel.ChunkMerger):
+    class Counting(analyzer.store.ingest.ChunkMerger):
         def add(self, index: int, chunk: object) -> None:  # type: ignore[override]
             merged.append(index)
             super().add(index, chunk)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyzer.store.parallel, "ChunkMerger", Counting)
+    monkeypatch.setattr(analyzer.store.ingest, "ChunkMerger", Counting)
     single = _ingest(tmp_path / "single", src, None)
     assert not merged
     for name, executor in (("pool", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
@@ -154,7 +157,8 @@ def test_local_dask_workers_are_forked_from_a_frozen_heap() -> None:
 
 def test_ingest_tasks_taper_to_single_buckets() -> None:
     """Buckets go out a few per task while much is left, one per task at the end, none twice."""
-    from analyzer.store.parallel import TASK_BYTES, _tapering
+    from analyzer.store.ingest import TASK_BYTES
+    from analyzer.store.parallel import _tapering
 
     sizes = [16 << 20] * 45 + [3 << 20, 900 << 20]  # 45 full buckets, a small one, one big input
     groups = _tapering(list(range(len(sizes))), sizes.__getitem__, 2, TASK_BYTES)
@@ -177,7 +181,7 @@ def test_interrupted_ingest_is_consistent_and_resumes(
         calls.append(bucket)
         if len(calls) == 4:  # dies after writing the 4th bucket, before the manifest lists it
             real(root, bucket, progress, input_id)
-            (root / "tables" / "spans" / f"{analyzer.store.buckets.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
+            (root / "tables" / "spans" / f"{analyzer.store.parts.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
             raise KeyboardInterrupt
         return real(root, bucket, progress, input_id)
 
@@ -192,7 +196,7 @@ def test_interrupted_ingest_is_consistent_and_resumes(
     monkeypatch.setattr("analyzer.store.run_store.write_bucket", real)
     rep = done.ingest(*discover([inputs]))
     assert len(rep.unchanged) == listed and len(rep.added) == 33 - listed
-    assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.store.buckets.TMP_PREFIX}*"))
+    assert not list((tmp_path / "store" / "tables").rglob(f"{analyzer.store.parts.TMP_PREFIX}*"))
     resumed = RunStore.open(tmp_path / "store")
     folders = {str(p.relative_to(p.parents[1])) for p in (tmp_path / "store" / "tables").glob("*/*/*")}
     assert folders == {f"run=store/bucket={e['bucket']}" for e in resumed.inputs}  # the unlisted 4th bucket was swept
@@ -279,7 +283,7 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
     size = path.stat().st_size
     assert size > small_buckets  # a bucket of its own, streamed
     ranges: list[int] = []
-    real = analyzer.store.parallel.write_ranged_timeline
+    real = analyzer.store.ingest.write_ranged_timeline
 
     def counting(root: Path, item: object, tokenized: Any, *args: Any) -> Any:
         def count(tasks: list[Any]) -> Any:
@@ -289,7 +293,7 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
 
         return real(root, item, count, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyzer.store.parallel, "write_ranged_timeline", counting)
+    monkeypatch.setattr(analyzer.store.ingest, "write_ranged_timeline", counting)
     single = _ingest(tmp_path / "single", src, None)
     assert single.inputs[0]["timeline"]["status"] == "truncated"
     for name, executor in (("threads", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):

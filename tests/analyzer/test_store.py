@@ -14,7 +14,7 @@ from analyzer.store.discovery import discover
 from analyzer.store.run_store import MANIFEST, RunStore
 from parsers.errors import InputError
 from parsers.schema import TABLES
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 from tests.builders import B, E, X, glued, meta, write
 
 
@@ -171,7 +171,7 @@ def test_failed_ingest_leaves_no_partial_partition(tmp_path: Path, monkeypatch: 
 def test_background_parsing_stops_when_the_consumer_does() -> None:
     """A write error ends consumption while the queue is full: the parsing thread must not hang.
 
-    With one item taken and _QUEUE_DEPTH more queued, the producer's next put (its end
+    With one item taken and QUEUE_DEPTH more queued, the producer's next put (its end
     marker) finds the queue full and no consumer left.
     """
     import threading
@@ -179,21 +179,21 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
     import pyarrow as pa
 
-    from analyzer.store.buckets import _QUEUE_DEPTH, _in_background
+    from analyzer.store.parts import QUEUE_DEPTH, in_background
 
     batch = ("spans", pa.table({"x": [1]}))
     produced: list[int] = []
 
     def items():
-        for i in range(_QUEUE_DEPTH + 1):
+        for i in range(QUEUE_DEPTH + 1):
             produced.append(i)
             yield batch
 
     def consume_one_then_stop() -> None:
-        gen = _in_background(items())
+        gen = in_background(items())
         next(gen)
         deadline = time.monotonic() + 5
-        while len(produced) <= _QUEUE_DEPTH and time.monotonic() < deadline:
+        while len(produced) <= QUEUE_DEPTH and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.1)  # let the producer reach its final put on the full queue
         gen.close()
@@ -205,13 +205,13 @@ def test_background_parsing_stops_when_the_consumer_does() -> None:
 
 
 def test_background_parsing_reraises_in_the_consumer() -> None:
-    from analyzer.store.buckets import _in_background
+    from analyzer.store.parts import in_background
 
     def failing():
         yield ("spans", None)
         raise InputError("x.json", "boom")
 
-    gen = _in_background(failing())  # type: ignore[arg-type]
+    gen = in_background(failing())  # type: ignore[arg-type]
     assert next(gen)[0] == "spans"
     with pytest.raises(InputError, match="boom"):
         next(gen)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from parsers.errors import InputError
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 from tests.builders import B, E, X, cycle_start, glued, legacy, meta, write
 
 

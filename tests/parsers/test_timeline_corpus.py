@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from parsers.issues import IssueSeverity
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 
 ACTIVITY_RE = re.compile(r"^\s+([A-Z_]+)\s+count=\s*(\d+) dur_us median=\s*(\d+)", re.MULTILINE)
 UNCLOSED_RE = re.compile(r"unclosed B at end: \[(.*)\]")

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers.timeline.parser import parse_timeline
+from parsers.timeline import parse_timeline
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.conftest import CORPUS
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parsers.errors import InputError
-from parsers.timeline.parser import ParsedTimeline, TimelineParser, parse_timeline
+from parsers.timeline import ParsedTimeline, TimelineParser, parse_timeline
 from parsers.timeline.tokens import timeline_ranges, tokenize_task
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, X, cycle_start, glued, legacy, meta, write

@@ -1,0 +1,199 @@
+"""Ingest on an :class:`~analyzer.store.parallel.Executor`: the tasks, and the runner the store calls.
+
+:func:`analyzer.store.buckets.write_bucket` runs per bucket of inputs; workers write buckets
+into the store folder (which must be on a filesystem they all see) and send back manifest
+entries, which the one writer of the manifest adds (:meth:`analyzer.store.run_store.RunStore.ingest`).
+A big uncompressed log (a combined ``mpirun`` stdout) is parsed per chunk of 32 MB
+(:mod:`parsers.nccl.chunks`); the chunks' parser states come back here, are merged in file
+order and written as its bucket. Buckets (16 MB of input, or one big input) and chunks go out
+a few to a task, up to :data:`TASK_BYTES`. A big uncompressed timeline is cut into 32 MB
+ranges tokenized on threads (``--jobs``) or Dask workers and paired here in file order as
+they come (its B/E pairing is sequential by nature, and cheap: a quarter of the single pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.store.buckets import (
+    Bucket,
+    write_bucket,
+    write_merged_log,
+    write_ranged_timeline,
+)
+from analyzer.store.discovery import InputFile
+from analyzer.store.hashing import file_sha256
+from analyzer.store.manifest import ManifestEntry
+from analyzer.store.parallel import Executor
+from parsers.inputs import InputKind
+from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
+from parsers.nccl.parser import JobLogParser
+
+#: input per ingest task at most (four buckets of small inputs, two chunks of a big log): an
+#: interrupted ingest redoes at most this much per worker (a task's entries come back when it ends)
+TASK_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class BucketTask:
+    """Parse the bucket ``number`` of the plan into the store at ``root``."""
+
+    root: str
+    bucket: Bucket
+    number: int
+
+    @property
+    def weight(self) -> int:
+        return self.bucket.size
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTask:
+    """Parse bytes ``start:end`` of the log at ``path``, chunk ``index`` of its plan."""
+
+    path: str
+    index: int
+    start: int
+    end: int
+
+    @property
+    def weight(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class BucketDone:
+    """The manifest entries :func:`write_bucket` made for bucket ``number``'s inputs, in their
+    order (the inputs themselves are not sent back: unpickling 4096 paths took the coordinator
+    0.2 s of a core that the workers need)."""
+
+    number: int
+    entries: list[ManifestEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """A chunk's parser (:func:`parsers.nccl.chunks.parse_chunk`), merged by the coordinator."""
+
+    path: str
+    index: int
+    parser: JobLogParser
+
+
+IngestTask = BucketTask | ChunkTask
+
+
+def ingest_tasks(tasks: list[IngestTask]) -> list[BucketDone | ChunkDone]:
+    """A worker's share of an ingest: each task's result, in order."""
+    out: list[BucketDone | ChunkDone] = []
+    for task in tasks:
+        if isinstance(task, BucketTask):
+            out.append(BucketDone(task.number, [entry for _, entry in write_bucket(Path(task.root), task.bucket)]))
+        else:
+            out.append(ChunkDone(task.path, task.index, parse_chunk(task.path, task.start, task.end, task.path)))
+    return out
+
+
+def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
+    """Whether ``item`` is a log parsed in chunks when several workers are there: uncompressed
+    (gzip cannot be entered mid-stream) and of at least two chunks (by default more than makes
+    a bucket of its own, :data:`analyzer.store.buckets.BUCKET_BYTES`). Timelines: :func:`ranged`."""
+    return item.kind is InputKind.JOB_LOG and not item.compressed and item.size >= 2 * chunk_bytes
+
+
+def ranged(item: InputFile, range_bytes: int | None = None) -> bool:
+    """Whether ``item`` is a timeline big enough to tokenize in ranges at once
+    (:mod:`parsers.timeline.tokens`; uncompressed, two ranges or more)."""
+    # imported here: it loads numba, which reading logs never needs
+    from parsers.timeline.tokens import RANGE_BYTES
+
+    return (
+        item.kind is InputKind.HOROVOD_TIMELINE
+        and not item.compressed
+        and item.size >= 2 * (range_bytes or RANGE_BYTES)
+    )
+
+
+def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) -> int:
+    """How many pieces of work ``items`` make: a file each, a chunkable log a task per chunk, a
+    big timeline a task per range."""
+    from parsers.timeline.tokens import RANGE_BYTES
+
+    return sum(
+        -(-i.size // RANGE_BYTES) if ranged(i) else -(-i.size // chunk_bytes) if chunkable(i, chunk_bytes) else 1
+        for i in items
+    )
+
+
+def ingest_runner(
+    executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
+) -> Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterator[tuple[InputFile, ManifestEntry]]]:
+    """A :data:`analyzer.store.run_store.Runner` that parses the buckets with ``executor``; a big log's
+    bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
+    come back, while this process hashes the file; a big timeline is tokenized in ranges
+    on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
+
+    def run(
+        root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
+    ) -> Iterator[tuple[InputFile, ManifestEntry]]:
+        rest: list[Bucket] = []
+        timelines: list[Bucket] = []
+        for b in buckets:
+            (timelines if b.stream and ranged(b.inputs[0], range_bytes) else rest).append(b)
+        for item, entry in _parse(root, rest):
+            if progress:
+                progress(item.size)
+            yield item, entry
+        if not timelines:
+            return
+        from parsers.timeline.tokens import tokenize_task
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256") as hasher:
+            for b in timelines:  # each reports its progress range by range
+                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
+                yield from write_ranged_timeline(
+                    root,
+                    b.inputs[0],
+                    lambda ts: executor.ordered(tokenize_task, ts),
+                    sha.result,
+                    b.run,
+                    range_bytes,
+                    progress,
+                )
+
+    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
+        tasks: list[IngestTask] = []
+        logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
+        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
+        try:
+            for number, b in enumerate(buckets):
+                item = b.inputs[0]
+                if not (b.stream and chunkable(item, chunk_bytes)):
+                    tasks.append(BucketTask(str(root), b, number))
+                    continue
+                path = str(item.path)
+                ranges = chunk_ranges(path, item.size, chunk_bytes)
+                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)
+                tasks += [ChunkTask(path, i, start, end) for i, (start, end) in enumerate(ranges)]
+
+            def weight(task: IngestTask) -> int:
+                return task.weight
+
+            # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
+            here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
+            # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
+            for result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
+                if isinstance(result, BucketDone):
+                    yield from zip(buckets[result.number].inputs, result.entries, strict=True)
+                    continue
+                item, merger, sha, run = logs[result.path]
+                merger.add(result.index, result.parser)
+                if merger.complete:
+                    yield from write_merged_log(root, item, merger, sha.result(), run)
+        finally:
+            hasher.shutdown(wait=True, cancel_futures=True)
+
+    return run

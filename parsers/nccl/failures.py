@@ -1,0 +1,83 @@
+"""WARN records and ``FILE:LINE -> N`` error chains of one NCCL log.
+
+A WARN opens an error of its thread ``(host, pid, tid)``; the chain frames that thread logs
+next (within :data:`CHAIN_LINES` lines) extend it, and the last frame's code is its result
+code. A frame with no open WARN starts an error of its own (``level`` ``chain``), classified
+by its result code. At the end of a log, a chain after which its process went on normally
+(chose a network, connected, completed init) was a probe that failed, not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from parsers.nccl.error_classes import classify_chain, classify_warn
+from parsers.nccl.process import ProcessState
+from parsers.nccl.records import Record, timestamp
+
+CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
+PROBE_NOTE = (
+    "NCCL went on after this chain (it chose a network, connected or completed init): a probe of a plugin or "
+    "transport that failed, not an error"
+)
+
+ThreadKey = tuple[str | None, int | None, int | None]
+
+
+class Failures:
+    """The errors of a log in file order (``nccl_errors`` rows), and the open one per thread."""
+
+    def __init__(self) -> None:
+        self.errors: list[dict[str, Any]] = []
+        self.open_error: dict[ThreadKey, dict[str, Any]] = {}
+        #: frames with no WARN before them in this parser (a later chunk's: parsers.nccl.chunks)
+        self.chain_orphans: list[tuple[ThreadKey, int]] = []
+
+    def warn(self, r: Record, lineno: int) -> None:
+        cls, fix = classify_warn(r.msg)
+        self._open(r, lineno, "WARN", cls, r.src, r.msg.strip(), fix)
+
+    def chain(self, r: Record, f: Mapping[str, Any], lineno: int) -> None:
+        frame = (
+            f"{f['src']} -> {f['code']}"
+            + (f" ({f['errno']})" if f["errno"] else "")
+            + (f" [{f['thread']}]" if f["thread"] else "")
+        )
+        err = self.open_error.get((r.host, r.pid, r.tid))
+        if err is None:
+            self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
+        if err is None or lineno - err["line"] > CHAIN_LINES:
+            cls, fix = classify_chain(f["code"])
+            err = self._open(r, lineno, "chain", cls, f["src"], frame, fix)
+        err["chain"].append(frame)
+        err["result_code"] = f["code"]
+
+    def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
+        """Declassify the chains after which their process went on normally (failed probes)."""
+        for err in self.errors:
+            proc = procs.get((err["host"], err["pid"]))
+            if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
+                err["class"] = None
+                err["remediation"] = PROBE_NOTE
+
+    def _open(
+        self, r: Record, lineno: int, level: str, cls: str | None, src: str | None, message: str, fix: str | None
+    ) -> dict[str, Any]:
+        err: dict[str, Any] = {
+            "host": r.host,
+            "pid": r.pid,
+            "tid": r.tid,
+            "line": lineno,
+            "level": level,
+            "class": cls,
+            "src": src,
+            "message": message,
+            "chain": [],
+            "result_code": None,
+            "remediation": fix,
+            "time": timestamp(r.outer),
+        }
+        self.errors.append(err)
+        self.open_error[(r.host, r.pid, r.tid)] = err
+        return err
