@@ -1,17 +1,21 @@
 # Convenience targets; the README's two commands stay the reference.
 PYTHON ?= .venv/bin/python
 
-.PHONY: samples test bench docs
+.PHONY: samples test bench docs check
 
 # Regenerate every committed synthetic sample (timelines, NCCL job logs, EXPECTED.md), byte for byte.
 samples:
 	$(PYTHON) -m sample_traces.generator
 
-# Regenerate the generated docs (store table schemas).
+# Regenerate the generated docs: store tables, report JSON Schema, README's CLI reference and thresholds.
 docs:
-	$(PYTHON) -m parsers.schema > docs/schema.md
+	$(PYTHON) scripts/docs.py
 
-test:
+# The checks of the README's test command, without the install.
+check:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy && .venv/bin/lint-imports
+
+test: check
 	$(PYTHON) -m pytest -q
 
 # The benchmarks (need: pip install -e ".[bench]"); each prints its ratio against its baseline.

@@ -4,8 +4,9 @@ report and its renderers. ``import analyzer`` is cheap: the names below load on 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parsers.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -65,9 +66,4 @@ __all__ = [
     "renderer_for",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
-    if name in _FACE:
-        return getattr(import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

@@ -9,83 +9,99 @@ other values by passing ``AnalysisConfig(thresholds=replace(...))``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 MIB = 1024 * 1024
 #: bytes a timeline's analysis may take before it is analysed through a window (``--memory-budget``)
 DEFAULT_MEMORY_BUDGET = 4 << 30
 
 
+def _t(default: Any, doc: str) -> Any:
+    """A threshold: its default and what it means (the README's threshold table is made of these)."""
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass(frozen=True, slots=True)
 class StragglerThresholds:
     """``timeline.straggler``."""
 
-    min_last_share: float = 0.5  # among the last ready in at least this share of the negotiations
-    min_late_us: int = 5_000  # and at least this far behind the median rank ...
-    min_late_share: float = 0.05  # ... and this share of the median step
-    critical_share: float = 0.25  # critical when the loss per step is at least this share of the step
+    min_last_share: float = _t(
+        0.5, "a straggler is among the last ready in at least this share of the fully ticked negotiations"
+    )
+    min_late_us: int = _t(5_000, "and its median lateness behind the median rank is at least this (us) ...")
+    min_late_share: float = _t(0.05, "... and at least this share of the median step")
+    critical_share: float = _t(0.25, "critical when the time lost per step is at least this share of the median step")
 
 
 @dataclass(frozen=True, slots=True)
 class NegotiationWaitThresholds:
     """``timeline.negotiation_wait``."""
 
-    min_floor_us: int = 10_000  # the shortest gradient negotiation of a step lasts at least this ...
-    min_floor_share: float = 0.2  # ... and this share of the median step, in 90% of the steps
-    rerun_steps: int = 300  # steps to rerun with the response cache off
+    min_floor_us: int = _t(
+        10_000, "in 90% of the steps even the shortest gradient negotiation lasts at least this (us) ..."
+    )
+    min_floor_share: float = _t(0.2, "... and at least this share of the median step")
+    rerun_steps: int = _t(300, "steps the advice reruns with the response cache off")
 
 
 @dataclass(frozen=True, slots=True)
 class SlowdownThresholds:
     """``timeline.slowdown`` (the change-point search itself: :mod:`analyzer.timeline.changepoints`)."""
 
-    critical_share: float = 0.25  # time lost per steady step, as a share of the median step
-    min_last_share: float = 0.5  # a rank named as late in the slow steps is last in this share of them
-    max_listed: int = 12  # stretches listed in the evidence; beyond, the slow ones only
+    critical_share: float = _t(
+        0.25, "critical when the slow steps cost at least this share of the median step, spread over the run"
+    )
+    min_last_share: float = _t(
+        0.5, "a rank named as late in the slow steps is last ready in at least this share of their negotiations"
+    )
+    max_listed: int = _t(12, "stretches listed in the evidence; beyond this, the slow ones only")
 
 
 @dataclass(frozen=True, slots=True)
 class LongQueueThresholds:
     """``timeline.long_queue``."""
 
-    min_step_share: float = 0.1  # QUEUE per step at least this share of the step ...
-    min_comm_share: float = 0.3  # ... and of the communication time
+    min_step_share: float = _t(0.1, "QUEUE per step is at least this share of the median step ...")
+    min_comm_share: float = _t(0.3, "... and at least this share of the communication time")
 
 
 @dataclass(frozen=True, slots=True)
 class FusionThresholds:
     """``timeline.fusion_fragmented``."""
 
-    min_tensors: int = 4  # gradient tensors per step
-    min_batch_ratio: float = 0.6  # batches per step, as a share of the tensors
-    min_singleton_share: float = 0.6  # single-tensor batches, as a share of the batches
-    small_threshold: int = MIB  # a fusion threshold below this is "tiny"
-    late_cycle_ms: float = 5  # the least cycle time suggested when the threshold is not the cause
+    min_tensors: int = _t(4, "at least this many gradient tensors per step")
+    min_batch_ratio: float = _t(0.6, "fused batches per step are at least this share of the tensors ...")
+    min_singleton_share: float = _t(0.6, "... and at least this share of the batches hold one tensor")
+    small_threshold: int = _t(MIB, "a fusion threshold below this (bytes) is too small: the advice raises it")
+    late_cycle_ms: float = _t(5, "otherwise the advice is a cycle time of at least this (ms)")
 
 
 @dataclass(frozen=True, slots=True)
 class OverThresholdThresholds:
     """``timeline.tensor_over_fusion_threshold``."""
 
-    min_alone_share: float = 0.9  # the tensor runs alone in at least this share of the steady steps
-    min_company_share: float = 0.5  # another op of its type was ready in this share of them: likely
+    min_alone_share: float = _t(
+        0.9, "a gradient over the threshold runs alone in at least this share of the steady steps"
+    )
+    min_company_share: float = _t(0.5, "warning when another op of its type was ready in at least this share of them")
 
 
 @dataclass(frozen=True, slots=True)
 class CycleThresholds:
     """``timeline.cycle_time_high``."""
 
-    min_cycle_us: int = 2_000
-    min_step_share: float = 0.1  # the cycle is at least this share of the median step
-    min_regularity: float = 0.6  # a burst-rhythm estimate must be at least this regular
+    min_cycle_us: int = _t(2_000, "the cycle time is at least this (us) ...")
+    min_step_share: float = _t(0.1, "... and at least this share of the median step")
+    min_regularity: float = _t(0.6, "an estimate without CYCLE_START markers is used when at least this regular")
 
 
 @dataclass(frozen=True, slots=True)
 class StartupThresholds:
     """``timeline.startup_skew`` and ``timeline.init_overhead``."""
 
-    min_skew_us: int = 100_000  # an initial broadcast waited this long for the last rank
-    min_init_us: int = 500_000  # INIT_NCCL / INIT_FUSION_BUFFER set-up in all
-    slow_nccl_init_us: int = 5_000_000  # one NCCL initialisation this long points at bootstrap networking
+    min_skew_us: int = _t(100_000, "an initial broadcast waited at least this (us) for the last rank")
+    min_init_us: int = _t(500_000, "INIT_NCCL / INIT_FUSION_BUFFER set-up of at least this (us) in all")
+    slow_nccl_init_us: int = _t(5_000_000, "one NCCL initialisation this long (us) points at bootstrap networking")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
 from analyzer import DEFAULT_MEMORY_BUDGET, HvdAnalyzeError
 
@@ -130,7 +130,7 @@ def _safe_member(name: str, member: str) -> str:
     return str(p)
 
 
-def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, BinaryIO]]:
+def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         infos = zf.infolist()
@@ -147,10 +147,10 @@ def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, 
         declared += info.file_size
         _check_total(name, declared, len(data), limits)
     for info in files:
-        yield _safe_member(name, info.filename), zf.open(info)  # type: ignore[misc]
+        yield _safe_member(name, info.filename), zf.open(info)
 
 
-def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, BinaryIO]]:
+def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - read while the generator runs
         infos = tf.getmembers()
@@ -171,4 +171,4 @@ def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, 
         if info.isfile():
             stream = tf.extractfile(info)
             assert stream is not None
-            yield _safe_member(name, info.name), stream  # type: ignore[misc]
+            yield _safe_member(name, info.name), stream

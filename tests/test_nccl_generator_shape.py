@@ -3,7 +3,7 @@ same field sets, and only transports and collectives that real logs print.
 
 The reference is every record of the 71 corpus logs. A wording the corpus holds no log of (2.17's
 ``busId … commId`` Init line, 2.26's ``Bootstrap:``) is compared with the format string that
-``nccl-log-format.md`` quotes for that release instead; the test names which reference each record
+the reference spec ``../shared/docs/nccl-log-format.md`` quotes for that release instead; the test names which reference each record
 matched, and a record that matches neither fails with both nearest candidates.
 """
 

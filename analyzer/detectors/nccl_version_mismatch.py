@@ -1,7 +1,7 @@
 """``nccl.version_mismatch``: processes of one job run different NCCL builds.
 
 Signal: two different printed versions, or version-specific wording (``NET/Plugin``,
-``Bootstrap`` lines; ``nccl-log-format.md`` §7) whose release ranges do not overlap
+``Bootstrap`` lines; ``docs/formats/nccl-log.md`` §6) whose release ranges do not overlap
 between two processes. NCCL before 2.23 does not check this itself; mixed builds show up
 as garbage peer addresses, rings that do not loop back or hangs.
 """

@@ -1,6 +1,6 @@
 """``nccl.watchdog_timeout``: PyTorch's ProcessGroupNCCL watchdog timed out a collective.
 
-Reading (``nccl-log-format.md`` §5): the same SeqNum and OpType on every rank is a hang
+Reading (``docs/formats/nccl-log.md`` §5): the same SeqNum and OpType on every rank is a hang
 inside one collective (network, or a dead/stuck rank); the same SeqNum with different
 OpTypes means ranks issued different collectives (desynchronised program); different
 SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect.

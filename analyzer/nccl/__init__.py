@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
     from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
@@ -20,9 +21,4 @@ __all__ = [
     "LOG_TABLES",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
-    if name in _FACE:
-        return getattr(import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

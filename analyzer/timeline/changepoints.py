@@ -16,8 +16,8 @@ fastest would flag its normal speed. The slow segments are the lasting ones from
 baseline's) into three parts, from the step table's columns:
 
 * ``wait``: the step's last negotiation waited longer (``wait_us``). A negotiation lasts from the
-  first rank ready with the gradient to the last, cache on or off (``horovod-timeline-format.md``
-  §5, §14), so this is the slowest rank finishing backward later than the fastest: some rank(s) lag.
+  first rank ready with the gradient to the last, cache on or off (``docs/formats/horovod-timeline.md``
+  §4, §5), so this is the slowest rank finishing backward later than the fastest: some rank(s) lag.
 * ``exposed``: the time from the last negotiation's end to the step's end grew: communication
   that nothing overlaps got slower.
 * ``compute``: the rest, up to the first rank ready with the last gradient. Every rank took

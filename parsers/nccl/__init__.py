@@ -4,8 +4,9 @@ classification, per-process state, chunked parsing of big logs.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
     from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
@@ -38,9 +39,4 @@ __all__ = [
     "remediation",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's names, imported on first use (keeps ``import`` of the package cheap)."""
-    if name in _FACE:
-        return getattr(import_module(_FACE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

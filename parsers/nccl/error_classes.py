@@ -1,4 +1,4 @@
-"""Classifying NCCL WARN messages and error chains (``nccl-log-format.md`` §2, §4).
+"""Classifying NCCL WARN messages and error chains (``docs/formats/nccl-log.md`` §2, §4).
 
 Each :data:`RULES` entry maps a message pattern to an error class and the remediation a
 senior SRE would give for it. Benign warnings (no IB userspace on a machine without IB)

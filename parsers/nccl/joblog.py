@@ -1,4 +1,4 @@
-"""Job-log signals that travel with NCCL logs (``nccl-log-format.md`` §5, Horovod sources).
+"""Job-log signals that travel with NCCL logs (``docs/formats/nccl-log.md`` §5).
 
 * PyTorch ``ProcessGroupNCCL`` watchdog timeouts, legacy and glog formats, and the
   ``Exception ... detected by watchdog at work: N, last enqueued NCCL work: M, last
@@ -31,7 +31,7 @@ STALL_HEAD = "Missing ranks:"
 STALL_WARNING = "One or more tensors were submitted to be"
 STALL_RANK = re.compile(r"(?:^|[\s>:])(?P<rank>\d+)(?P<bang>!?): \[(?P<tensors>.*)\]\s*$")
 
-#: Autotune CSV headers by Horovod version (horovod-timeline-format.md §13).
+#: Autotune CSV headers by Horovod version (``docs/formats/horovod-timeline.md`` §10).
 AUTOTUNE_LAYOUTS = {
     "hierarchical_allreduce,hierarchical_allgather,cycle_time_ms,tensor_fusion_threshold,score": "0.16.0",
     "hierarchical_allreduce,hierarchical_allgather,cache_enabled,cycle_time_ms,tensor_fusion_threshold,score": "0.16.2",

@@ -1,4 +1,4 @@
-"""What an NCCL INFO message says (``../shared/docs/nccl-log-format.md`` §3, §7).
+"""What an NCCL INFO message says (``docs/formats/nccl-log.md`` §3, §6).
 
 :func:`classify` turns one message into a ``(kind, fields)`` fact, or None for messages
 that carry nothing the analysis uses (they are still counted as NCCL records). Wording
@@ -45,7 +45,7 @@ _VERSION = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+cud
 _GDR = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU|HCA)")
 _NVLS = re.compile(r"^NVLS multicast support is (?P<no>not )?available")
 
-#: Wording only some releases print (§7 table): regex, first and last version that prints it.
+#: Wording only some releases print (``nccl-log.md`` §6): regex, first and last version that prints it.
 WORDING: tuple[tuple[re.Pattern[str], Version, Version], ...] = tuple(
     (re.compile(p), lo, hi)
     for p, lo, hi in (

@@ -27,7 +27,7 @@ from parsers.nccl.process import ProcessState, log_tables
 from parsers.nccl.records import PREFIX_ONLY, Record, split_records
 
 BLOCK = 4 << 20
-#: A whole COLL trace line (``nccl-log-format.md`` §3.17), launcher prefix included.
+#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included.
 COLL_LINE = re.compile(
     r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "

@@ -1,4 +1,4 @@
-"""Finding NCCL debug records inside log lines (``../shared/docs/nccl-log-format.md`` §1).
+"""Finding NCCL debug records inside log lines (``docs/formats/nccl-log.md`` §1).
 
 A record is ``[outer]HOST:PID:TID [DEV] [MS] [FILE:LINE [(FUNC)]] NCCL LEVEL MSG`` and may sit
 anywhere in a line: whatever comes before ``HOST`` (launcher tags such as ``[1,3]<stdout>:``,

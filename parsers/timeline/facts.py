@@ -1,7 +1,7 @@
 """Facts about a parsed timeline that are read off its content, not its name.
 
-* the Horovod version range (``../shared/docs/horovod-timeline-format.md`` §11),
-* whether ``ts`` counts from host uptime (0.16.0-0.20.0 bug, §7),
+* the Horovod version range (``docs/formats/horovod-timeline.md`` §9),
+* whether ``ts`` counts from host uptime (0.16.0-0.20.0 bug, §6),
 * whether steady-state negotiations carry rank ticks (response cache off) (§5).
 """
 

@@ -1,6 +1,6 @@
 """Horovod timeline (``HOROVOD_TIMELINE``) -> ``spans``, ``ticks``, ``markers``, ``tensors``.
 
-Streaming and tolerant, following ``../shared/docs/horovod-timeline-format.md``:
+Streaming and tolerant, following ``docs/formats/horovod-timeline.md``:
 
 * both layouts (<=0.20.0 one event per line, never closed; >=0.20.1 glued on one line and
   closed by ``]``), 0-byte and ``[``-only files, gzip, files cut anywhere;

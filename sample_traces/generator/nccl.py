@@ -5,7 +5,7 @@
 file per rank (``NCCL_DEBUG_FILE=%h.%p.log``): each rank's init block (version, bootstrap,
 network, env echo, ring/channel connection lines, ``Init START``/``Init COMPLETE``), then
 optionally one ``COLL`` trace line per collective per rank (``NCCL_DEBUG_SUBSYS=COLL``).
-:data:`WORDINGS` holds each release's phrasing from ``../shared/docs/nccl-log-format.md``
+:data:`WORDINGS` holds each release's phrasing from ``docs/formats/nccl-log.md``
 (version line on rank 0 or every rank, ``Bootstrap`` and ``NET/Plugin`` wording, ``Ring`` vs
 ``Channel`` lines with cudaDev / busId / nvmlDev brackets, ``Init START``, ``commId``, API
 names). Faults: socket fallback with the libibverbs reason, ``NCCL_IB_DISABLE=1``, RoCE
@@ -23,7 +23,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Wording:
-    """How one NCCL release phrases the init lines (``nccl-log-format.md`` §3, §7)."""
+    """How one NCCL release phrases the init lines (``docs/formats/nccl-log.md`` §3, §6)."""
 
     version: str
     version_on_every_rank: bool  # 2.22+ prints it as INFO on every rank; older: bare, rank 0 only
