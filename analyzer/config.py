@@ -83,7 +83,9 @@ class OverThresholdThresholds:
     min_alone_share: float = _t(
         0.9, "a gradient over the threshold runs alone in at least this share of the steady steps"
     )
-    min_company_share: float = _t(0.5, "warning when another op of its type was ready in at least this share of them")
+    min_company_share: float = _t(
+        0.5, "below the upper bound, it counts when another gradient was ready but ran apart in this share"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,122 @@
+"""Each threshold decides at its boundary: a detector fires when the run's value meets the
+threshold and is silent just past it. The values come from the finding's own evidence on a
+sample built for that detector, so a change to how a detector compares (``<`` for ``<=``,
+another quantity) fails here. Models are built in memory from the parsed tables (no store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from analyzer.config import AnalysisConfig, Thresholds
+from analyzer.detectors.base import TimelineDetector
+from analyzer.detectors.cycle_time import CycleTimeHigh
+from analyzer.detectors.long_queue import LongQueue
+from analyzer.detectors.over_threshold import TensorOverFusionThreshold
+from analyzer.detectors.straggler import Straggler
+from analyzer.findings import Finding
+from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
+from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
+from parsers.timeline import parse_timeline
+
+SYNTH = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic"
+BELOW, ABOVE = 0.999, 1.001
+
+
+@dataclass
+class Evidence:
+    ticks: pa.Table
+    config: AnalysisConfig = field(default_factory=AnalysisConfig)
+
+    def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
+        out = first_last_offsets(lat, table_chunks(lambda cols: self.ticks.select(cols).to_batches()))
+        return int(out[rank]) if rank < len(out) and out[rank] != NO_OFFSET else None
+
+    def first_span_offset(self, model: TimelineModel, step: int) -> int | None:
+        return None
+
+    def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
+        raise AssertionError("not asked by these detectors")
+
+
+def _model(sample: str) -> tuple[TimelineModel, pa.Table]:
+    path = SYNTH / sample / "timeline.json"
+    parsed = parse_timeline(path, input_id="mem")
+    t = parsed.tables
+    model = model_from_tables(
+        InputIdentity("mem", str(path), parsed.info.to_dict()), t["spans"], t["ticks"], t["markers"]
+    )
+    return model, t["ticks"]
+
+
+def _run(detector: TimelineDetector, sample: str, group: str, **values: float) -> Finding | None:
+    model, ticks = _model(sample)
+    thresholds = replace(Thresholds(), **{group: replace(getattr(Thresholds(), group), **values)})
+    return detector.check(model, Evidence(ticks, AnalysisConfig(thresholds=thresholds)))
+
+
+def _metrics(finding: Finding | None) -> dict[str, float]:
+    assert finding is not None
+    return finding.evidence[0].metrics
+
+
+def test_long_queue_boundary_on_the_step_share() -> None:
+    model, _ = _model("long_queue")
+    m = _metrics(_run(LongQueue(), "long_queue", "long_queue"))
+    assert model.median_step_us
+    share = m["queue_ms"] * 1e3 / model.median_step_us
+    assert _run(LongQueue(), "long_queue", "long_queue", min_step_share=share * BELOW) is not None
+    assert _run(LongQueue(), "long_queue", "long_queue", min_step_share=share * ABOVE) is None
+
+
+def test_long_queue_boundary_on_the_communication_share() -> None:
+    m = _metrics(_run(LongQueue(), "long_queue", "long_queue"))
+    share = m["queue_ms"] / m["comm_ms"]
+    assert _run(LongQueue(), "long_queue", "long_queue", min_comm_share=share * BELOW) is not None
+    assert _run(LongQueue(), "long_queue", "long_queue", min_comm_share=share * ABOVE) is None
+
+
+def test_cycle_time_boundary_on_the_cycle_and_its_regularity() -> None:
+    m = _metrics(_run(CycleTimeHigh(), "cycle_time_high", "cycle"))
+    cycle_us, regularity = m["cycle_ms"] * 1e3, m["regularity"]
+    low = {"min_step_share": 0.0}
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_cycle_us=int(cycle_us * BELOW), **low) is not None
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_cycle_us=int(cycle_us * ABOVE) + 1, **low) is None
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_regularity=regularity) is not None
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_regularity=regularity + 1e-9) is None
+
+
+def test_cycle_time_boundary_on_the_step_share() -> None:
+    m = _metrics(_run(CycleTimeHigh(), "cycle_time_high", "cycle"))
+    share = m["cycle_ms"] / m["step_ms"]
+    base = {"min_cycle_us": 0}
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_step_share=share * BELOW, **base) is not None
+    assert _run(CycleTimeHigh(), "cycle_time_high", "cycle", min_step_share=share * ABOVE, **base) is None
+
+
+def test_over_threshold_boundary_on_how_often_the_tensor_runs_alone() -> None:
+    m = _metrics(_run(TensorOverFusionThreshold(), "over_threshold", "over_threshold"))
+    alone = m["alone_share"]
+    det = TensorOverFusionThreshold()
+    assert _run(det, "over_threshold", "over_threshold", min_alone_share=alone) is not None
+    assert _run(det, "over_threshold", "over_threshold", min_alone_share=alone + 1e-9) is None
+
+
+@pytest.mark.parametrize(("field_name", "metric"), [("min_late_us", "vs_median_ms")])
+def test_straggler_boundary_on_the_lateness(field_name: str, metric: str) -> None:
+    m = _metrics(_run(Straggler(), "straggler_nocache", "straggler"))
+    late_us = m[metric] * 1e3
+    low = {"min_late_share": 0.0}
+    assert _run(Straggler(), "straggler_nocache", "straggler", **{field_name: late_us * BELOW}, **low) is not None
+    assert _run(Straggler(), "straggler_nocache", "straggler", **{field_name: late_us * ABOVE}, **low) is None
+
+
+def test_straggler_boundary_on_how_often_the_rank_is_last() -> None:
+    finding = _run(Straggler(), "straggler_nocache", "straggler")
+    m = _metrics(finding)
+    share = m["last"] / m["negotiations"]
+    assert _run(Straggler(), "straggler_nocache", "straggler", min_last_share=share) is not None
+    assert _run(Straggler(), "straggler_nocache", "straggler", min_last_share=share + 1e-9) is None
