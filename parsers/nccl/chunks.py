@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import pyarrow as pa
 
@@ -26,6 +26,7 @@ from parsers.nccl.failures import CHAIN_LINES
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.process import log_tables
+from parsers.nccl.rows import CollCounter, FastColl
 
 #: how much of a log one task reads (~0.3 s of parsing): small enough to balance 2-64 workers
 #: on a multi-GB log, big enough that a task's state (one entry per process) is cheap to send
@@ -141,25 +142,26 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
             p.procs[key] = proc
         else:
             mine.absorb(proc, base)
-    _absorb_counters(p.colls, chunk.colls, base, last=4, first=5)
-    _absorb_counters(p._fast_colls, chunk._fast_colls, base, last=4, first=7)
+    _absorb_counters(p.colls, chunk.colls, base)
+    _absorb_counters(p._fast_colls, chunk._fast_colls, base)
     for _, work in chunk.work_orphans:  # "detected by watchdog at work" of a timeout of an earlier chunk
         attach_work(p.watchdog, work)
     for err in chunk.failures.errors:
         err["line"] += base  # open_error holds the same dicts
     p.failures.errors += chunk.failures.errors
     p.failures.open_error.update(chunk.failures.open_error)
-    for rows, later in ((p.comm_ranks, chunk.comm_ranks), (p.versions, chunk.versions), (p.env, chunk.env)):
-        rows += [_at(row, 2, base) for row in later]  # (host, pid, line, ...)
+    p.comm_ranks += [row._replace(line=row.line + base) for row in chunk.comm_ranks]
+    p.versions += [row._replace(line=row.line + base) for row in chunk.versions]
+    p.env += [row._replace(line=row.line + base) for row in chunk.env]
     for w in chunk.watchdog:
         w["line"] += base
     p.watchdog += chunk.watchdog
-    p.stalls += [_at(row, 0, base) for row in chunk.stalls]
+    p.stalls += [row._replace(line=row.line + base) for row in chunk.stalls]
     p.autotune += [_moved(row, base) for row in chunk.autotune]
     if p._autotune_layout is None:
         p._autotune_layout = chunk._autotune_layout
     p._in_stall = chunk._in_stall
-    p._bare_versions += [_at(row, 0, base) for row in chunk._bare_versions]
+    p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
     p.counts.update(chunk.counts)
     for code, (severity, template, lineno, count) in chunk.line_issues.items():
         old = p.line_issues.get(code)
@@ -172,24 +174,22 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p.lines = base + chunk.lines
 
 
-def _absorb_counters(mine: dict[Any, list[Any]], later: dict[Any, list[Any]], base: int, last: int, first: int) -> None:
-    """Collective counters ``[nranks, calls, first opCount, last opCount, ..., last line, ..., first line]``
-    (positions ``last`` and ``first`` hold the lines): calls add up, the last opCount and line
-    are the later chunk's."""
+Counter = TypeVar("Counter", CollCounter, FastColl)
+
+
+def _absorb_counters(mine: dict[Any, Counter], later: dict[Any, Counter], base: int) -> None:
+    """Collective counters of a later chunk: calls add up, the last opCount and line are the
+    later chunk's."""
     for key, c in later.items():
-        c[last] += base
-        c[first] += base
+        c.last_line += base
+        c.first_line += base
         old = mine.get(key)
         if old is None:
             mine[key] = c
         else:
-            old[1] += c[1]
-            old[3] = c[3]
-            old[last] = c[last]
-
-
-def _at(row: tuple[Any, ...], i: int, base: int) -> tuple[Any, ...]:
-    return (*row[:i], row[i] + base, *row[i + 1 :])
+            old.calls += c.calls
+            old.last_opcount = c.last_opcount
+            old.last_line = c.last_line
 
 
 def _moved(row: Any, base: int) -> Any:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
-from parsers.nccl import joblog
+from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.messages import classify, wording_range
 from parsers.nccl.process import ProcessState, log_tables
@@ -58,18 +58,18 @@ class JobLogParser:
         self.name = display_name or str(path)
         self.sink = IssueSink(self.name)
         self.procs: dict[tuple[str | None, int | None], ProcessState] = {}
-        self.comm_ranks: list[tuple[Any, ...]] = []
-        self.env: list[tuple[Any, ...]] = []
+        self.comm_ranks: list[rows.CommRankRow] = []
+        self.env: list[rows.EnvRow] = []
         self.failures = Failures()  # WARNs and error chains (nccl_errors)
-        self.colls: dict[tuple[Any, ...], list[Any]] = {}
-        self._fast_colls: dict[tuple[str, str, str, str], list[Any]] = {}
+        self.colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter] = {}
+        self._fast_colls: dict[tuple[str, str, str, str], rows.FastColl] = {}
         self.watchdog: list[dict[str, Any]] = []
-        self.stalls: list[tuple[Any, ...]] = []
+        self.stalls: list[rows.StallRow] = []
         self.autotune: list[joblog.AutotuneRow] = []
         self._autotune_layout: str | None = None
         self._in_stall = False
-        self._bare_versions: list[tuple[int, str, str]] = []
-        self.versions: list[tuple[Any, ...]] = []  # host, pid, line, version, cuda, source
+        self._bare_versions: list[rows.BareVersion] = []
+        self.versions: list[rows.VersionRow] = []
         self.counts: Counter[str] = Counter()
         self.lines = 0
         self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
@@ -148,11 +148,11 @@ class JobLogParser:
                 continue
             c = fast.get((host, pid, comm, op))
             if c is None:
-                fast[(host, pid, comm, op)] = [n, 1, opc, opc, lineno, dev, outer, lineno]
+                fast[(host, pid, comm, op)] = rows.FastColl(n, 1, opc, opc, lineno, dev, outer, lineno)
             else:
-                c[1] += 1
-                c[3] = opc
-                c[4] = lineno
+                c.calls += 1
+                c.last_opcount = opc
+                c.last_line = lineno
         if pos < len(text):
             self._in_stall = self._in_stall and pos == 0
             lineno = self._lines(text[pos:], lineno)
@@ -166,16 +166,8 @@ class JobLogParser:
 
     def _fold_fast_colls(self) -> None:
         """Merge the COLL lines read by the block regex into the processes and collectives."""
-        for (host, pid_s, comm, op), (
-            n,
-            calls,
-            first,
-            last,
-            last_line,
-            dev,
-            outer,
-            first_line,
-        ) in self._fast_colls.items():
+        for (host, pid_s, comm, op), fc in self._fast_colls.items():
+            calls, last_line, first_line, outer = fc.calls, fc.last_line, fc.first_line, fc.outer
             pid = int(pid_s)
             p = self.procs.get((host, pid))
             if p is None:
@@ -183,18 +175,19 @@ class JobLogParser:
             p.first_line = min(p.first_line, first_line)
             p.last_line = max(p.last_line, last_line)
             p.records += calls
-            p.devs.add(int(dev))
+            p.devs.add(int(fc.dev))
             self.counts["records"] += calls
             key = (host, pid, comm, op)
             old = self.colls.get(key)
+            first, last = int(fc.first_opcount, 16), int(fc.last_opcount, 16)
             if old is None:
-                self.colls[key] = [int(n), calls, int(first, 16), int(last, 16), last_line, first_line]
+                self.colls[key] = rows.CollCounter(int(fc.nranks), calls, first, last, last_line, first_line)
             else:  # the same communicator also went through the careful path (merged lines)
-                old[1] += calls
-                if last_line > old[4]:
-                    old[3], old[4] = int(last, 16), last_line
-                if first_line < old[5]:
-                    old[2], old[5] = int(first, 16), first_line
+                old.calls += calls
+                if last_line > old.last_line:
+                    old.last_opcount, old.last_line = last, last_line
+                if first_line < old.first_line:
+                    old.first_opcount, old.first_line = first, first_line
         self._fast_colls.clear()
 
     def _line(self, line: str, lineno: int) -> None:
@@ -238,7 +231,7 @@ class JobLogParser:
         if self._in_stall:
             stall = joblog.parse_stall_rank(line)
             if stall is not None:
-                self.stalls.append((lineno, stall.rank, stall.shutdown, list(stall.tensors), stall.more))
+                self.stalls.append(rows.StallRow(lineno, stall.rank, stall.shutdown, list(stall.tensors), stall.more))
                 return
             self._in_stall = False
         if self._autotune_layout is None:
@@ -281,7 +274,7 @@ class JobLogParser:
     def _record(self, r: Record, lineno: int) -> None:
         self.counts["records"] += 1
         if r.level == "VERSION":
-            self._bare_versions.append((lineno, r.outer, r.msg))
+            self._bare_versions.append(rows.BareVersion(lineno, r.outer, r.msg))
             return
         p = self._proc(r, lineno)
         if r.level == "WARN":
@@ -306,12 +299,12 @@ class JobLogParser:
         if kind == "coll":
             key = (r.host, r.pid, f["comm"], f["op"])
             c = self.colls.get(key)
-            if c is None:  # nranks, calls, first and last opCount, last and first line
-                self.colls[key] = [f["nranks"], 1, f["opcount"], f["opcount"], lineno, lineno]
+            if c is None:
+                self.colls[key] = rows.CollCounter(f["nranks"], 1, f["opcount"], f["opcount"], lineno, lineno)
             else:
-                c[1] += 1
-                c[3] = f["opcount"]
-                c[4] = lineno
+                c.calls += 1
+                c.last_opcount = f["opcount"]
+                c.last_line = lineno
         elif kind == "conn":
             p.add_conn(f, lineno)
             p.progress_line = lineno
@@ -324,7 +317,7 @@ class JobLogParser:
                 return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
             phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
             self.comm_ranks.append(
-                (
+                rows.CommRankRow(
                     r.host,
                     r.pid,
                     lineno,
@@ -339,10 +332,10 @@ class JobLogParser:
                 )
             )
         elif kind == "version":
-            self.versions.append((r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
+            self.versions.append(rows.VersionRow(r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
             p.apply(kind, f)
         elif kind == "env":
-            self.env.append((r.host, r.pid, lineno, f["var"], f["value"]))
+            self.env.append(rows.EnvRow(r.host, r.pid, lineno, f["var"], f["value"]))
         else:
             if kind in ("network", "ib_using", "socket_using"):  # a network initialised after a failed probe
                 p.progress_line = lineno
@@ -360,7 +353,7 @@ class JobLogParser:
             if owner is not None and owner.version is None:
                 owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
             self.versions.append(
-                (
+                rows.VersionRow(
                     owner.host if owner else None,
                     owner.pid if owner else None,
                     lineno,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from parsers.nccl.messages import Version
+from parsers.nccl.rows import CommRankRow, EnvRow, StallRow, VersionRow
 from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
@@ -180,17 +182,14 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         conns = [(x.host, x.pid, *k, *v) for x in procs for k, v in x.conns.items()]
         if conns:
             cols["nccl_connections"] = _columns(
-                conns, ["host", "pid", "kind", "detail", "net", "gdr", "connections", "first_line"]
+                conns, ("host", "pid", "kind", "detail", "net", "gdr", "connections", "first_line")
             )
     if p.comm_ranks:
-        cols["nccl_comm_ranks"] = _columns(
-            p.comm_ranks,
-            ["host", "pid", "line", "api", "comm", "comm_id", "rank", "nranks", "cuda_dev", "bus_id", "phase"],
-        )
+        cols["nccl_comm_ranks"] = _columns(p.comm_ranks, CommRankRow._fields)
     if p.versions:
-        cols["nccl_versions"] = _columns(p.versions, ["host", "pid", "line", "version", "cuda", "source"])
+        cols["nccl_versions"] = _columns(p.versions, VersionRow._fields)
     if p.env:
-        cols["nccl_env"] = _columns(p.env, ["host", "pid", "line", "var", "value"])
+        cols["nccl_env"] = _columns(p.env, EnvRow._fields)
     if p.failures.errors:
         names = [
             "host",
@@ -208,9 +207,9 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         ]
         cols["nccl_errors"] = {n: [e[n] for e in p.failures.errors] for n in names}
     if p.colls:
-        rows = [(*k, *v[:5]) for k, v in p.colls.items()]
+        rows = [(*k, c.nranks, c.calls, c.first_opcount, c.last_opcount, c.last_line) for k, c in p.colls.items()]
         cols["nccl_collectives"] = _columns(
-            rows, ["host", "pid", "comm", "op", "nranks", "calls", "first_opcount", "last_opcount", "last_line"]
+            rows, ("host", "pid", "comm", "op", "nranks", "calls", "first_opcount", "last_opcount", "last_line")
         )
     if p.watchdog:
         names = [
@@ -228,7 +227,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         ]
         cols["watchdog_timeouts"] = {n: [w[n] for w in p.watchdog] for n in names}
     if p.stalls:
-        cols["horovod_stalls"] = _columns(p.stalls, ["line", "rank", "shutdown", "tensors", "more"])
+        cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
     if p.autotune:
         layout = p._autotune_layout
         cols["autotune"] = {
@@ -254,5 +253,5 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
     return out
 
 
-def _columns(rows: list[tuple[Any, ...]], names: list[str]) -> dict[str, list[Any]]:
+def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}

@@ -1,0 +1,89 @@
+"""The rows a log parser collects before they become tables: one type per table, fields named as
+the table's columns (``parsers/schema.py``), so that merging chunks and building tables never
+index by position."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class CommRankRow(NamedTuple):
+    """An ``Init START`` / ``Init COMPLETE`` line (``nccl_comm_ranks``)."""
+
+    host: str | None
+    pid: int | None
+    line: int
+    api: str | None
+    comm: str | None
+    comm_id: str | None
+    rank: int
+    nranks: int
+    cuda_dev: int | None
+    bus_id: str | None
+    phase: str
+
+
+class VersionRow(NamedTuple):
+    """A version line (``nccl_versions``); ``source``: ``info`` or ``bare line``."""
+
+    host: str | None
+    pid: int | None
+    line: int
+    version: str
+    cuda: str
+    source: str
+
+
+class EnvRow(NamedTuple):
+    """An ``NCCL_X set by environment to V`` line (``nccl_env``)."""
+
+    host: str | None
+    pid: int | None
+    line: int
+    var: str
+    value: str
+
+
+class StallRow(NamedTuple):
+    """A rank of a Horovod stall warning (``horovod_stalls``)."""
+
+    line: int
+    rank: int
+    shutdown: bool
+    tensors: list[str]
+    more: bool
+
+
+class BareVersion(NamedTuple):
+    """A version line without a record header, attributed to a process at the end of the log."""
+
+    line: int
+    outer: str
+    msg: str
+
+
+@dataclass(slots=True)
+class CollCounter:
+    """The ``COLL`` lines of one (host, pid, communicator, op) (``nccl_collectives``)."""
+
+    nranks: int
+    calls: int
+    first_opcount: int
+    last_opcount: int
+    last_line: int
+    first_line: int
+
+
+@dataclass(slots=True)
+class FastColl:
+    """:class:`CollCounter` as the block regex collects it: strings, converted when folded in."""
+
+    nranks: str
+    calls: int
+    first_opcount: str
+    last_opcount: str
+    last_line: int
+    dev: str
+    outer: str
+    first_line: int
