@@ -266,7 +266,9 @@ def batch(
         f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
         f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}"
     )
-    if fail_on and any(Severity.parse(r["worst"]) >= Severity.parse(fail_on) for r in fleet["with_findings"]):
+    if fail_on and any(
+        r["worst"] is not None and Severity.parse(r["worst"]) >= Severity.parse(fail_on) for r in fleet["with_findings"]
+    ):
         sys.exit(1)
 
 

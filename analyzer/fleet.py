@@ -13,10 +13,10 @@ findings (:mod:`analyzer.timeline.changepoints`), by the time the slow steps los
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from analyzer.context import Context
@@ -33,6 +33,86 @@ STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 TOP = 10
 
 
+class FindingBrief(TypedDict):
+    code: str
+    severity: str
+    title: str
+    ranks: list[int]
+    hosts: list[str]
+
+
+class SlowdownBrief(TypedDict):
+    """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
+
+    ratio: float
+    onset_step: int
+    baseline_ms: float
+    onset_ms: float
+    lost_s: float
+    title: str
+
+
+class RunSummary(TypedDict):
+    """One run of a batch: ``status`` ``ok`` (the other keys but ``error``) or ``failed`` (``error``)."""
+
+    run: str
+    status: Literal["ok", "failed"]
+    error: NotRequired[str]
+    report: NotRequired[str]
+    worst: NotRequired[str | None]
+    findings: NotRequired[list[FindingBrief]]
+    median_step_ms: NotRequired[float | None]
+    p90_step_ms: NotRequired[float | None]
+    slowdown: NotRequired[SlowdownBrief | None]
+
+
+class CodeHit(TypedDict):
+    run: str
+    ranks: list[int]
+    hosts: list[str]
+    title: str
+
+
+class FailedRun(TypedDict):
+    run: str
+    error: str
+
+
+class FaultyRun(TypedDict):
+    run: str
+    worst: str | None
+    codes: list[str]
+
+
+class Regression(TypedDict):
+    run: str
+    ratio: float
+    onset_step: int
+    baseline_ms: float
+    onset_ms: float
+    lost_s: float
+    title: str
+    median_step_ms: float | None
+
+
+class SlowRun(TypedDict):
+    run: str
+    median_step_ms: float | None
+
+
+class FleetSummary(TypedDict):
+    """``fleet.json``'s ``fleet``: what the fleet of runs shows."""
+
+    runs: int
+    analysed: int
+    failed: list[FailedRun]
+    with_findings: list[FaultyRun]
+    socket_fallback: list[CodeHit]
+    stragglers: list[CodeHit]
+    worst_regressions: list[Regression]
+    slowest_steps: list[SlowRun]
+
+
 def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
     """``(name, path)`` of every run under ``runs_dir``, sorted by name."""
     root = Path(runs_dir)
@@ -46,7 +126,7 @@ def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
 
 def analyze_run(
     name: str, path: str, out_dir: str, keep_store: bool = False, memory_budget: int = DEFAULT_MEMORY_BUDGET
-) -> dict[str, Any]:
+) -> RunSummary:
     """Task: analyse one run, write its JSON report, return its summary (never raises for bad input).
 
     ``keep_store``: ingest into ``out_dir/stores/<run>`` (kept, and reused by a rerun) instead of
@@ -73,11 +153,11 @@ def analyze_run(
     return summary
 
 
-def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[dict[str, Any]]:
+def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[RunSummary]:
     return [analyze_run(*args) for args in group]
 
 
-def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig) -> dict[str, Any]:
+def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig) -> RunSummary:
     ctx = Context(store, config)
     report = analyze_in(ctx)
     doc = jsonreport.to_document(report)
@@ -88,7 +168,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
     slowdown = max(
         (_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"], default=None
     )
-    findings = [
+    findings: list[FindingBrief] = [
         {"code": f.code, "severity": f.severity.label, "title": f.title, "ranks": list(f.ranks), "hosts": list(f.hosts)}
         for f in report.findings
     ]
@@ -104,7 +184,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
     }
 
 
-def _slowdown(f: Finding) -> dict[str, Any]:
+def _slowdown(f: Finding) -> SlowdownBrief:
     """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
     m = next(e.metrics for e in f.evidence if "onset_step" in e.metrics)
     return {
@@ -117,11 +197,11 @@ def _slowdown(f: Finding) -> dict[str, Any]:
     }
 
 
-def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def fleet_summary(summaries: Sequence[RunSummary]) -> FleetSummary:
     ok = [s for s in summaries if s["status"] == "ok"]
 
-    def with_code(code: str) -> list[dict[str, Any]]:
-        out = []
+    def with_code(code: str) -> list[CodeHit]:
+        out: list[CodeHit] = []
         for s in ok:
             hits = [f for f in s["findings"] if f["code"] == code]
             if hits:
@@ -136,7 +216,7 @@ def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return out
 
     warn = Severity.parse("warning")
-    faulty = [
+    faulty: list[FaultyRun] = [
         {
             "run": s["run"],
             "worst": s["worst"],
@@ -145,7 +225,9 @@ def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for s in ok
         if s["worst"] is not None and Severity.parse(s["worst"]) >= warn
     ]
-    regress = sorted((s for s in ok if s["slowdown"] is not None), key=lambda s: -s["slowdown"]["lost_s"])[:TOP]
+    lost = {s["run"]: sd["lost_s"] for s in ok if (sd := s.get("slowdown")) is not None}
+    regress = sorted((s for s in ok if s["run"] in lost), key=lambda s: -lost[s["run"]])[:TOP]
+    median = {s["run"]: m for s in ok if (m := s.get("median_step_ms")) is not None}
     return {
         "runs": len(summaries),
         "analysed": len(ok),
@@ -153,19 +235,30 @@ def fleet_summary(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "with_findings": faulty,
         "socket_fallback": with_code("nccl.socket_fallback"),
         "stragglers": with_code("timeline.straggler"),
-        "worst_regressions": [
-            {"run": s["run"], **s["slowdown"], "median_step_ms": s["median_step_ms"]} for s in regress
-        ],
+        "worst_regressions": [_regression(s) for s in regress],
         "slowest_steps": [
             {"run": s["run"], "median_step_ms": s["median_step_ms"]}
-            for s in sorted((s for s in ok if s["median_step_ms"] is not None), key=lambda s: -s["median_step_ms"])[
-                :TOP
-            ]
+            for s in sorted((s for s in ok if s["run"] in median), key=lambda s: -median[s["run"]])[:TOP]
         ],
     }
 
 
-def fleet_markdown(fleet: Mapping[str, Any]) -> str:
+def _regression(s: RunSummary) -> Regression:
+    sd = s.get("slowdown")
+    assert sd is not None  # only runs with a slowdown are listed
+    return {
+        "run": s["run"],
+        "ratio": sd["ratio"],
+        "onset_step": sd["onset_step"],
+        "baseline_ms": sd["baseline_ms"],
+        "onset_ms": sd["onset_ms"],
+        "lost_s": sd["lost_s"],
+        "title": sd["title"],
+        "median_step_ms": s.get("median_step_ms"),
+    }
+
+
+def fleet_markdown(fleet: FleetSummary) -> str:
     lines = [
         f"# Fleet summary: {fleet['runs']} runs",
         "",
@@ -203,7 +296,7 @@ def run_batch(
     executor: Executor,
     keep_stores: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
-) -> dict[str, Any]:
+) -> FleetSummary:
     """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
     ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``; ``memory_budget``: bytes
     one run's timeline analysis may take on a worker (:mod:`analyzer.timeline.load`)."""

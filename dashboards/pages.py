@@ -18,7 +18,7 @@ from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, format_impact
 from analyzer.render.sections import fusion_line, steps_line, window_line
-from analyzer.report import FindingDoc, TimelineSection
+from analyzer.report import FindingDoc, TimelineSection, TimelineViews
 from dashboards.runs import AnalysisDocument
 
 PAGES = (
@@ -45,7 +45,7 @@ def _table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], *
     return dash_table.DataTable(id=tid, columns=cols, data=data, **_TABLE_STYLE, **extra)
 
 
-def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, dict[str, Any] | None]:
+def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, TimelineViews | None]:
     section = doc["report"].get("timeline")
     if section is None:
         return None, None

@@ -29,7 +29,7 @@ import orjson
 
 from analyzer import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Context, HvdAnalyzeError
 from analyzer.render import jsonreport
-from analyzer.report import ReportDocument, analyze_in, timeline_views
+from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
 from analyzer.store import MANIFEST, RunStore, discover
 from dashboards.uploads import Limits, SavedFile, save_upload
 
@@ -60,7 +60,7 @@ class AnalysisDocument(TypedDict):
     """What the app shows of a run: the JSON report and the views of each timeline (by input id)."""
 
     report: ReportDocument
-    views: dict[str, dict[str, Any]]
+    views: dict[str, TimelineViews]
 
 
 def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:

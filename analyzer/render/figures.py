@@ -9,17 +9,25 @@ A view's ``note`` (what was reduced to keep the figure small) is shown under the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from html import escape
 from itertools import pairwise
 from typing import Any
 
 import plotly.graph_objects as go
 
+from analyzer.report.types import NcclSection, TimelineSection
+from analyzer.report.view_types import (
+    BatchSizesView,
+    CadenceView,
+    HeatmapView,
+    RankBoxView,
+    StepSeriesView,
+)
+
 _LAYOUT = {"template": "plotly_white", "height": 320, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}}
 
 
-def step_histogram(section: Mapping[str, Any]) -> go.Figure:
+def step_histogram(section: TimelineSection) -> go.Figure:
     """Steady-state step times (ms), with the median marked."""
     steps = section["steps"]
     edges = [e * 1e3 for e in steps["histogram"]["edges_s"]]
@@ -51,7 +59,7 @@ def step_histogram(section: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def rank_lateness(section: Mapping[str, Any]) -> go.Figure:
+def rank_lateness(section: TimelineSection) -> go.Figure:
     """Median and p90 lateness behind the first-ready rank, per rank."""
     ranks = section["ranks"]["ranks"]
     x = [str(r["rank"]) for r in ranks]
@@ -76,7 +84,7 @@ def rank_lateness(section: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def phase_breakdown(section: Mapping[str, Any]) -> go.Figure:
+def phase_breakdown(section: TimelineSection) -> go.Figure:
     """Median time per steady step of each phase (union across tensors)."""
     phases = list(reversed(section["phases"]))
     fig = go.Figure(
@@ -102,7 +110,7 @@ def _title(text: str, note: str | None) -> dict[str, Any]:
     return {"text": text + (f"<br><sup>{escape(note)}</sup>" if note else "")}
 
 
-def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: float | None = None) -> go.Figure:
+def step_series(view: StepSeriesView, median_s: float | None = None, p90_s: float | None = None) -> go.Figure:
     """Step time over the run; warm-up and incomplete-window steps in grey, median and p90 marked,
     the slow stretches of ``timeline.slowdown`` shaded with their rise over the steps before."""
     steady = view["steady"]
@@ -121,14 +129,15 @@ def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: f
             fig.add_hline(
                 y=value * 1e3, line_dash=dash, line_color="#c0392b", annotation_text=f"{label} {value * 1e3:.1f} ms"
             )
-    for g in view.get("slow", []):
+    baseline = view.get("baseline_ms") or 0.0  # set whenever there are slow stretches
+    for g in view.get("slow", []) if baseline else []:
         fig.add_vrect(
             x0=g["first"] - 0.5,
             x1=g["last"] + 0.5,
             fillcolor="#e67e22",
             opacity=0.15,
             line_width=0,
-            annotation_text=f"slow: {g['ms']:.1f} ms (+{g['ms'] / view['baseline_ms'] - 1:.0%})",
+            annotation_text=f"slow: {g['ms']:.1f} ms (+{g['ms'] / baseline - 1:.0%})",
             annotation_position="top left",
         )
     fig.update_layout(
@@ -140,7 +149,7 @@ def step_series(view: Mapping[str, Any], median_s: float | None = None, p90_s: f
     return fig
 
 
-def lateness_box(view: Mapping[str, Any]) -> go.Figure:
+def lateness_box(view: RankBoxView) -> go.Figure:
     """Per-rank lateness behind the first-ready rank: box q1-q3, median, whiskers p5/p95."""
     rows = view["ranks"]
     fig = go.Figure(
@@ -165,7 +174,7 @@ def lateness_box(view: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def rank_heatmap(view: Mapping[str, Any]) -> go.Figure:
+def rank_heatmap(view: HeatmapView) -> go.Figure:
     """Mean lateness per rank (rows) and step (columns)."""
     fig = go.Figure(
         go.Heatmap(
@@ -188,7 +197,7 @@ def rank_heatmap(view: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def batch_size_histogram(view: Mapping[str, Any]) -> go.Figure:
+def batch_size_histogram(view: BatchSizesView) -> go.Figure:
     """Fused batch sizes (log bins) against the fusion threshold estimate."""
     edges = view["edges_bytes"]
     fig = go.Figure(
@@ -219,7 +228,7 @@ def batch_size_histogram(view: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def cadence_histogram(view: Mapping[str, Any]) -> go.Figure:
+def cadence_histogram(view: CadenceView) -> go.Figure:
     """Gaps between cycles (markers) or activity bursts, with the cycle estimate."""
     edges = view["edges_ms"]
     fig = go.Figure(
@@ -249,7 +258,7 @@ def cadence_histogram(view: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def transport_matrix(nccl: Mapping[str, Any]) -> go.Figure:
+def transport_matrix(nccl: NcclSection) -> go.Figure:
     """Processes per host (rows) and transport (columns), from NCCL's connection lines."""
     uses = Counter(
         (p["host"] or "?", t)
@@ -280,7 +289,7 @@ def transport_matrix(nccl: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
-def all_figures(section: Mapping[str, Any]) -> list[go.Figure]:
+def all_figures(section: TimelineSection) -> list[go.Figure]:
     figs = []
     if section["steps"]["steady"]:
         figs.append(step_histogram(section))

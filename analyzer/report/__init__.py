@@ -12,12 +12,14 @@ from parsers.lazy import lazy_names
 if TYPE_CHECKING:
     from analyzer.report.assembly import analyze, analyze_in
     from analyzer.report.types import FindingDoc, InputDoc, NcclSection, ReportDocument, TimelineSection
+    from analyzer.report.view_types import TimelineViews
     from analyzer.report.views import timeline_views
 
 _FACE = {
     "analyze": "analyzer.report.assembly",
     "analyze_in": "analyzer.report.assembly",
     "timeline_views": "analyzer.report.views",
+    "TimelineViews": "analyzer.report.view_types",
     "ReportDocument": "analyzer.report.types",
     "TimelineSection": "analyzer.report.types",
     "NcclSection": "analyzer.report.types",
@@ -29,6 +31,7 @@ __all__ = [
     "analyze",
     "analyze_in",
     "timeline_views",
+    "TimelineViews",
     "ReportDocument",
     "TimelineSection",
     "NcclSection",

@@ -8,11 +8,21 @@ that reduced its data says so in ``note``; the figure shows the note.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from analyzer.report.view_types import (
+    BatchSizesView,
+    CadenceView,
+    HeatmapView,
+    RankBox,
+    RankBoxView,
+    SlowStretch,
+    StepSeriesView,
+    TensorRow,
+    TensorTableView,
+    TimelineViews,
+)
 from analyzer.timeline.cycles import cadence_gaps
 from analyzer.timeline.lateness import Lateness
 from analyzer.timeline.model import TimelineModel
@@ -25,7 +35,7 @@ MAX_TENSORS = 5_000
 HIST_BINS = 40
 
 
-def timeline_views(model: TimelineModel) -> dict[str, Any]:
+def timeline_views(model: TimelineModel) -> TimelineViews:
     _, lat = model.rank_scope  # the ticks the report's rank section reads
     return {
         "input_id": model.input_id,
@@ -38,7 +48,7 @@ def timeline_views(model: TimelineModel) -> dict[str, Any]:
     }
 
 
-def step_series(model: TimelineModel) -> dict[str, Any]:
+def step_series(model: TimelineModel) -> StepSeriesView:
     """Step time over the run: every complete step, or per bucket of steps its fastest and slowest;
     ``slow``: the stretches ``timeline.slowdown`` reports (first and last step, median ms), and
     ``baseline_ms``, the median before them (:attr:`TimelineModel.slowdown`)."""
@@ -58,7 +68,7 @@ def step_series(model: TimelineModel) -> dict[str, Any]:
         step, ms, steady = step[keep], ms[keep], steady[keep]
         note = f"{len(s)} steps shown as the fastest and slowest of each run of {k} steps"
     found = model.slowdown
-    slow = (
+    slow: list[SlowStretch] = (
         []
         if found is None
         else [{"first": g.first_step, "last": g.last_step, "ms": round(g.median_us / 1e3, 4)} for g in found.slow]
@@ -73,7 +83,7 @@ def step_series(model: TimelineModel) -> dict[str, Any]:
     }
 
 
-def rank_box(lat: Lateness) -> dict[str, Any]:
+def rank_box(lat: Lateness) -> RankBoxView:
     """Per rank: quantiles of its lateness behind the first-ready rank (ms), for a box plot
     (whiskers p5/p95). Beyond :data:`MAX_BOX_RANKS` ranks, the latest ranks by p75."""
     if not len(lat):
@@ -98,16 +108,25 @@ def rank_box(lat: Lateness) -> dict[str, Any]:
     if len(present) > MAX_BOX_RANKS:
         pick = np.sort(np.argsort(-qs["q3"], kind="stable")[:MAX_BOX_RANKS])
         note = f"the {MAX_BOX_RANKS} latest ranks (by p75) of {len(present)}"
-    return {
-        "ranks": [
-            {"rank": int(present[i]), "ticks": int(n[i]), **{k: round(float(v[i]), 4) for k, v in qs.items()}}
-            for i in pick
-        ],
-        "note": note,
-    }
+
+    def box(i: int) -> RankBox:
+        def at(name: str) -> float:
+            return round(float(qs[name][i]), 4)
+
+        return {
+            "rank": int(present[i]),
+            "ticks": int(n[i]),
+            "p5": at("p5"),
+            "q1": at("q1"),
+            "median": at("median"),
+            "q3": at("q3"),
+            "p95": at("p95"),
+        }
+
+    return {"ranks": [box(int(i)) for i in pick], "note": note}
 
 
-def rank_step_heatmap(lat: Lateness) -> dict[str, Any]:
+def rank_step_heatmap(lat: Lateness) -> HeatmapView:
     """Mean lateness (ms) per rank and step over the steps with rank ticks, binned to at most
     :data:`MAX_HEAT_RANKS` x :data:`MAX_HEAT_STEPS` cells."""
     if not len(lat):
@@ -143,7 +162,7 @@ def rank_step_heatmap(lat: Lateness) -> dict[str, Any]:
     }
 
 
-def tensor_table(model: TimelineModel) -> dict[str, Any]:
+def tensor_table(model: TimelineModel) -> TensorTableView:
     """One row per tensor: operation, dtype, bytes, operations run, median op and negotiation time."""
     sp = model.spans
     ops = sp[(sp["kind"] == "op") & sp["closed"]]
@@ -167,7 +186,7 @@ def tensor_table(model: TimelineModel) -> dict[str, Any]:
     if len(table) > MAX_TENSORS:
         note = f"the {MAX_TENSORS} slowest tensors of {len(table)}"
         table = table.head(MAX_TENSORS)
-    rows = [
+    rows: list[TensorRow] = [
         {
             "tensor": str(name),
             "op": r.op,
@@ -182,11 +201,11 @@ def tensor_table(model: TimelineModel) -> dict[str, Any]:
     return {"rows": rows, "note": note}
 
 
-def batch_sizes(model: TimelineModel) -> dict[str, Any]:
+def batch_sizes(model: TimelineModel) -> BatchSizesView:
     """Histogram of the steady fused batches' bytes (log-spaced bins) and the threshold estimate."""
     b = model.steady_batches["bytes"].dropna().to_numpy(np.float64)
     est = model.fusion_estimate
-    out: dict[str, Any] = {
+    out: BatchSizesView = {
         "edges_bytes": [],
         "counts": [],
         "batches": len(b),
@@ -198,16 +217,16 @@ def batch_sizes(model: TimelineModel) -> dict[str, Any]:
     if len(b):
         lo, hi = np.log10(b.min()), np.log10(b.max())
         counts, edges = np.histogram(np.log10(b), bins=HIST_BINS if hi > lo else 1, range=(lo, max(hi, lo + 1e-9)))
-        out.update(edges_bytes=[float(10**e) for e in edges], counts=[int(c) for c in counts])
+        out.update({"edges_bytes": [float(10**e) for e in edges], "counts": [int(c) for c in counts]})
     return out
 
 
-def cadence(model: TimelineModel) -> dict[str, Any]:
+def cadence(model: TimelineModel) -> CadenceView:
     """Histogram of the gaps (ms) the cycle estimate reads: between ``CYCLE_START`` markers, or
     between bursts of negotiation and operation starts."""
     method, gaps = cadence_gaps(model.markers_us, model.spans)
     c = model.cycle
-    out: dict[str, Any] = {
+    out: CadenceView = {
         "method": method,
         "gaps": len(gaps),
         "edges_ms": [],
@@ -219,5 +238,5 @@ def cadence(model: TimelineModel) -> dict[str, Any]:
         ms = np.asarray(gaps, np.float64) / 1e3
         top = float(np.percentile(ms, 99)) if len(ms) > 100 else float(ms.max())
         counts, edges = np.histogram(np.clip(ms, None, top), bins=HIST_BINS)
-        out.update(edges_ms=[float(e) for e in edges], counts=[int(x) for x in counts])
+        out.update({"edges_ms": [float(e) for e in edges], "counts": [int(x) for x in counts]})
     return out
