@@ -173,6 +173,7 @@ _LOG_SIGNALS = (
     (
         re.compile(
             rb"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
+            rb"[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
             rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+",
             re.MULTILINE,
         ),

@@ -236,7 +236,11 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _PID,
                 _c("tid", pa.int64(), "thread id", null=True),
                 _LINE,
-                _c("level", pa.string(), "WARN | chain (error chain seen without its WARN)"),
+                _c(
+                    "level",
+                    pa.string(),
+                    "WARN | chain (error chain seen without its WARN) | framework (PyTorch's report of a failed call)",
+                ),
                 _c("class", pa.string(), "error class (null: a benign warning)", null=True),
                 _c("src", pa.string(), "FILE:LINE NCCL printed", null=True),
                 _c("message", pa.string(), "the warning text"),

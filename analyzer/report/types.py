@@ -236,7 +236,7 @@ NcclErrorDoc = TypedDict(
         "pid": int | None,
         "file": str,
         "line": int,
-        "level": Literal["WARN", "chain"],
+        "level": Literal["WARN", "chain", "framework"],
         "src": str | None,
         "message": str,
         "chain": list[str],

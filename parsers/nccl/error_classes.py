@@ -22,6 +22,8 @@ CLASSES = (
     "collective_mismatch",
     "remote_process_exited",
     "system_error",
+    "internal_error",
+    "invalid_usage",
 )
 
 #: ncclResult_t values (§2).
@@ -196,6 +198,27 @@ def classify_chain(code: int) -> tuple[str, str]:
     )
 
 
+#: Classes that only a result code or a framework's text names (no WARN rule of their own).
+_CODE_REMEDIATION = {
+    "internal_error": "An internal consistency check of NCCL failed (ncclInternalError): usually the fallout of an "
+    "earlier error on this or another rank, so look for the job's first WARN; otherwise a NCCL bug, to report with "
+    "the full NCCL_DEBUG=INFO log.",
+    "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
+    "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
+    "setting; NCCL_DEBUG=WARN shows which check failed.",
+}
+
+#: ncclResult_t codes and the class each stands for when nothing more specific is known.
+CODE_CLASS = {
+    1: "cuda_error",
+    2: "system_error",
+    3: "internal_error",
+    4: "invalid_usage",
+    5: "invalid_usage",
+    6: "remote_process_exited",
+}
+
+
 def remediation(cls: str) -> str:
     """The general remediation for an error class."""
-    return next((r.remediation for r in RULES if r.cls == cls), "")
+    return _CODE_REMEDIATION.get(cls) or next((r.remediation for r in RULES if r.cls == cls), "")

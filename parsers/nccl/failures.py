@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parsers.nccl.error_classes import classify_chain, classify_warn
+from parsers.nccl.error_classes import CODE_CLASS, classify_chain, classify_warn, remediation
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 
@@ -53,13 +53,41 @@ class Failures:
         err["chain"].append(frame)
         err["result_code"] = f["code"]
 
+    def framework(self, lineno: int, src: str | None, message: str, result_code: int | None) -> None:
+        """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
+        its result code until :meth:`settle` knows whether NCCL's own records name the cause."""
+        cls = CODE_CLASS.get(result_code) if result_code is not None else None
+        self.errors.append(
+            {
+                "host": None,
+                "pid": None,
+                "tid": None,
+                "line": lineno,
+                "level": "framework",
+                "class": cls,
+                "src": src,
+                "message": message,
+                "chain": [],
+                "result_code": result_code,
+                "remediation": remediation(cls) if cls else None,
+                "time": None,
+            }
+        )
+
     def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
-        """Declassify the chains after which their process went on normally (failed probes)."""
+        """Declassify the chains after which their process went on normally (failed probes), and
+        let framework reports inherit the class of NCCL's first classified error: they are its
+        consequence, not a cause of their own."""
         for err in self.errors:
             proc = procs.get((err["host"], err["pid"]))
             if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
                 err["class"] = None
                 err["remediation"] = PROBE_NOTE
+        root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
+        if root is not None:
+            for err in self.errors:
+                if err["level"] == "framework":
+                    err["class"], err["remediation"] = root["class"], root["remediation"]
 
     def _open(
         self, r: Record, lineno: int, level: str, cls: str | None, src: str | None, message: str, fix: str | None

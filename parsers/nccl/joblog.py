@@ -178,3 +178,47 @@ def attach_work(watchdog: list[dict[str, Any]], work: WatchdogWork) -> bool:
             w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
             return True
     return False
+
+
+#: PyTorch's NCCL version texts: ``ProcessGroupNCCL environments: NCCL version: 2.21.5, …`` and the end
+#: of ``NCCL error in: FILE:LINE, <text>, NCCL version 2.18.3`` (docs/formats/nccl-log.md §5).
+TORCH_VERSION = re.compile(r"(?:ProcessGroupNCCL environments: NCCL version: |, NCCL version )(?P<ver>\d+\.\d+\.\d+)")
+#: ``NCCL error in: FILE:LINE, <ncclGetErrorString text>, NCCL version X`` (PyTorch), or ``NCCL error: <text>, …``.
+TORCH_ERROR = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+))?, (?P<text>.+?), NCCL version \S+")
+#: The ncclGetErrorString texts of each result code (their 2.18.1+ suffixes follow them).
+_RESULT_TEXTS = (
+    ("unhandled cuda error", 1),
+    ("unhandled system error", 2),
+    ("internal error", 3),
+    ("invalid argument", 4),
+    ("invalid usage", 5),
+    ("remote process exited or there was a network error", 6),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkError:
+    """A framework's report of a failed NCCL call: where it was raised, its text, the result code."""
+
+    src: str | None
+    message: str
+    result_code: int | None
+
+
+def parse_torch_version(line: str) -> str | None:
+    """The NCCL version PyTorch printed on ``line``, if it did. Older PyTorch decoded the version
+    code of NCCL 2.9 - 2.11 wrongly (``21.1.4`` for 2.11.4): such a version is not reported."""
+    m = TORCH_VERSION.search(line)
+    if m is None or int(m["ver"].split(".")[0]) >= 10:
+        return None
+    return m["ver"]
+
+
+def parse_torch_error(line: str) -> FrameworkError | None:
+    """PyTorch's ``NCCL error in: …`` line: the failed call's text and its result code."""
+    m = TORCH_ERROR.search(line)
+    if m is None:
+        return None
+    text = m["text"].lower()
+    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
+    return FrameworkError(m["src"], line[m.start() :].strip(), code)

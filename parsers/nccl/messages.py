@@ -161,6 +161,8 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
             return "conn", _via(m["via"])
     if msg.startswith("Connected all"):
         return "connected", {"what": msg[len("Connected all ") :].split(",")[0]}
+    if msg.startswith("Connected NVLS tree"):  # 2.18+: the NVLS tree of a communicator is connected
+        return "conn", {"kind": "NVLS", "net": None, "detail": "NVLS", "gdr": False}
     return None
 
 

@@ -214,6 +214,14 @@ class JobLogParser:
         self._job_line(line, lineno)
 
     def _job_line(self, line: str, lineno: int) -> None:
+        if "NCCL version" in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
+            version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
+            if version is not None:
+                self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
+            if err is not None:
+                self.failures.framework(lineno, err.src, err.message, err.result_code)
+            if version is not None or err is not None:
+                return
         if "Watchdog caught" in line:
             w = joblog.parse_watchdog(line)
             if w is not None:

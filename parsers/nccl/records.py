@@ -45,11 +45,16 @@ _LEVELS = ("INFO", "WARN", "TRACE", "CALL", "ABORT")
 _DEV = re.compile(r"\[(\d+)\]$")
 _SRC = re.compile(r"(?P<src>\S+?):(?P<line>\d+)$")
 _MS = re.compile(r"\d+\.\d+$")
+#: A host name alone before ``[DEV]`` (no ``:PID:TID``), possibly after a pasted quote or backtick.
+_HOST_ONLY = re.compile(r"^[`'\"]*[A-Za-z0-9][\w.-]*$")
+#: What can stand glued before a host name: launcher tags, collector columns, Markdown and quotes.
+_BEFORE_HOST = (":", "]", "|", "`", "'", '"')
 
 
-def _header(head: str) -> tuple[str, str, int, int, int | None, str | None, str | None] | None:
+def _header(head: str) -> tuple[str, str, int | None, int | None, int | None, str | None, str | None] | None:
     """Parse ``[outer]HOST:PID:TID [DEV] [MS] [FILE:LINE [(FUNC)]]`` (the text before `` NCCL LEVEL``)
-    from the right: (outer, host, pid, tid, dev, src, func), or None if it is not a record header."""
+    from the right: (outer, host, pid, tid, dev, src, func), or None if it is not a record header.
+    ``HOST [DEV]`` without ``:PID:TID`` (patched printers, trimmed pastes) gives pid and tid None."""
     tokens = head.split(" ")
     k = len(tokens) - 1
     func = src = None
@@ -72,24 +77,30 @@ def _header(head: str) -> tuple[str, str, int, int, int | None, str | None, str 
     if k < 0:
         return None
     parts = tokens[k].rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+    pid: int | None = None
+    tid: int | None = None
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        pre_host, pid, tid = parts[0], int(parts[1]), int(parts[2])
+    elif dev is not None and _HOST_ONLY.match(tokens[k]):  # "HOST [DEV] NCCL INFO": a patched or trimmed prefix
+        pre_host = tokens[k]
+    else:
         return None
-    pre_host = parts[0]
-    cut = max(pre_host.rfind(":"), pre_host.rfind("]"), pre_host.rfind("|"))
+    cut = max(pre_host.rfind(c) for c in _BEFORE_HOST)
     host = pre_host[cut + 1 :]
     if not host:
         return None
     outer = " ".join(tokens[:k]) + (" " if k else "") + pre_host[: cut + 1]
     if host[:2].isdigit() and GLUED_TS.search(outer + host[:2]):  # CloudWatch "...-07:00ip-10-..."
         outer, host = outer + host[:2], host[2:]
-    return outer, host, int(parts[1]), int(parts[2]), dev, src, func
+    return outer, host, pid, tid, dev, src, func
 
 
-def _find_records(
-    line: str,
-) -> list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None, str | None]]]:
+Header = tuple[str, str, int | None, int | None, int | None, str | None, str | None]
+
+
+def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
     """(header start, message start, level, header) of every record in ``line``."""
-    out: list[tuple[int, int, str, tuple[str, str, int, int, int | None, str | None, str | None]]] = []
+    out: list[tuple[int, int, str, Header]] = []
     pos = 0
     while True:
         at = line.find(" NCCL ", pos)

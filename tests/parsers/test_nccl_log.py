@@ -52,6 +52,46 @@ def test_record_found_behind_any_launcher_prefix(prefix: str) -> None:
     assert r.outer == prefix and not merged and not doubled
 
 
+@pytest.mark.parametrize(
+    ("line", "host", "outer"),
+    [
+        # a patched printer or a trimmed paste: the host without :PID:TID, any prefix before it
+        ("gpu-server320 [5] NCCL INFO Using network IB", "gpu-server320", ""),
+        (
+            "2025-11-24T03:20:21.0Z [2025-11-24 11:20:21] gpu-server320 [5] NCCL INFO Using network IB",
+            "gpu-server320",
+            "2025-11-24T03:20:21.0Z [2025-11-24 11:20:21] ",
+        ),
+        # a Markdown backtick or a quote glued to the first pasted line is not part of the host
+        ("`gpu-a1:4242:4250 [3] NCCL INFO Using network IB", "gpu-a1", "`"),
+        ('"gpu-a1:4242:4250 [3] NCCL INFO Using network IB', "gpu-a1", '"'),
+    ],
+)
+def test_header_variants_give_the_host(line: str, host: str, outer: str) -> None:
+    (r,), _, _ = split_records(line)
+    assert (r.host, r.dev, r.level, r.msg, r.outer) == (host, r.dev, "INFO", "Using network IB", outer)
+    assert r.dev is not None
+
+
+def test_host_without_pid_needs_its_device_to_be_a_record() -> None:
+    assert split_records("some text NCCL INFO Using network IB")[0] == []  # no [DEV]: application text
+
+
+def test_host_only_log_is_sniffed_as_a_log_and_keyed_by_host(tmp_path: Path) -> None:
+    text = (
+        "2025-11-24T03:20:21.001125857Z gpu-server320 [5] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+        "2025-11-24T03:20:21.001128133Z gpu-server320 [5] NCCL INFO misc/socket.cc:64 -> 6\n"
+    )
+    doc = report(tmp_path, text)
+    (proc,) = doc["nccl"]["processes"]
+    assert (proc["host"], proc["pid"]) == ("gpu-server320", None)
+
+
+def test_nvls_tree_counts_as_an_nvls_connection() -> None:
+    _, t = parse("h:1:2 [0] NCCL INFO Connected NVLS tree\n")
+    assert [(c["kind"], c["detail"]) for c in t["nccl_connections"]] == [("NVLS", "NVLS")]
+
+
 def test_warn_with_file_line_and_230_function() -> None:
     (r,), _, _ = split_records("h:1:2 [0] misc/socket.cc:71 (socketProgress) NCCL WARN socketProgress: closed")
     assert (r.src, r.func, r.level, r.msg) == ("misc/socket.cc:71", "socketProgress", "WARN", "socketProgress: closed")
@@ -243,3 +283,47 @@ def test_call_records_and_trace_records() -> None:
     assert (call.host, call.dev, call.level) == ("h", None, "CALL") and call.msg.startswith("ncclAllReduce(")
     (trace,), _, _ = split_records("h:1:2 [1] 12.345678 ncclProxyProgress:480 NCCL TRACE progress")
     assert (trace.dev, trace.src, trace.level, trace.msg) == (1, "ncclProxyProgress:480", "TRACE", "progress")
+
+
+@pytest.mark.parametrize(
+    ("text", "cls", "code"),
+    [
+        ("unhandled cuda error (run with NCCL_DEBUG=INFO for details)", "cuda_error", 1),
+        ("unhandled system error (run with NCCL_DEBUG=INFO for details)", "system_error", 2),
+        ("internal error - please report this issue to the NCCL developers", "internal_error", 3),
+        ("invalid argument (run with NCCL_DEBUG=WARN for details)", "invalid_usage", 4),
+        ("invalid usage (run with NCCL_DEBUG=WARN for details)", "invalid_usage", 5),
+        ("remote process exited or there was a network error", "remote_process_exited", 6),
+    ],
+)
+def test_pytorch_error_text_gives_the_version_and_the_result_codes_class(text: str, cls: str, code: int) -> None:
+    line = (
+        "worker-1: torch.distributed.DistBackendError: NCCL error in: "
+        f"/opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1197, {text}, NCCL version 2.18.3\n"
+    )
+    _, t = parse(line)
+    assert [v["version"] for v in t["nccl_versions"]] == ["2.18.3"] and t["nccl_versions"][0]["source"] == "pytorch"
+    (err,) = t["nccl_errors"]
+    assert (err["level"], err["class"], err["result_code"]) == ("framework", cls, code)
+    assert err["remediation"]
+
+
+def test_pytorch_error_inherits_the_class_of_nccls_first_error() -> None:
+    text = (
+        "\nh:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h2<4242>\n"
+        "h:1:2 [0] NCCL INFO misc/socket.cc:752 -> 6\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\n"
+    )
+    _, t = parse(text)
+    warn = next(e for e in t["nccl_errors"] if e["level"] == "WARN")
+    framework = next(e for e in t["nccl_errors"] if e["level"] == "framework")
+    assert framework["class"] == warn["class"] == "socket_error"  # the consequence takes the root cause's class
+
+
+def test_pytorch_environment_line_gives_the_version_and_a_misdecoded_one_is_dropped() -> None:
+    _, t = parse(
+        "[PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL environments: NCCL version: 2.21.5, TORCH_NCCL_ASYNC_ERROR_"
+        "HANDLING: 1\nRuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version 21.1.4\n"
+    )
+    assert [v["version"] for v in t["nccl_versions"]] == ["2.21.5"]  # 21.1.4 is PyTorch's decoding of 2.11.4
