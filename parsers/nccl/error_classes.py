@@ -133,7 +133,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(
         r"Connection closed by remote peer|closed by peer|Connection reset|Connection refused|Connection timed "
-        r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed",
+        r"out|Broken pipe|socket\w*:|Call to (?:recv|send|connect)|Connect to .* failed|"
+        r"^(?:Net : )?Connect to \S*$",  # the same WARN cut before its address ended (a paste, a killed job)
         "socket_error",
         "A TCP socket between ranks failed: 'closed by remote peer' and 'reset' mean the peer went away (look at "
         "its log first); 'refused' or 'timed out' mean a wrong address, a stale NCCL unique id, a firewall or a "

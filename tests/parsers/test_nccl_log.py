@@ -327,3 +327,12 @@ def test_pytorch_environment_line_gives_the_version_and_a_misdecoded_one_is_drop
         "HANDLING: 1\nRuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version 21.1.4\n"
     )
     assert [v["version"] for v in t["nccl_versions"]] == ["2.21.5"]  # 21.1.4 is PyTorch's decoding of 2.11.4
+
+
+@pytest.mark.parametrize(
+    "msg", ["Connect to f", "Net : Connect to 10.1.2", "Connect to 10.0.0.1<4242> failed : Connection timed out"]
+)
+def test_connect_warn_is_a_socket_error_even_cut(msg: str) -> None:
+    from parsers.nccl.error_classes import classify_warn
+
+    assert classify_warn(msg)[0] == "socket_error"
