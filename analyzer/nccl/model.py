@@ -15,6 +15,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from parsers.nccl.messages import parse_version
+
 LOG_TABLES = (
     "nccl_processes",
     "nccl_connections",
@@ -158,8 +160,7 @@ def _pre_bootstrap_files(p: pd.DataFrame, versions: pd.DataFrame) -> set[str]:
     interface even when the transport is IB (2.4.8 added a separate ``Bootstrap`` line)."""
     old = {f for f, hi in zip(p["file"], p["wording_max"], strict=True) if str(hi).startswith(("2.3.", "2.4."))}
     for f, v in zip(versions["file"], versions["version"], strict=True):
-        parts = str(v).split(".")
-        if parts[:2] == ["2", "3"] or (parts[:2] == ["2", "4"] and int(parts[2].split("-")[0] or 0) < 8):
+        if (2, 3, 0) <= parse_version(str(v)) < (2, 4, 8):
             old.add(f)
     return old
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from parsers.issues import IssueCounts
-from parsers.nccl.parser import LogFacts
+from parsers.nccl.rows import LogFacts
 from parsers.timeline.facts import TimelineFacts
 
 

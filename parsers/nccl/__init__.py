@@ -11,11 +11,12 @@ from parsers.lazy import lazy_names
 if TYPE_CHECKING:
     from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
     from parsers.nccl.error_classes import CLASSES, classify_chain, classify_warn, remediation
-    from parsers.nccl.parser import JobLogParser, LogFacts
+    from parsers.nccl.parser import JobLogParser
+    from parsers.nccl.rows import LogFacts
 
 _FACE = {
     "JobLogParser": "parsers.nccl.parser",
-    "LogFacts": "parsers.nccl.parser",
+    "LogFacts": "parsers.nccl.rows",
     "CHUNK_BYTES": "parsers.nccl.chunks",
     "ChunkMerger": "parsers.nccl.chunks",
     "chunk_ranges": "parsers.nccl.chunks",

@@ -72,9 +72,14 @@ WORDING: tuple[tuple[re.Pattern[str], Version, Version], ...] = tuple(
 )
 
 
+_VERSION_NUMBERS = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
 def parse_version(text: str) -> Version:
-    a, b, c = (int(x) for x in text.split("."))
-    return (a, b, c)
+    """``(major, minor, patch)`` of a version text; whatever follows the numbers (a vendor build
+    suffix such as ``2.4.7nvb1``, ``-1``, ``+cuda10.1``) is not part of it. (0, 0, 0) for no version."""
+    m = _VERSION_NUMBERS.match(text.strip())
+    return (int(m[1]), int(m[2]), int(m[3])) if m else (0, 0, 0)
 
 
 def wording_range(msg: str) -> tuple[Version, Version] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,20 +34,6 @@ COLL_LINE = re.compile(
     r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
     re.MULTILINE,
 )
-
-
-class LogFacts(TypedDict):
-    """:attr:`JobLogParser.info`: what the manifest and the report say of a log."""
-
-    lines: int
-    records: int
-    processes: int
-    foreign_lines: int
-    blank_lines: int
-    merged_lines: int
-    watchdog_timeouts: int
-    stall_ranks: int
-    autotune_rows: int
 
 
 class JobLogParser:
@@ -164,6 +150,18 @@ class JobLogParser:
             self._line(line.rstrip("\r"), lineno)
         return lineno
 
+    def _line(self, line: str, lineno: int) -> None:
+        """One line; a failure while reading it (a shape no release prints) costs that line, counted."""
+        try:
+            self._read_line(line, lineno)
+        except Exception:  # noqa: BLE001 - one line's damage must not end the file's analysis
+            self._issue_at(
+                lineno,
+                IssueSeverity.DATA_LOSS,
+                "log.unreadable_line",
+                "line {line}: a line of a shape hvd-analyze could not read; skipped",
+            )
+
     def _fold_fast_colls(self) -> None:
         """Merge the COLL lines read by the block regex into the processes and collectives."""
         for (host, pid_s, comm, op), fc in self._fast_colls.items():
@@ -190,7 +188,7 @@ class JobLogParser:
                     old.first_opcount, old.first_line = first, first_line
         self._fast_colls.clear()
 
-    def _line(self, line: str, lineno: int) -> None:
+    def _read_line(self, line: str, lineno: int) -> None:
         if "NCCL" in line:
             records, merged, doubled = split_records(line)
             if records:
@@ -406,7 +404,7 @@ class JobLogParser:
         return None
 
     @property
-    def info(self) -> LogFacts:
+    def info(self) -> rows.LogFacts:
         return {
             "lines": self.lines,
             "records": self.counts["records"],

@@ -5,7 +5,7 @@ index by position."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 
 class CommRankRow(NamedTuple):
@@ -87,3 +87,17 @@ class FastColl:
     dev: str
     outer: str
     first_line: int
+
+
+class LogFacts(TypedDict):
+    """:attr:`parsers.nccl.parser.JobLogParser.info`: what the manifest and the report say of a log."""
+
+    lines: int
+    records: int
+    processes: int
+    foreign_lines: int
+    blank_lines: int
+    merged_lines: int
+    watchdog_timeouts: int
+    stall_ranks: int
+    autotune_rows: int

@@ -336,3 +336,19 @@ def test_connect_warn_is_a_socket_error_even_cut(msg: str) -> None:
     from parsers.nccl.error_classes import classify_warn
 
     assert classify_warn(msg)[0] == "socket_error"
+
+
+def test_a_line_that_fails_to_read_is_a_counted_issue_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = JobLogParser._read_line
+
+    def fragile(self: JobLogParser, line: str, lineno: int) -> None:
+        if "boom" in line:
+            raise ValueError("a shape no release prints")
+        real(self, line, lineno)
+
+    monkeypatch.setattr(JobLogParser, "_read_line", fragile)
+    p, t = parse(
+        "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO boom\nh:1:2 [0] NCCL INFO Using network IB\n"
+    )
+    assert [(i.code, i.count) for i in p.sink.issues] == [("log.unreadable_line", 1)]
+    assert "line 2" in p.sink.issues[0].message and t["nccl_processes"][0]["network"] == "IB"

@@ -1,0 +1,93 @@
+"""No NCCL or job log can end in a traceback: real lines, cut, prefixed, doubled, joined or
+sprinkled with random bytes, are parsed (and analysed) to a report; what cannot be read is a
+counted parse issue."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
+from analyzer.store.run_store import temporary_store
+from parsers.nccl.parser import JobLogParser
+from tests.conftest import CORPUS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _lines() -> list[str]:
+    files = sorted((ROOT / "sample_traces" / "synthetic").glob("*/job.log"))
+    files += sorted((CORPUS / "nccl").glob("*.log"))[:40] + sorted((CORPUS / "nccl-more").glob("*.log"))[:20]
+    out: list[str] = []
+    for f in files:
+        out += [line for line in f.read_text(errors="replace").splitlines() if line.strip()][:60]
+    return out
+
+
+LINES = _lines()
+PREFIXES = ["", "[1,3]<stdout>:", "52: ", "`", '"', "> ", "2025-11-24T03:20:21Z ", "[2025-10-16 22:16:08] ", "| "]
+
+
+@st.composite
+def mutated_logs(draw: st.DrawFn) -> str:
+    lines = draw(st.lists(st.sampled_from(LINES), min_size=1, max_size=12))
+    out = []
+    for line in lines:
+        how = draw(st.sampled_from(["keep", "cut", "prefix", "double", "bytes", "join"]))
+        if how == "cut":
+            line = line[: draw(st.integers(0, len(line)))]
+        elif how == "prefix":
+            line = draw(st.sampled_from(PREFIXES)) + line
+        elif how == "double":
+            line = f"{line} | {line}"
+        elif how == "bytes":
+            at = draw(st.integers(0, len(line)))
+            line = line[:at] + draw(st.text(max_size=8)) + line[at:]
+        elif how == "join" and out:
+            out[-1] += line
+            continue
+        out.append(line)
+    return "\n".join(out) + draw(st.sampled_from(["\n", ""]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_logs())
+def test_the_parser_never_raises(text: str) -> None:
+    p = JobLogParser("job.log")
+    p.parse(io.BytesIO(text.encode("utf-8", "replace")))
+    assert p.lines >= text.count("\n")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(mutated_logs())
+def test_every_mutated_log_gets_a_report(text: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "job.log"
+        path.write_text(text, encoding="utf-8", errors="replace")
+        inputs, skipped = discover([path])
+        if not inputs:  # nothing NCCL-like survived the mutation: refused with a reason, not a crash
+            assert skipped and skipped[0].reason
+            return
+        with temporary_store() as store:
+            store.ingest(inputs, skipped)
+            analyze(store)
+
+
+def test_a_vendor_version_suffix_is_read_as_its_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text(
+        "h:1:2 [0] NCCL INFO NCCL version 2.4.7nvb1+cuda10.1\n"
+        "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    )
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        report = analyze(store)
+    assert report.nccl is not None and report.nccl["processes"][0]["version"] == "2.4.7nvb1"
