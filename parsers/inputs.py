@@ -180,7 +180,10 @@ _LOG_SIGNALS = (
         "NCCL debug records",
     ),
     (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
-    (re.compile(rb"Missing ranks:"), "Horovod stall-inspector warnings"),
+    (
+        re.compile(rb"Missing ranks:|Stalled ranks:|Stalled ops:|One or more tensors were submitted to be"),
+        "Horovod stall-inspector warnings",
+    ),
     (re.compile(rb"hierarchical_allreduce\s*[,|]\s*hierarchical_allgather"), "a Horovod autotune log"),
 )
 

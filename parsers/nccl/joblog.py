@@ -27,9 +27,14 @@ WATCHDOG_WORK = re.compile(
     r"\(either an error or timeout\) detected by watchdog at work: (?P<work>\d+), last enqueued NCCL work: "
     r"(?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)"
 )
-STALL_HEAD = "Missing ranks:"
+#: The headers of the stall inspector's lists: per rank (0.19+ ``Missing ranks:``; ``Stalled ranks:``
+#: before) or per tensor (``Stalled ops:``, up to 0.15).
+STALL_HEADS = ("Missing ranks:", "Stalled ranks:", "Stalled ops:")
 STALL_WARNING = "One or more tensors were submitted to be"
-STALL_RANK = re.compile(r"(?:^|[\s>:])(?P<rank>\d+)(?P<bang>!?): \[(?P<tensors>.*)\]\s*$")
+#: ``3!: [grad_a, grad_b ...]``; a list cut before its ``]`` is read as far as it goes.
+STALL_RANK = re.compile(r"(?:^|[\s>:])(?P<rank>\d+)(?P<bang>!?): \[(?P<tensors>[^\]]*)(?P<end>\])?\s*$")
+#: ``grad_a [missing ranks: 1, 3]`` (one per tensor, the older per-op list).
+STALL_OP = re.compile(r"(?P<tensor>[^\s,\[\]]+) \[missing ranks: (?P<ranks>\d+(?:, *\d+)*)")
 
 #: Autotune CSV headers by Horovod version (``docs/formats/horovod-timeline.md`` §10).
 AUTOTUNE_LAYOUTS = {
@@ -100,10 +105,21 @@ def parse_stall_rank(line: str) -> StallRank | None:
     if not m:
         return None
     body = m["tensors"].strip()
-    more = body.endswith(" ...")
-    if more:
-        body = body[: -len(" ...")]
-    return StallRank(int(m["rank"]), m["bang"] == "!", tuple(t.strip() for t in body.split(", ") if t.strip()), more)
+    more = body.endswith(" ...") or m["end"] is None  # Horovod cut the list, or the log was cut
+    body = body.removesuffix(" ...")
+    tensors = [t.strip() for t in body.split(", ") if t.strip()]
+    if m["end"] is None and tensors:  # the last name may be cut too
+        tensors.pop()
+    return StallRank(int(m["rank"]), m["bang"] == "!", tuple(tensors), more)
+
+
+def parse_stall_ops(line: str) -> list[StallRank]:
+    """The ranks of the older per-tensor list (``grad_a [missing ranks: 1, 3]``), one per rank."""
+    by_rank: dict[int, list[str]] = {}
+    for m in STALL_OP.finditer(line):
+        for rank in m["ranks"].split(","):
+            by_rank.setdefault(int(rank), []).append(m["tensor"])
+    return [StallRank(rank, False, tuple(tensors), False) for rank, tensors in sorted(by_rank.items())]
 
 
 @dataclass(frozen=True, slots=True)

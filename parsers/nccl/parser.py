@@ -231,13 +231,15 @@ class JobLogParser:
                 if not joblog.attach_work(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return
-        if joblog.STALL_HEAD in line or joblog.STALL_WARNING in line:
+        if any(h in line for h in joblog.STALL_HEADS) or joblog.STALL_WARNING in line:
             self._in_stall = True
-            return
+            if "[missing ranks:" not in line:
+                return
         if self._in_stall:
-            stall = joblog.parse_stall_rank(line)
-            if stall is not None:
-                self.stalls.append(rows.StallRow(lineno, stall.rank, stall.shutdown, list(stall.tensors), stall.more))
+            one = joblog.parse_stall_rank(line)
+            found = [one] if one is not None else joblog.parse_stall_ops(line)
+            self.stalls += [rows.StallRow(lineno, s.rank, s.shutdown, list(s.tensors), s.more) for s in found]
+            if found:
                 return
             self._in_stall = False
         if self._autotune_layout is None:

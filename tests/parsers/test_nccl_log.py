@@ -352,3 +352,44 @@ def test_a_line_that_fails_to_read_is_a_counted_issue_not_a_traceback(monkeypatc
     )
     assert [(i.code, i.count) for i in p.sink.issues] == [("log.unreadable_line", 1)]
     assert "line 2" in p.sink.issues[0].message and t["nccl_processes"][0]["network"] == "IB"
+
+
+STALL_TEXT = (
+    "[2019-01-01 10:00:00.000000: W /horovod/common/operations.cc:588] One or more tensors were submitted to be "
+    "reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
+    "seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of "
+    "ranks is submitting tensors, which will cause deadlock. \n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # 0.19+ per rank; before it the same list under "Stalled ranks:"
+        (
+            "Missing ranks:\n1: [grad_a, grad_b]\n3!: [grad_c]\n",
+            [(1, False, ["grad_a", "grad_b"], False), (3, True, ["grad_c"], False)],
+        ),
+        ("Stalled ranks:\n2: [grad_a]\n", [(2, False, ["grad_a"], False)]),
+        # the older per-tensor list, inline or one tensor per line
+        (
+            "Stalled ops: grad_a [missing ranks: 1], grad_b [missing ranks: 1, 3]\n",
+            [(1, False, ["grad_a", "grad_b"], False), (3, False, ["grad_b"], False)],
+        ),
+        (
+            "Stalled ops:\ngrad_a [missing ranks: 2]\ngrad_b [missing ranks: 2]\n",
+            [(2, False, ["grad_a"], False), (2, False, ["grad_b"], False)],
+        ),
+        # a list cut before its "]" is read as far as it goes; its last name may be cut, so it is dropped
+        ("Missing ranks:\n3!: [grad_a, grad_b, gr", [(3, True, ["grad_a", "grad_b"], True)]),
+    ],
+)
+def test_every_stall_inspector_format(body: str, expected: list[tuple[int, bool, list[str], bool]]) -> None:
+    _, t = parse(STALL_TEXT + body)
+    got = [(r["rank"], r["shutdown"], r["tensors"], r["more"]) for r in t.get("horovod_stalls", [])]
+    assert got == expected
+
+
+def test_a_horovod_log_starting_with_a_bracket_is_a_log_not_a_timeline(tmp_path: Path) -> None:
+    doc = report(tmp_path, STALL_TEXT + "Missing ranks:\n1: [grad_a]\n")
+    assert [f["code"] for f in doc["findings"]] == ["horovod.stall"]
