@@ -33,7 +33,7 @@ class Context:
     config: AnalysisConfig = field(default_factory=AnalysisConfig)
     _timelines: list[TimelineModel] | None = field(default=None, repr=False)
     _nccl: NcclModel | None = field(default=None, repr=False)
-    _offsets: dict[tuple[str, bytes], np.ndarray] = field(default_factory=dict, repr=False)
+    _offsets: dict[tuple[str, int, bytes], np.ndarray] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -63,7 +63,8 @@ class Context:
     def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
         """File offset of the earliest tick of ``lat`` (a view of ``model``'s ticks) in which
         ``rank`` was (among) the last ready; one pass over the ticks for every rank of a view."""
-        key = (model.input_id, hashlib.blake2b(np.packbits(lat.keep).tobytes(), digest_size=16).digest())
+        # views of one Lateness share its arrays (lut): the key is the view's negotiations of those arrays
+        key = (model.input_id, id(lat.lut), hashlib.blake2b(np.packbits(lat.keep).tobytes(), digest_size=16).digest())
         if key not in self._offsets:
             self._offsets[key] = load.tick_offsets(self.store, model, lat)
         out = self._offsets[key]

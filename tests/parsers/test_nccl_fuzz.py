@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
+from parsers.errors import InputError
 from parsers.nccl.parser import JobLogParser
 from tests.conftest import CORPUS
 
@@ -54,7 +55,8 @@ def mutated_logs(draw: st.DrawFn) -> str:
     return "\n".join(out) + draw(st.sampled_from(["\n", ""]))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: the same examples on every run, so that CI never fails on a draw of its own
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_logs())
 def test_the_parser_never_raises(text: str) -> None:
     p = JobLogParser("job.log")
@@ -62,9 +64,7 @@ def test_the_parser_never_raises(text: str) -> None:
     assert p.lines >= text.count("\n")
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_logs())
 def test_every_mutated_log_gets_a_report(text: str) -> None:
     import tempfile
@@ -72,9 +72,10 @@ def test_every_mutated_log_gets_a_report(text: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "job.log"
         path.write_text(text, encoding="utf-8", errors="replace")
-        inputs, skipped = discover([path])
-        if not inputs:  # nothing NCCL-like survived the mutation: refused with a reason, not a crash
-            assert skipped and skipped[0].reason
+        try:
+            inputs, skipped = discover([path])
+        except InputError as exc:  # nothing NCCL-like survived the mutation: a clear error naming the file
+            assert str(path) in str(exc) and "not an input" in str(exc)
             return
         with temporary_store() as store:
             store.ingest(inputs, skipped)
