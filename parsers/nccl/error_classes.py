@@ -24,6 +24,8 @@ CLASSES = (
     "system_error",
     "internal_error",
     "invalid_usage",
+    "shm_permission",
+    "shm_missing",
 )
 
 #: ncclResult_t values (§2).
@@ -175,10 +177,26 @@ RULES: tuple[Rule, ...] = (
 _IB_CODE = re.compile(r"(?:with error |status=)(?P<code>\d+)")
 
 
+#: A /dev/shm failure is told by its errno, not by the call that failed.
+SHM_ERRNO = (
+    ("No space left", "shm_exhausted"),
+    ("Permission denied", "shm_permission"),
+    ("Read-only file system", "shm_permission"),
+    ("No such file", "shm_missing"),
+)
+
+
+def shm_class(text: str) -> str | None:
+    """The /dev/shm class an errno text in ``text`` names, if any."""
+    return next((cls for errno, cls in SHM_ERRNO if errno in text), None)
+
+
 def classify_warn(msg: str) -> tuple[str | None, str]:
-    """The class (None: benign) and remediation of a WARN message."""
+    """The class (None: benign) and remediation of a WARN message (a /dev/shm failure by its errno)."""
     for rule in RULES:
         if rule.pattern.search(msg):
+            if rule.cls == "shm_exhausted" and (by_errno := shm_class(msg)) not in (None, rule.cls):
+                return by_errno, remediation(by_errno)
             if rule.cls == "ib_completion_error":
                 m = _IB_CODE.search(msg)
                 if m and int(m["code"]) in _IB_STATUS:
@@ -204,6 +222,11 @@ _CODE_REMEDIATION = {
     "internal_error": "An internal consistency check of NCCL failed (ncclInternalError): usually the fallout of an "
     "earlier error on this or another rank, so look for the job's first WARN; otherwise a NCCL bug, to report with "
     "the full NCCL_DEBUG=INFO log.",
+    "shm_permission": "A /dev/shm segment could not be created or opened for lack of permission (or /dev/shm is "
+    "read-only): run the ranks of a host as one user with a writable /dev/shm (docker --ipc=host), or set "
+    "NCCL_SHM_DISABLE=1.",
+    "shm_missing": "A rank could not open another rank's /dev/shm segment: the ranks of one host do not share it "
+    "(different containers or IPC namespaces); share the IPC namespace (--ipc=host) or set NCCL_SHM_DISABLE=1.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parsers.nccl.error_classes import CODE_CLASS, classify_chain, classify_warn, remediation
+from parsers.nccl.error_classes import CODE_CLASS, classify_chain, classify_warn, remediation, shm_class
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 
@@ -52,6 +52,10 @@ class Failures:
             err = self._open(r, lineno, "chain", cls, f["src"], frame, fix)
         err["chain"].append(frame)
         err["result_code"] = f["code"]
+        if err["class"] and err["class"].startswith("shm_") and f["errno"]:  # 2.16+ chains carry the errno
+            by_errno = shm_class(f["errno"])
+            if by_errno is not None and by_errno != err["class"]:
+                err["class"], err["remediation"] = by_errno, remediation(by_errno)
 
     def framework(self, lineno: int, src: str | None, message: str, result_code: int | None) -> None:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by

@@ -393,3 +393,33 @@ def test_every_stall_inspector_format(body: str, expected: list[tuple[int, bool,
 def test_a_horovod_log_starting_with_a_bracket_is_a_log_not_a_timeline(tmp_path: Path) -> None:
     doc = report(tmp_path, STALL_TEXT + "Missing ranks:\n1: [grad_a]\n")
     assert [f["code"] for f in doc["findings"]] == ["horovod.stall"]
+
+
+@pytest.mark.parametrize(
+    ("warn", "frame_errno", "cls"),
+    [
+        # 2.22+: the errno is in the WARN itself
+        (
+            "Error: failed to extend /dev/shm/nccl-x to 9637892 bytes, error: No space left on device (28)",
+            None,
+            "shm_exhausted",
+        ),
+        ("Error: failed to open /dev/shm/nccl-x, error: Permission denied (13)", None, "shm_permission"),
+        ("Error: failed to open /dev/shm/nccl-x, error: No such file or directory (2)", None, "shm_missing"),
+        # 2.16-2.21: the WARN has no errno, the chain frame after it does
+        (
+            "Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)",
+            "Permission denied",
+            "shm_permission",
+        ),
+        ("Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)", None, "shm_exhausted"),
+    ],
+)
+def test_dev_shm_failures_are_told_by_their_errno(warn: str, frame_errno: str | None, cls: str) -> None:
+    text = f"\nh:1:2 [0] include/shm.h:28 NCCL WARN {warn}\n"
+    if frame_errno:
+        text += f"h:1:2 [0] NCCL INFO misc/shmutils.cc:61 -> 2 ({frame_errno})\n"
+    _, t = parse(text)
+    (err,) = t["nccl_errors"]
+    assert err["class"] == cls
+    assert "NCCL_SHM_DISABLE=1" in err["remediation"]  # every /dev/shm remediation offers the way around it
