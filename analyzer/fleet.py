@@ -84,14 +84,10 @@ class FaultyRun(TypedDict):
     codes: list[str]
 
 
-class Regression(TypedDict):
+class Regression(SlowdownBrief):
+    """A run's slowdown in the fleet's worst regressions: the finding's figures, the run, its median step."""
+
     run: str
-    ratio: float
-    onset_step: int
-    baseline_ms: float
-    onset_ms: float
-    lost_s: float
-    title: str
     median_step_ms: float | None
 
 
@@ -246,16 +242,7 @@ def fleet_summary(summaries: Sequence[RunSummary]) -> FleetSummary:
 def _regression(s: RunSummary) -> Regression:
     sd = s.get("slowdown")
     assert sd is not None  # only runs with a slowdown are listed
-    return {
-        "run": s["run"],
-        "ratio": sd["ratio"],
-        "onset_step": sd["onset_step"],
-        "baseline_ms": sd["baseline_ms"],
-        "onset_ms": sd["onset_ms"],
-        "lost_s": sd["lost_s"],
-        "title": sd["title"],
-        "median_step_ms": s.get("median_step_ms"),
-    }
+    return {"run": s["run"], **sd, "median_step_ms": s.get("median_step_ms")}
 
 
 def fleet_markdown(fleet: FleetSummary) -> str:

@@ -80,7 +80,7 @@ def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_
         return build_model(store, entry)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
-    tick_range = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
+    tick_range = _span_range(ids)
     model = model_of(
         _identity(entry),
         head,
@@ -132,9 +132,7 @@ def lateness_of_steps(
     neg = read_spans(store, entry["id"], where)
     neg["step"] = step_of(neg["start_us"].to_numpy(), starts)
     ids = neg["span_id"]
-    return negotiation_lateness(
-        neg, tick_chunks(store, entry["id"], (int(ids.min()), int(ids.max())) if len(ids) else (0, -1))
-    )
+    return negotiation_lateness(neg, tick_chunks(store, entry["id"], _span_range(ids)))
 
 
 def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
@@ -178,6 +176,11 @@ def first_span_offset(store: RunStore, model: TimelineModel, step: int) -> int |
 
 def _identity(entry: ManifestEntry) -> InputIdentity:
     return InputIdentity(entry["id"], str(entry["path"]), dict(entry.get("timeline") or {}))
+
+
+def _span_range(span_ids: pd.Series) -> tuple[int, int]:
+    """The range of negotiation span ids whose ticks to read (empty: (0, -1))."""
+    return (int(span_ids.min()), int(span_ids.max())) if len(span_ids) else (0, -1)
 
 
 def _markers(store: RunStore, input_id: str) -> pd.DataFrame:

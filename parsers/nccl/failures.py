@@ -61,22 +61,8 @@ class Failures:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         its result code until :meth:`settle` knows whether NCCL's own records name the cause."""
         cls = CODE_CLASS.get(result_code) if result_code is not None else None
-        self.errors.append(
-            {
-                "host": None,
-                "pid": None,
-                "tid": None,
-                "line": lineno,
-                "level": "framework",
-                "class": cls,
-                "src": src,
-                "message": message,
-                "chain": [],
-                "result_code": result_code,
-                "remediation": remediation(cls) if cls else None,
-                "time": None,
-            }
-        )
+        fix = remediation(cls) if cls else None
+        self.errors.append(_row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code))
 
     def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
         """Declassify the chains after which their process went on normally (failed probes), and
@@ -96,20 +82,37 @@ class Failures:
     def _open(
         self, r: Record, lineno: int, level: str, cls: str | None, src: str | None, message: str, fix: str | None
     ) -> dict[str, Any]:
-        err: dict[str, Any] = {
-            "host": r.host,
-            "pid": r.pid,
-            "tid": r.tid,
-            "line": lineno,
-            "level": level,
-            "class": cls,
-            "src": src,
-            "message": message,
-            "chain": [],
-            "result_code": None,
-            "remediation": fix,
-            "time": timestamp(r.outer),
-        }
+        err = _row(r.host, r.pid, r.tid, lineno, level, cls, src, message, fix, timestamp(r.outer))
         self.errors.append(err)
         self.open_error[(r.host, r.pid, r.tid)] = err
         return err
+
+
+def _row(
+    host: str | None,
+    pid: int | None,
+    tid: int | None,
+    line: int,
+    level: str,
+    cls: str | None,
+    src: str | None,
+    message: str,
+    fix: str | None,
+    time: str | None,
+    result_code: int | None = None,
+) -> dict[str, Any]:
+    """An ``nccl_errors`` row (its chain and result code grow as frames follow)."""
+    return {
+        "host": host,
+        "pid": pid,
+        "tid": tid,
+        "line": line,
+        "level": level,
+        "class": cls,
+        "src": src,
+        "message": message,
+        "chain": [],
+        "result_code": result_code,
+        "remediation": fix,
+        "time": time,
+    }
