@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import pyarrow as pa
 
 from analyzer.config import AnalysisConfig, StragglerThresholds, Thresholds
 from analyzer.context import Context
 from analyzer.detectors.straggler import Straggler
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
-from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
-from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
-from parsers.timeline import parse_timeline
+from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
 from tests.builders import B, E, X, glued, meta, write
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic" / "straggler_nocache" / "timeline.json"
-
-
-@dataclass
-class MemoryEvidence:
-    """What a timeline detector asks beyond its model, answered from the ticks table in memory."""
-
-    ticks: pa.Table
-    config: AnalysisConfig = field(default_factory=AnalysisConfig)
-
-    def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
-        out = first_last_offsets(lat, table_chunks(lambda cols: self.ticks.select(cols).to_batches()))
-        return int(out[rank]) if rank < len(out) and out[rank] != NO_OFFSET else None
-
-    def first_span_offset(self, model: TimelineModel, step: int) -> int | None:
-        raise AssertionError("the straggler detector does not ask for a step's offset")
-
-    def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
-        raise AssertionError("the straggler detector does not read beyond its model")
-
-
-def _in_memory(path: Path) -> tuple[TimelineModel, pa.Table]:
-    parsed = parse_timeline(path, input_id="mem")
-    t = parsed.tables
-    of = InputIdentity("mem", str(path), parsed.info.to_dict())
-    return model_from_tables(of, t["spans"], t["ticks"], t["markers"]), t["ticks"]
 
 
 def _steps(n: int, late_rank: int, late_us: int) -> list[str]:
@@ -62,7 +32,7 @@ def _steps(n: int, late_rank: int, late_us: int) -> list[str]:
 
 def test_straggler_detector_runs_on_a_model_built_in_memory(tmp_path: Path) -> None:
     path = write(tmp_path, glued(*_steps(12, late_rank=2, late_us=20_000)))
-    model, ticks = _in_memory(path)
+    model, ticks = model_in_memory(path)
     assert model.window is None and model.tick_range is None
     assert len(model.steps) == 12 and model.median_step_us == 100_000
     finding = Straggler().check(model, MemoryEvidence(ticks))
@@ -77,7 +47,7 @@ def test_straggler_detector_runs_on_a_model_built_in_memory(tmp_path: Path) -> N
 
 
 def test_in_memory_model_gives_the_finding_the_store_gives(tmp_path: Path) -> None:
-    model, ticks = _in_memory(SAMPLE)
+    model, ticks = model_in_memory(SAMPLE)
     in_memory = Straggler().check(model, MemoryEvidence(ticks))
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(*discover([str(SAMPLE)]))

@@ -5,7 +5,7 @@ another quantity) fails here. Models are built in memory from the parsed tables 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,44 +18,21 @@ from analyzer.detectors.long_queue import LongQueue
 from analyzer.detectors.over_threshold import TensorOverFusionThreshold
 from analyzer.detectors.straggler import Straggler
 from analyzer.findings import Finding
-from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
-from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
-from parsers.timeline import parse_timeline
+from analyzer.timeline.model import TimelineModel
+from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
 
 SYNTH = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic"
 BELOW, ABOVE = 0.999, 1.001
 
 
-@dataclass
-class Evidence:
-    ticks: pa.Table
-    config: AnalysisConfig = field(default_factory=AnalysisConfig)
-
-    def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
-        out = first_last_offsets(lat, table_chunks(lambda cols: self.ticks.select(cols).to_batches()))
-        return int(out[rank]) if rank < len(out) and out[rank] != NO_OFFSET else None
-
-    def first_span_offset(self, model: TimelineModel, step: int) -> int | None:
-        return None
-
-    def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
-        raise AssertionError("not asked by these detectors")
-
-
 def _model(sample: str) -> tuple[TimelineModel, pa.Table]:
-    path = SYNTH / sample / "timeline.json"
-    parsed = parse_timeline(path, input_id="mem")
-    t = parsed.tables
-    model = model_from_tables(
-        InputIdentity("mem", str(path), parsed.info.to_dict()), t["spans"], t["ticks"], t["markers"]
-    )
-    return model, t["ticks"]
+    return model_in_memory(SYNTH / sample / "timeline.json")
 
 
 def _run(detector: TimelineDetector, sample: str, group: str, **values: float) -> Finding | None:
     model, ticks = _model(sample)
     thresholds = replace(Thresholds(), **{group: replace(getattr(Thresholds(), group), **values)})
-    return detector.check(model, Evidence(ticks, AnalysisConfig(thresholds=thresholds)))
+    return detector.check(model, MemoryEvidence(ticks, AnalysisConfig(thresholds=thresholds)))
 
 
 def _metrics(finding: Finding | None) -> dict[str, float]:
