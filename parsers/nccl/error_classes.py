@@ -1,15 +1,20 @@
 """Classifying NCCL WARN messages and error chains (``docs/formats/nccl-log.md`` §2, §4).
 
-Each :data:`RULES` entry maps a message pattern to an error class and the remediation a
-senior SRE would give for it. Benign warnings (no IB userspace on a machine without IB)
-have no class. A chain (``file:line -> N`` lines) without a WARN is classified by its
-result code.
+A WARN is classified by the NCCL or aws-ofi-nccl call site whose format it matches
+(:mod:`parsers.nccl.catalogue`, every release 2.3-2.30), then by what its variable part says
+(the errno of a /dev/shm failure, the text of a CUDA failure, an IB completion's status). A
+message no catalogued format matches (a cut paste, a plugin the catalogue lacks) falls back to
+:data:`RULES`, which map message patterns to a class; the rules also hold the remediation a
+senior SRE gives for each class. Benign warnings (a probe NCCL goes on from) have no class. A
+chain (``file:line -> N`` lines) without a WARN is classified by its result code.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from parsers.nccl.catalogue import lookup
 
 CLASSES = (
     "ib_completion_error",
@@ -26,6 +31,8 @@ CLASSES = (
     "invalid_usage",
     "shm_permission",
     "shm_missing",
+    "config_error",
+    "plugin_probe",
 )
 
 #: ncclResult_t values (§2).
@@ -60,6 +67,11 @@ _IB_STATUS = {
     "switch port of both hosts (ibstat, ethtool -S), the peer process, and on RoCE the GID index "
     "(NCCL_IB_GID_INDEX, usually 3 for RoCEv2), PFC/ECN and the MTU on every hop.",
 }
+
+OFI_REMEDIATION = (
+    "The AWS OFI (EFA) plugin could not use libfabric: expose the EFA devices to the container "
+    "(/dev/infiniband), install a matching libfabric/aws-ofi-nccl, and check FI_PROVIDER=efa."
+)
 
 RULES: tuple[Rule, ...] = (
     _r(
@@ -157,8 +169,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         r"NET/OFI|fi_\w+|libfabric|Couldn't open AV|provider",
         "system_error",
-        "The AWS OFI (EFA) plugin could not use libfabric: expose the EFA devices to the container "
-        "(/dev/infiniband), install a matching libfabric/aws-ofi-nccl, and check FI_PROVIDER=efa.",
+        OFI_REMEDIATION,
     ),
     _r(
         r"SHARP",
@@ -191,34 +202,90 @@ def shm_class(text: str) -> str | None:
     return next((cls for errno, cls in SHM_ERRNO if errno in text), None)
 
 
-def classify_warn(msg: str) -> tuple[str | None, str]:
-    """The class (None: benign) and remediation of a WARN message (a /dev/shm failure by its errno)."""
-    for rule in RULES:
-        if rule.pattern.search(msg):
-            if rule.cls == "shm_exhausted" and (by_errno := shm_class(msg)) not in (None, rule.cls):
-                return by_errno, remediation(by_errno)
-            if rule.cls == "ib_completion_error":
-                m = _IB_CODE.search(msg)
-                if m and int(m["code"]) in _IB_STATUS:
-                    return rule.cls, f"{rule.remediation} {_IB_STATUS[int(m['code'])]}"
-            return rule.cls, rule.remediation
-    raise AssertionError("the catch-all rule matches every message")  # pragma: no cover
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a WARN message is."""
+
+    cls: str  # the class it would have as an error ("plugin_probe" for a probe NCCL goes on from)
+    benign: bool  # NCCL carries on normally after it
+    consequence: bool  # it reports an earlier error (a chain, a failed async job or proxy operation)
+    remediation: str
 
 
-def classify_chain(code: int) -> tuple[str, str]:
-    """Class and remediation of an error chain seen without its WARN."""
+PROBE_REMEDIATION = (
+    "A probe NCCL makes and goes on from (a network plugin, a library or a device that is not here): a problem "
+    "only if that transport was meant to be used; the process's 'Using network' line shows what NCCL chose."
+)
+_OOM = re.compile(r"out of memory|cudaErrorMemoryAllocation", re.IGNORECASE)
+_SHM = re.compile(r"/dev/shm|shared memory|shm_open|posix_fallocate|shmutils|\bshm\b", re.IGNORECASE)
+
+
+def verdict(msg: str, src: str | None = None) -> Verdict:
+    """The verdict on a WARN message: the class of the call site it matches, adjusted by its
+    variable part (an errno, a CUDA error text, an IB status), else of the first rule that matches.
+    ``src`` is the record header's ``FILE:LINE``: it tells apart texts that several files print."""
+    rule = next(r for r in RULES if r.pattern.search(msg))  # the last rule matches every message
+    fmt = lookup(msg, src.rsplit(":", 1)[0] if src else None)
+    base = fmt.cls if fmt is not None and fmt.cls else rule.cls or "plugin_probe"
+    benign = fmt.benign if fmt is not None and fmt.cls else rule.cls is None
+    consequence = fmt is not None and fmt.consequence
+    cls = base
+    if cls.startswith("shm_") or (cls in ("system_error", "internal_error") and _SHM.search(msg)):
+        cls = shm_class(msg) or cls  # /dev/shm failures by their errno (catalogue rule 5)
+    if cls == "cuda_error" and _OOM.search(msg):
+        cls = "cuda_oom"
+    if cls != base or rule is RULES[-1]:  # the advice of the class
+        fix = PROBE_REMEDIATION if cls == "plugin_probe" and benign else remediation(cls)
+    else:  # the advice of the rule that knows this text, even where the class is the call site's
+        fix = rule.remediation
+    if cls == "ib_completion_error":
+        m = _IB_CODE.search(msg)
+        if m and int(m["code"]) in _IB_STATUS:
+            fix = f"{fix} {_IB_STATUS[int(m['code'])]}"
+    return Verdict(cls, benign, consequence, fix)
+
+
+def classify_warn(msg: str, src: str | None = None) -> tuple[str | None, str]:
+    """The class (None: benign) and remediation of a WARN message (:func:`verdict`)."""
+    v = verdict(msg, src)
+    return (None if v.benign else v.cls), v.remediation
+
+
+#: The subsystem a chain's first frame is in, when it names the failing primitive (catalogue §5).
+_FRAME_CLASS = (
+    (re.compile(r"(?:^|/)(?:socket\.(?:cc|h)|net_socket\.cc|linux_socket|ipcsocket\.cc)$"), "socket_error"),
+    (re.compile(r"(?:^|/)(?:ibvwrap\.cc|ibvsymbols\.cc|ibvwrap\.h|net_ib[\w/]*\.cc)$"), "ibv_setup_failure"),
+    (re.compile(r"(?:^|/)(?:shmutils\.cc|shm\.h)$"), "shm_exhausted"),
+)
+
+
+def classify_chain(code: int, src: str | None = None) -> tuple[str, str]:
+    """Class and remediation of an error chain seen without its WARN: a remote error by its code,
+    a failing primitive by the file of its first frame ``src`` (``misc/socket.cc:567``), else the
+    class of its result code."""
     if code == 6:
         return "remote_process_exited", remediation("remote_process_exited")
+    file = src.rsplit(":", 1)[0] if src else ""
+    cls = next((c for rx, c in _FRAME_CLASS if code == 2 and rx.search(file)), None)
+    if cls is not None:
+        return cls, remediation(cls)
     if code == 1:
         return "cuda_error", remediation("cuda_error")
-    return "system_error", (
+    cls = CODE_CLASS.get(code, "system_error")
+    return cls, (
         f"NCCL returned {RESULT_CODES.get(code, f'code {code}')} without a WARN on this "
-        "thread (suppressed, or printed by another rank): look for the first WARN of the job."
+        "thread (suppressed, or printed by another rank): look for the first WARN of the job. " + remediation(cls)
     )
 
 
 #: Classes that only a result code or a framework's text names (no WARN rule of their own).
 _CODE_REMEDIATION = {
+    "plugin_probe": "NCCL found no network it can use (neither a net plugin nor its own IB or socket transport): "
+    "check NCCL_NET and NCCL_NET_PLUGIN, that the interfaces NCCL_SOCKET_IFNAME names exist, and that the "
+    "container sees the network devices (/dev/infiniband).",
+    "system_error": "A system call or a library NCCL relies on failed (sockets, files, NVML, the network plugin): "
+    "the message names the call and its errno; up to NCCL 2.12 a peer that died also shows as a system error, "
+    "so look at the first WARN of the job's other processes too.",
     "internal_error": "An internal consistency check of NCCL failed (ncclInternalError): usually the fallout of an "
     "earlier error on this or another rank, so look for the job's first WARN; otherwise a NCCL bug, to report with "
     "the full NCCL_DEBUG=INFO log.",
@@ -227,6 +294,10 @@ _CODE_REMEDIATION = {
     "NCCL_SHM_DISABLE=1.",
     "shm_missing": "A rank could not open another rank's /dev/shm segment: the ranks of one host do not share it "
     "(different containers or IPC namespaces); share the IPC namespace (--ipc=host) or set NCCL_SHM_DISABLE=1.",
+    "config_error": "An NCCL setting or the environment does not fit this machine: NCCL_SOCKET_IFNAME, "
+    "NCCL_IB_HCA or NCCL_OOB_NET_IFNAME naming no interface or device that exists here, a malformed NCCL_COMM_ID, "
+    "NCCL_ALGO / NCCL_PROTO leaving nothing usable, two ranks given one GPU, or one unique id reused by two jobs; "
+    "fix the setting the message names.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

@@ -1,0 +1,149 @@
+"""Every WARN of NCCL 2.3-2.30 and aws-ofi-nccl, rendered as a log line, gets its catalogue class.
+
+The reference catalogue (``../shared/docs/nccl-warn-catalogue.tsv``, outside this repository)
+lists each call site's format string, releases and suggested class. For every WARN row, a line
+is rendered from its format (placeholders filled with plausible values) in the record header of
+its first release and, for rows NCCL still prints, in the 2.30 header with a native timestamp and
+the function name; the record parser reads it and the classifier must give the row's class and
+benign flag. Where this project classifies differently on purpose, ``warn_formats.tsv`` gives the
+reason, and the test prints those rows as a table. A format that is only a placeholder (``%s``:
+the caller's text) has nothing to recognise and is left out. The committed table must be what
+``scripts/gen_warn_table.py`` generates from the catalogue.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from parsers.nccl.error_classes import verdict
+from parsers.nccl.records import split_records
+from tests.conftest import CORPUS
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = CORPUS.parent / "docs" / "nccl-warn-catalogue.tsv"
+TABLE = ROOT / "parsers" / "nccl" / "warn_formats.tsv"
+_CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?([diouxXeEfgGcspn%])")
+_FILL = {"s": "mlx5_0", "p": "0x7f3a5c000000", "c": "x", "f": "1.5", "e": "1.5", "g": "1.5"}
+
+
+@cache
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_warn_table", ROOT / "scripts" / "gen_warn_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def render(fmt: str) -> str:
+    """The first line a printf of ``fmt`` prints, with plausible values."""
+    text = _generator().c_text(fmt).strip().split("\n")[0]
+    return _CONVERSION.sub(lambda m: "%" if m[1] == "%" else _FILL.get(m[1], "3"), text)
+
+
+def lines(row: dict[str, str]) -> list[str]:
+    """The WARN lines of a catalogue row: in its first release's header, and in 2.30's."""
+    source, msg = row["source_file"], render(row["format_string"])
+    if source.startswith("aws-ofi-nccl:"):  # the plugin passes its function, not a file
+        return [f"gpu-node-1:4242:4250 [0] nccl_net_ofi_init:812 NCCL WARN {msg}"]
+    out = [f"gpu-node-1:4242:4250 [0] {source}:120 NCCL WARN {msg}"]
+    if row["last_version"].startswith("2.30"):
+        out.append(f"[2026-01-05 10:11:12] gpu-node-1:4242:4250 [0] {source}:120 (ncclFn) NCCL WARN {msg}")
+    return out
+
+
+def warn_rows() -> list[dict[str, str]]:
+    with open(CATALOGUE, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [
+        r
+        for r in rows
+        if not r["source_file"].startswith(("pytorch:", "horovod:"))
+        and not r["notes"].startswith("[INFO]")
+        and r["suggested_class"]
+        and _generator().to_pattern(r["format_string"]).replace(".*?", "").strip()
+    ]
+
+
+def _policy() -> dict[str, tuple[str, str]]:
+    """The table's deliberate differences: pattern -> (class, why)."""
+    with open(TABLE, newline="", encoding="utf-8") as f:
+        return {r["pattern"]: (r["class"], r["why"]) for r in csv.DictReader(f, delimiter="\t") if r["why"]}
+
+
+needs_catalogue = pytest.mark.skipif(not CATALOGUE.is_file(), reason="../shared/docs/nccl-warn-catalogue.tsv absent")
+
+
+@needs_catalogue
+def test_table_is_generated_from_the_catalogue() -> None:
+    gen = _generator()
+    assert TABLE.read_text(encoding="utf-8") == gen.render(gen.rows(CATALOGUE)), (
+        "parsers/nccl/warn_formats.tsv is out of date: run python scripts/gen_warn_table.py"
+    )
+
+
+@needs_catalogue
+def test_every_catalogue_warn_gets_its_class(capsys: pytest.CaptureFixture[str]) -> None:
+    gen, policy = _generator(), _policy()
+    wrong: list[tuple[str, ...]] = []
+    deliberate: dict[tuple[str, str, str], str] = {}
+    rows = warn_rows()
+    for row in rows:
+        expected, why = row["suggested_class"], ""
+        pattern = gen.to_pattern(row["format_string"])
+        if pattern in policy and policy[pattern][0] != expected:
+            (now, why), was = policy[pattern], expected
+            deliberate[(row["format_string"][:70], was, now)] = why
+            expected = now
+        for line in lines(row):
+            (rec,), _, _ = split_records(line)
+            v = verdict(rec.msg, rec.src)
+            got = (rec.level, v.cls, "yes" if v.benign else "no")
+            if got != ("WARN", expected, row["benign"]):
+                wrong.append((row["source_file"], row["format_string"][:80], f"{expected}/{row['benign']}", str(got)))
+    with capsys.disabled():
+        print(f"\n{len(rows)} catalogue WARN rows; deliberate differences ({len(deliberate)}):")
+        for (fmt, was, now), why in sorted(deliberate.items()):
+            print(f"  {fmt!r}: {was} -> {now} ({why[:90]})")
+    table = "\n".join(" | ".join(w) for w in wrong[:40])
+    assert not wrong, (
+        f"{len(wrong)} of {len(rows)} rows classified otherwise (source | format | expected | got):\n{table}"
+    )
+
+
+def _classes(msg: str, src: str | None = None) -> tuple[Any, ...]:
+    v = verdict(msg, src)
+    return v.cls, v.benign, v.consequence
+
+
+def test_a_shm_failure_is_told_by_its_errno() -> None:
+    fmt = "Error while creating shared memory segment /dev/shm/nccl-Xa (size 9637888), error: {} ({})"
+    assert _classes(fmt.format("No space left on device", 28))[0] == "shm_exhausted"
+    assert _classes(fmt.format("Permission denied", 13))[0] == "shm_permission"
+    assert _classes("Call to shm_open failed : No such file or directory", "include/shm.h:41")[0] == "shm_missing"
+
+
+def test_a_cut_message_takes_the_class_its_formats_agree_on() -> None:
+    assert _classes("Connect to 10.0.0") == ("socket_error", False, False)
+    assert _classes("[Proxy Service 3] Failed to execute operation Se") == ("system_error", False, True)
+    assert _classes("Conn")[0] == "system_error"  # too short to be recognised: the general rule
+
+
+def test_a_text_several_files_print_is_told_by_the_header_file() -> None:
+    assert _classes("Call to read failed : Bad file descriptor", "graph/topo.cc:88")[0] == "topology_error"
+    assert _classes("Call to read failed : Bad file descriptor", "transport/net_socket.cc:88")[0] == "socket_error"
+
+
+def test_probes_are_benign_and_wrappers_are_consequences() -> None:
+    assert _classes("NET/OFI OFI fi_getinfo() call failed: No data available") == ("plugin_probe", True, False)
+    assert _classes("ncclAsyncJobComplete: job 0x55d0 failed, job error 2")[2] is True
+    assert _classes("Cuda failure 'out of memory'")[0] == "cuda_oom"
+    assert _classes("Cuda failure 'an illegal memory access was encountered'")[0] == "cuda_error"
