@@ -159,7 +159,12 @@ LOG_TABLES: dict[str, TableSpec] = {
                 ),
                 _c("cuda_devs", pa.list_(pa.int32()), "CUDA devices ([DEV], not ranks) it logged from"),
                 _c("version", pa.string(), "NCCL version it printed (INFO or bare version line)", null=True),
-                _c("version_source", pa.string(), "info | bare line | null", null=True),
+                _c(
+                    "version_source",
+                    pa.string(),
+                    "info | bare line | job's version line (the one version the file shows) | null",
+                    null=True,
+                ),
                 _c("cuda", pa.string(), "CUDA version of the NCCL build (+cudaX.Y)", null=True),
                 _c("wording_min", pa.string(), "oldest release printing its version-specific wording", null=True),
                 _c("wording_max", pa.string(), "newest release printing its version-specific wording", null=True),
@@ -251,6 +256,14 @@ LOG_TABLES: dict[str, TableSpec] = {
                     "time",
                     pa.string(),
                     "timestamp printed with it (NCCL 2.26+ or the log collector), as written",
+                    null=True,
+                ),
+                _c(
+                    "consequence",
+                    pa.bool_(),
+                    "its text reports an earlier error (a result chain, a failed async job or proxy operation, "
+                    "a framework's wrapper, shutdown noise after the process's own abort); null in a store "
+                    "written before this column",
                     null=True,
                 ),
             ),

@@ -3,8 +3,15 @@
 A WARN opens an error of its thread ``(host, pid, tid)``; the chain frames that thread logs
 next (within :data:`CHAIN_LINES` lines) extend it, and the last frame's code is its result
 code. A frame with no open WARN starts an error of its own (``level`` ``chain``), classified
-by its result code. At the end of a log, a chain after which its process went on normally
-(chose a network, connected, completed init) was a probe that failed, not an error.
+by its result code. At the end of a log (:meth:`Failures.settle`):
+
+- a chain after which its process went on normally (chose a network, connected, completed
+  init) was a probe that failed, not an error;
+- a network plugin's failure (aws-ofi-nccl's ``NET/OFI`` WARNs) is the plugin stepping aside
+  when NCCL went on with its own transports, and an error when the process said nothing more;
+- what a process logs after tearing its own communicator down (``Abort``, ``Destroy``) is
+  shutdown noise;
+- a framework's report of a failed call takes the class of NCCL's first error.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parsers.nccl.error_classes import CODE_CLASS, classify_chain, classify_warn, remediation, shm_class
+from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 
@@ -21,6 +28,11 @@ PROBE_NOTE = (
     "NCCL went on after this chain (it chose a network, connected or completed init): a probe of a plugin or "
     "transport that failed, not an error"
 )
+PLUGIN_ASIDE_NOTE = (
+    "the network plugin could not start here and NCCL went on with its own transports (the plugin stepping "
+    "aside): a problem only if that network (EFA) was meant to be used"
+)
+TEARDOWN_NOTE = "logged after this process tore its communicator down (Abort, Destroy): shutdown noise"
 
 ThreadKey = tuple[str | None, int | None, int | None]
 
@@ -34,9 +46,13 @@ class Failures:
         #: frames with no WARN before them in this parser (a later chunk's: parsers.nccl.chunks)
         self.chain_orphans: list[tuple[ThreadKey, int]] = []
 
-    def warn(self, r: Record, lineno: int) -> None:
-        cls, fix = classify_warn(r.msg)
-        self._open(r, lineno, "WARN", cls, r.src, r.msg.strip(), fix)
+    def warn(self, r: Record, lineno: int, probing: bool = True) -> None:
+        """A WARN; ``probing``: its process has not chosen a network yet (a plugin failing then may step aside)."""
+        v = verdict(r.msg, r.src)
+        err = self._open(r, lineno, "WARN", None if v.benign else v.cls, r.src, r.msg.strip(), v.remediation)
+        err["consequence"] = v.consequence
+        if probing and r.msg.lstrip().startswith("NET/OFI"):
+            err["_plugin"] = True  # settled by whether NCCL went on
 
     def chain(self, r: Record, f: Mapping[str, Any], lineno: int) -> None:
         frame = (
@@ -48,7 +64,7 @@ class Failures:
         if err is None:
             self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
         if err is None or lineno - err["line"] > CHAIN_LINES:
-            cls, fix = classify_chain(f["code"])
+            cls, fix = classify_chain(f["code"], f["src"])
             err = self._open(r, lineno, "chain", cls, f["src"], frame, fix)
         err["chain"].append(frame)
         err["result_code"] = f["code"]
@@ -62,7 +78,9 @@ class Failures:
         its result code until :meth:`settle` knows whether NCCL's own records name the cause."""
         cls = CODE_CLASS.get(result_code) if result_code is not None else None
         fix = remediation(cls) if cls else None
-        self.errors.append(_row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code))
+        err = _row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
+        err["consequence"] = True
+        self.errors.append(err)
 
     def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
         """Declassify the chains after which their process went on normally (failed probes), and
@@ -70,9 +88,19 @@ class Failures:
         consequence, not a cause of their own."""
         for err in self.errors:
             proc = procs.get((err["host"], err["pid"]))
-            if err["level"] == "chain" and proc is not None and proc.progress_line > err["line"]:
-                err["class"] = None
-                err["remediation"] = PROBE_NOTE
+            if proc is None:
+                continue
+            went_on = proc.progress_line > err["line"]
+            if err["level"] == "chain" and went_on:
+                err["class"], err["remediation"] = None, PROBE_NOTE
+            if "_plugin" in err:
+                if went_on and err["class"] is not None:
+                    err["class"], err["remediation"] = None, PLUGIN_ASIDE_NOTE
+                elif not went_on and err["class"] is None:  # a probe that was the process's last word
+                    err["class"], err["remediation"] = "system_error", OFI_REMEDIATION
+                del err["_plugin"]
+            if proc.teardown_line and err["line"] > proc.teardown_line and err["class"] is not None:
+                err["class"], err["remediation"], err["consequence"] = None, TEARDOWN_NOTE, True
         root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
         if root is not None:
             for err in self.errors:
@@ -115,4 +143,5 @@ def _row(
         "result_code": result_code,
         "remediation": fix,
         "time": time,
+        "consequence": level == "chain",
     }

@@ -44,6 +44,9 @@ _NETWORK = re.compile(r"^Using (?:internal |external )?[Nn]etwork (?P<net>.+?)\s
 _VERSION = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+cuda(?P<cuda>\S+)")
 _GDR = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU|HCA)")
 _NVLS = re.compile(r"^NVLS multicast support is (?P<no>not )?available")
+#: a communicator being torn down: ``- Abort COMPLETE`` (2.12+), ``- Abort START`` (2.28+), ``- Destroy COMPLETE``,
+#: ``- Revoke START`` (2.28.7+), ``CommRevokeAsync START``
+_TEARDOWN = re.compile(r" - (?:Abort|Destroy|Revoke) (?:START|COMPLETE)|^CommRevokeAsync START")
 
 #: Wording only some releases print (``nccl-log.md`` §6): regex, first and last version that prints it.
 WORDING: tuple[tuple[re.Pattern[str], Version, Version], ...] = tuple(
@@ -118,6 +121,8 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
                 "errno": m["errno"],
                 "thread": m["thread"],
             }
+    if ("Abort" in msg or "Destroy" in msg or "Revoke" in msg) and _TEARDOWN.search(msg):
+        return "teardown", {}
     if "rank " in msg and "nranks " in msg and "comm " in msg:
         m = _INIT.search(msg)
         if m:

@@ -23,13 +23,14 @@ from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.messages import classify, wording_range
-from parsers.nccl.process import ProcessState, log_tables
-from parsers.nccl.records import PREFIX_ONLY, Record, split_records
+from parsers.nccl.process import ProcessState, bare_versions, log_tables
+from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
 
 BLOCK = 4 << 20
-#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included.
+#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
+#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host).
 COLL_LINE = re.compile(
-    r"^(?P<outer>[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
+    r"^(?P<outer>\[\d+,\d+\]<\w+>:|[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
     r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
     re.MULTILINE,
@@ -81,7 +82,7 @@ class JobLogParser:
                 rest = data
                 continue
             rest = data[cut + 1 :]
-            lineno = self._block(data[: cut + 1].decode("utf-8", "replace"), lineno)
+            lineno = self._block(clean_paste(data[: cut + 1].decode("utf-8", "replace")), lineno)
         if rest:
             lineno += 1
             self._issue_at(
@@ -91,7 +92,7 @@ class JobLogParser:
                 f"the file ends mid-line (line {{line}}, {len(rest)} bytes without a newline): the "
                 "excerpt or capture was cut there; the fragment is read as far as it goes",
             )
-            self._line(rest.decode("utf-8", "replace").rstrip("\r"), lineno)
+            self._line(clean_paste(rest.decode("utf-8", "replace")).rstrip("\r"), lineno)
         self.lines = lineno
 
     def finish(self, gzip_cut: str | None = None) -> None:
@@ -287,10 +288,11 @@ class JobLogParser:
         p = self._proc(r, lineno)
         if r.level == "WARN":
             p.warns += 1
-            self.failures.warn(r, lineno)
+            self.failures.warn(r, lineno, probing=p.network is None and not p.conns)
             fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
             if fact is not None and fact[0] == "no_verbs":
                 p.verbs_missing = True
+                p.progress_line = lineno  # NCCL went on to its own IB transport (and then sockets)
             return
         if r.level != "INFO":
             return
@@ -318,6 +320,8 @@ class JobLogParser:
             p.progress_line = lineno
         elif kind == "chain":
             self.failures.chain(r, f, lineno)
+        elif kind == "teardown":
+            p.teardown_line = p.teardown_line or lineno
         elif kind == "init":
             if f["phase"] == "COMPLETE":
                 p.progress_line = lineno
@@ -345,7 +349,7 @@ class JobLogParser:
         elif kind == "env":
             self.env.append(rows.EnvRow(r.host, r.pid, lineno, f["var"], f["value"]))
         else:
-            if kind in ("network", "ib_using", "socket_using"):  # a network initialised after a failed probe
+            if kind in ("network", "ib_using", "socket_using", "ib_none", "no_verbs"):  # NCCL went on probing
                 p.progress_line = lineno
             p.apply(kind, f)
 
@@ -353,23 +357,7 @@ class JobLogParser:
     def _finish(self) -> None:
         self._fold_fast_colls()
         self.failures.settle(self.procs)
-        for lineno, outer, msg in self._bare_versions:
-            fact = classify(msg)
-            if fact is None:
-                continue
-            owner = self._version_owner(outer.strip())
-            if owner is not None and owner.version is None:
-                owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
-            self.versions.append(
-                rows.VersionRow(
-                    owner.host if owner else None,
-                    owner.pid if owner else None,
-                    lineno,
-                    fact[1]["version"],
-                    fact[1]["cuda"],
-                    "bare line",
-                )
-            )
+        self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:
             self.sink.add(
                 IssueSeverity.INFO,
@@ -393,17 +381,6 @@ class JobLogParser:
                 "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
                 "(was NCCL_DEBUG=INFO set?)",
             )
-
-    def _version_owner(self, outer: str) -> ProcessState | None:
-        """The process that printed a bare version line: the one with the same launcher prefix,
-        else the only process of the file."""
-        if outer:
-            same = [p for p in self.procs.values() if p.prefix == outer]
-            if len(same) == 1:
-                return same[0]
-        if len(self.procs) == 1:
-            return next(iter(self.procs.values()))
-        return None
 
     @property
     def info(self) -> rows.LogFacts:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from parsers.nccl.messages import Version
-from parsers.nccl.rows import CommRankRow, EnvRow, StallRow, VersionRow
+from parsers.nccl.messages import Version, classify
+from parsers.nccl.rows import BareVersion, CommRankRow, EnvRow, StallRow, VersionRow
 from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class ProcessState:
     records: int = 0
     warns: int = 0
     progress_line: int = 0  # last line showing init progress (network chosen, connection, Init COMPLETE)
+    teardown_line: int = 0  # first line tearing a communicator down (Abort, Destroy, Revoke)
     conns: dict[tuple[str, str, str | None, bool], list[int]] = field(default_factory=dict)
 
     def wording_open(self) -> bool:
@@ -98,6 +99,8 @@ class ProcessState:
         self.gdr_disabled |= later.gdr_disabled
         if later.progress_line:
             self.progress_line = later.progress_line + base
+        if later.teardown_line and not self.teardown_line:
+            self.teardown_line = later.teardown_line + base
         for key, (n, first) in later.conns.items():
             c = self.conns.get(key)
             if c is None:
@@ -111,6 +114,8 @@ class ProcessState:
         self.last_line += base
         if self.progress_line:
             self.progress_line += base
+        if self.teardown_line:
+            self.teardown_line += base
         for c in self.conns.values():
             c[1] += base
 
@@ -143,6 +148,42 @@ class ProcessState:
             self.plugin = text.split("Using ", 1)[-1] if "NET/OFI" in text else text.split()[-1]
         elif kind == "gdr" and not f["enabled"]:
             self.gdr_disabled = True
+
+
+def version_owner(procs: dict[tuple[str | None, int | None], ProcessState], outer: str) -> ProcessState | None:
+    """The process that printed a bare version line: the one with the same launcher prefix,
+    else the only process of the file."""
+    if outer:
+        same = [p for p in procs.values() if p.prefix == outer]
+        if len(same) == 1:
+            return same[0]
+    if len(procs) == 1:
+        return next(iter(procs.values()))
+    return None
+
+
+def bare_versions(
+    procs: dict[tuple[str | None, int | None], ProcessState], bare: Sequence[BareVersion], info: Sequence[VersionRow]
+) -> list[VersionRow]:
+    """The rows of the bare version lines (``NCCL version X+cudaY``, printed by rank 0 only up to
+    2.21), each attributed to the process that printed it when that is known. When the file
+    shows one version only (one job), the processes that printed none get it too, with source
+    ``job's version line``."""
+    out = []
+    for lineno, outer, msg in bare:
+        fact = classify(msg)
+        if fact is None:
+            continue
+        owner = version_owner(procs, outer.strip())
+        if owner is not None and owner.version is None:
+            owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
+        host, pid = (owner.host, owner.pid) if owner else (None, None)
+        out.append(VersionRow(host, pid, lineno, fact[1]["version"], fact[1]["cuda"], "bare line"))
+    if len({r.version for r in (*out, *info)}) == 1 and out:
+        for p in procs.values():
+            if p.version is None:
+                p.version, p.cuda, p.version_source = out[0].version, out[0].cuda, "job's version line"
+    return out
 
 
 def _add_new(items: list[str], new: list[str]) -> None:
@@ -204,6 +245,7 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
             "result_code",
             "remediation",
             "time",
+            "consequence",
         ]
         cols["nccl_errors"] = {n: [e[n] for e in p.failures.errors] for n in names}
     if p.colls:

@@ -12,6 +12,7 @@ says which were merged or doubled.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,22 @@ VERSION = re.compile(r"(?:^|[\s:|>\]])NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx
 PREFIX_ONLY = re.compile(r"^\s*(?:>\s*)?(?:\[\d+(?:,\d+)?\](?:<\w+>)?:?|[\w.-]+:|\d+:|\|)?\s*$")
 #: An ISO-8601 timestamp with a zone offset glued to the host name (CloudWatch exports).
 GLUED_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[-+]\d\d:\d\d$")
+#: ANSI colour and cursor sequences (Ray's worker tags, coloured terminals and CI consoles).
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: HTML character references of a log pasted from a web page (``10.0.0.2&lt;45763&gt;``, ``-&gt; 6``).
+ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
+
+
+def clean_paste(text: str) -> str:
+    """``text`` without ANSI sequences and with HTML character references decoded: what a
+    terminal or a web page added to the lines NCCL printed."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    if "&" in text and ENTITY.search(text):
+        text = ENTITY.sub(lambda m: html.unescape(m[0]), text)
+    return text
+
+
 #: NCCL 2.26+ default timestamp at the end of ``outer``.
 NATIVE_TS = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\] $")
 

@@ -73,6 +73,23 @@ def test_header_variants_give_the_host(line: str, host: str, outer: str) -> None
     assert r.dev is not None
 
 
+def test_terminal_colours_and_html_escapes_are_paste_artefacts() -> None:
+    text = (
+        "\x1b[36m(RayTrainWorker pid=7)\x1b[0m \x1b[1;31mgpu-a1:42:43 [0] NCCL INFO Using network IB\x1b[0m\n"
+        "gpu-a1:42:43 [0] NCCL INFO Channel 00/0 : 0[0] -&gt; 1[1] [send] via NET/IB/0\n"
+        "&gt; gpu-a1:42:44 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2&lt;4576&gt; "
+        "failed : Connection refused\n"
+        "gpu-a1:42:44 [0] NCCL INFO misc/socket.cc:564 -&gt; 2\n"
+    )
+    _, t = parse(text)
+    (proc,) = t["nccl_processes"]
+    assert (proc["host"], proc["network"]) == ("gpu-a1", "IB")
+    assert [c["detail"] for c in t["nccl_connections"]] == ["NET/IB"]
+    (err,) = t["nccl_errors"]
+    assert err["message"].endswith("10.0.0.2<4576> failed : Connection refused")
+    assert (err["class"], err["chain"]) == ("socket_error", ["misc/socket.cc:564 -> 2"])
+
+
 def test_host_without_pid_needs_its_device_to_be_a_record() -> None:
     assert split_records("some text NCCL INFO Using network IB")[0] == []  # no [DEV]: application text
 
@@ -143,7 +160,7 @@ def test_warn_chain_attaches_by_thread_and_classifies() -> None:
         6,
     )
     assert "retry counter exceeded" in warn["remediation"]
-    assert (other["level"], other["class"], other["line"]) == ("chain", "system_error", 4)
+    assert (other["level"], other["class"], other["line"]) == ("chain", "internal_error", 4)  # code 3
 
 
 def test_failed_probe_followed_by_progress_is_not_an_error() -> None:
