@@ -77,7 +77,10 @@ def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str, v
         stuck = next(f for f in report.findings if f.code == "nccl.init_incomplete")
         err = next(f for f in report.findings if f.code == "nccl.error")
         assert stuck.ranks == (9, 13) and stuck.hosts == ("gpu-node-001",)
-        assert err.labels == {"class": "ib_completion_error"} and "retry counter exceeded" in err.suggestions[0].action
+        assert err.labels == {"class": "ib_completion_error", "root_src": "transport/net_ib.cc:1295"}
+        assert err.summary.startswith("Root cause: ib_completion_error on gpu-node-001:20009 (rank 9) at ")
+        assert err.ranks == (9,)
+        assert "retry counter exceeded" in err.suggestions[0].action
     if name == "watchdog_behind":
         (f,) = report.findings
         assert f.ranks == (3,) and f.labels == {"verdict": "behind"}

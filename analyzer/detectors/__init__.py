@@ -14,7 +14,7 @@ from analyzer.detectors.nccl_ib_disabled import IbDisabled
 from analyzer.detectors.nccl_init_incomplete import InitIncomplete
 from analyzer.detectors.nccl_no_gdrdma import NoGdrdma
 from analyzer.detectors.nccl_socket_fallback import SocketFallback
-from analyzer.detectors.nccl_version_mismatch import VersionMismatch
+from analyzer.detectors.nccl_version_mismatch import ReleaseWording, VersionMismatch
 from analyzer.detectors.nccl_watchdog import WatchdogTimeout
 from analyzer.detectors.negotiation_wait import NegotiationWait
 from analyzer.detectors.over_threshold import TensorOverFusionThreshold
@@ -38,6 +38,7 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     IbDisabled(),
     NoGdrdma(),
     VersionMismatch(),
+    ReleaseWording(),
     InitIncomplete(),
     NcclError(),
     WatchdogTimeout(),

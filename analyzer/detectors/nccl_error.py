@@ -1,24 +1,28 @@
-"""``nccl.error``: NCCL failures, one finding per error class.
+"""``nccl.error``: NCCL failures, one finding per root-cause class.
 
 Signal: WARN records classified by :mod:`parsers.nccl.error_classes` (benign warnings such as a
-missing libibverbs on a machine without IB are left out) and error chains seen without
-their WARN. The finding names the hosts and processes, cites the first occurrences with
-their chains, and gives the class's remediation.
+missing libibverbs on a machine without IB are left out), error chains seen without their WARN
+and framework reports of failed calls, attributed to root causes by :mod:`analyzer.nccl.incidents`.
+A finding names its root cause (class, process, rank when known, the first WARN with its
+``FILE:LINE``) and lists what followed from it (other ranks' closed sockets, result chains,
+failed proxy operations, framework wrappers) as evidence, not as findings of their own.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from typing import Any
 
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.nccl.incidents import Incident, peer_gone
 from analyzer.nccl.model import NcclModel
 from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
-SECONDARY = {"remote_process_exited", "socket_error"}  # usually the echo of another rank's failure
+ROOT_EVIDENCE = 6  # root errors cited (one per process)
+CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
 
 
 class NcclError(LogDetector):
@@ -27,43 +31,79 @@ class NcclError(LogDetector):
     requires = ("nccl_errors",)
 
     def check(self, model: NcclModel) -> list[Finding]:
-        by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for e in model.classified_errors:
-            by_class[e["class"]].append(e)
-        remedies = model.nccl_errors.set_index("message")["remediation"].to_dict() if by_class else {}
-        out = []
-        for cls, errs in by_class.items():
-            procs = sorted({who(e["host"], e["pid"]) for e in errs})
-            hosts = tuple(sorted({e["host"] for e in errs if e["host"]}))
-            first = errs[0]
-            evidence = tuple(
-                Evidence(
-                    summary=f"{who(e['host'], e['pid'])}: {e['message'][:300]}"
-                    + (f" -> {' <- '.join(e['chain'][:6])}" if e["chain"] else ""),
-                    sources=(src(e["file"], e["line"]),),
-                    metrics={"result_code": float(e["result_code"])} if e["result_code"] is not None else {},
-                )
-                for e in _first_per_process(errs)[:6]
-            )
-            fixes = list(dict.fromkeys(remedies.get(e["message"], "") for e in errs if e["level"] == "WARN"))
-            fixes = [f for f in fixes if f] or [remediation(cls)]
-            out.append(
-                Finding(
-                    code=CODE,
-                    severity=Severity.WARNING if cls in SECONDARY and len(by_class) > 1 else Severity.CRITICAL,
-                    title=f"NCCL {cls.replace('_', ' ')}: {first['message'][:90]}",
-                    summary=(
-                        f"{len(errs)} {cls} error(s) on {listed(procs)}; first at {first['file']}:{first['line']}: "
-                        f"{first['message'][:200]}"
-                    ),
-                    detector=self.name,
-                    evidence=evidence,
-                    suggestions=tuple(Suggestion(action=f) for f in fixes[:3]),
-                    hosts=hosts,
-                    labels={"class": cls},
-                )
-            )
-        return out
+        incidents = model.incidents
+        ranks = _ranks(model)
+        return [_finding(i, ranks, secondary=len(incidents) > 1 and all(map(peer_gone, i.roots))) for i in incidents]
+
+
+def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], secondary: bool) -> Finding:
+    cls, roots, after = incident.cls, incident.roots, incident.consequences
+    first = roots[0]
+    rank = ranks.get((first["file"], first["host"], first["pid"]), [])
+    where = who(first["host"], first["pid"]) + (f" (rank {listed([str(r) for r in rank])})" if rank else "")
+    at = f" at {first['src']}" if first["src"] else ""
+    others = sorted({who(e["host"], e["pid"]) for e in roots[1:]} - {who(first["host"], first["pid"])})
+    summary = f"Root cause: {cls} on {where}{at}: {first['message'][:200]}"
+    if others:
+        summary += f" The same on {listed(others)}."
+    if after:
+        procs = {who(e["host"], e["pid"]) for e in after if e["host"] is not None or e["pid"] is not None}
+        summary += (
+            f" {len(after)} later error(s) follow from it"
+            + (f" on {listed(sorted(procs))}" if procs else "")
+            + f" ({_kinds(after)})."
+        )
+    evidence = [_evidence(e, "root cause") for e in _first_per_process(roots)[:ROOT_EVIDENCE]]
+    evidence += [_evidence(e, "consequence") for e in _first_per_process(after)[:CONSEQUENCE_EVIDENCE]]
+    fixes = list(dict.fromkeys(e["remediation"] for e in roots if e["level"] == "WARN" and e["remediation"]))
+    fixes = fixes or [remediation(cls)]
+    return Finding(
+        code=CODE,
+        severity=Severity.WARNING if secondary else Severity.CRITICAL,
+        title=f"NCCL {cls.replace('_', ' ')}: {first['message'][:90]}",
+        summary=summary,
+        detector=NcclError.name,
+        evidence=tuple(evidence),
+        suggestions=tuple(Suggestion(action=f) for f in fixes[:3] if f),
+        ranks=tuple(rank),
+        hosts=tuple(sorted({e["host"] for e in roots if e["host"]})),
+        labels={"class": cls} | ({"root_src": first["src"]} if first["src"] else {}),
+    )
+
+
+def _evidence(e: dict[str, Any], role: str) -> Evidence:
+    chain = f" -> {' <- '.join(e['chain'][:6])}" if e["chain"] else ""
+    return Evidence(
+        summary=f"{role}, {who(e['host'], e['pid'])}: {e['message'][:300]}{chain}",
+        sources=(src(e["file"], e["line"]),),
+        metrics={"result_code": float(e["result_code"])} if e["result_code"] is not None else {},
+    )
+
+
+def _kinds(errs: list[dict[str, Any]]) -> str:
+    """``3 result chains, 2 peer gone, 1 framework report``."""
+    kinds: Counter[str] = Counter(
+        "result chains"
+        if e["level"] == "chain"
+        else "framework reports"
+        if e["level"] == "framework"
+        else "peers gone"
+        if peer_gone(e)
+        else "warnings"
+        for e in errs
+    )
+    return ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+
+
+def _ranks(model: NcclModel) -> dict[tuple[Any, ...], list[int]]:
+    procs = model.processes
+    if procs.empty:
+        return {}
+    return {
+        (r.file, r.host if isinstance(r.host, str) else None, None if r.pid != r.pid else int(r.pid)): list(r.ranks)
+        for r in procs.itertuples(index=False)
+        if r.pid is None or r.pid == r.pid
+    }
 
 
 def _first_per_process(errs: list[dict[str, Any]]) -> list[dict[str, Any]]:

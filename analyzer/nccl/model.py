@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from analyzer.nccl.incidents import Incident, attribute
 from parsers.nccl.messages import parse_version
 
 LOG_TABLES = (
@@ -81,12 +82,22 @@ class NcclModel:
 
     @cached_property
     def classified_errors(self) -> list[dict[str, Any]]:
-        """Errors with a class (benign warnings left out), in file order, as the report shows them."""
+        """Errors with a class (benign warnings left out), in file order, as the report shows them,
+        each with its ``role`` (root cause or consequence) and ``cause`` (:mod:`analyzer.nccl.incidents`)."""
+        return self._attributed[0]
+
+    @cached_property
+    def incidents(self) -> list[Incident]:
+        """The root-cause classes of the run's NCCL errors, each with its roots and consequences."""
+        return self._attributed[1]
+
+    @cached_property
+    def _attributed(self) -> tuple[list[dict[str, Any]], list[Incident]]:
         e = self.tables["nccl_errors"]
         if e.empty:
-            return []
+            return [], []
         e = e[e["class"].notna()]
-        return [
+        rows = [
             {
                 "class": r.cls,
                 "host": r.host if isinstance(r.host, str) else None,
@@ -100,9 +111,14 @@ class NcclModel:
                 "result_code": opt_int(r.result_code),
                 "time": r.time if isinstance(r.time, str) else None,
                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None,
+                "consequence": r.level == "chain" or (not pd.isna(r.consequence) and bool(r.consequence)),
             }
             for r in e.rename(columns={"class": "cls"}).itertuples(index=False)
         ]
+        found = attribute(rows)
+        for row in rows:
+            del row["consequence"]
+        return rows, found
 
     @cached_property
     def communicators(self) -> list[dict[str, Any]]:

@@ -227,6 +227,13 @@ class CommunicatorDoc(TypedDict):
     files: list[str]
 
 
+class CauseDoc(TypedDict):
+    """Where the root cause an error follows from was logged."""
+
+    file: str
+    line: int
+
+
 # "class" is a Python keyword: the functional form
 NcclErrorDoc = TypedDict(
     "NcclErrorDoc",
@@ -243,6 +250,8 @@ NcclErrorDoc = TypedDict(
         "result_code": int | None,
         "remediation": str | None,
         "time": str | None,
+        "role": Literal["root", "consequence"],
+        "cause": CauseDoc | None,
     },
 )
 

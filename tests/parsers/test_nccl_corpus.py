@@ -30,7 +30,7 @@ class E:
     nets: set[str]  # inter-node network per process (IB, Socket, IBext_v8, AWS Libfabric, ...)
     transports: set[str]  # connection lines (P2P/IPC/read, NET/IB/GDRDMA, NVLS, ...)
     complete: set[int]  # ranks with Init COMPLETE
-    errors: set[str]  # error classes
+    errors: set[str]  # root-cause classes
     codes: set[str]  # finding codes (nccl.error as nccl.error:<class>)
 
 
@@ -59,15 +59,7 @@ EXPECTED = {
     "017": E({"2.10.3"}, {"nodea", "nodeb"}, {"IB"}, set(), set(), set(), set()),
     "019": E(set(), {"gpu01"}, {"IB"}, set(), set(), set(), set()),
     "020": E({"2.18.5"}, {"node2", "node4"}, {"IB"}, set(), set(), set(), set()),
-    "022": E(
-        set(),
-        {"dgxh100-4"},
-        set(),
-        set(),
-        set(),
-        {"remote_process_exited", "socket_error"},
-        {"nccl.error:remote_process_exited", "nccl.error:socket_error"},
-    ),
+    "022": E(set(), {"dgxh100-4"}, set(), set(), set(), {"socket_error"}, {"nccl.error:socket_error"}),
     "023": E({"2.19.3"}, {"instance-8g-96c-2"}, {"Socket"}, set(), set(), set(), set()),
     "025": E(
         set(), {"<cluster_name>"}, {"Socket"}, {"NET/Socket", "P2P/IPC/read"}, set(), set(), {"nccl.socket_fallback"}
@@ -80,26 +72,10 @@ EXPECTED = {
     "034": E(
         set(), {"kp-ddp-worker-0"}, set(), set(), set(), {"ib_completion_error"}, {"nccl.error:ib_completion_error"}
     ),
-    "035": E(
-        set(),
-        {"gh-3714u15"},
-        set(),
-        set(),
-        set(),
-        {"ib_completion_error", "remote_process_exited"},
-        {"nccl.error:ib_completion_error", "nccl.error:remote_process_exited"},
-    ),
+    "035": E(set(), {"gh-3714u15"}, set(), set(), set(), {"ib_completion_error"}, {"nccl.error:ib_completion_error"}),
     "037": E(set(), {"aigc-maas-instance-leader-0"}, set(), set(), set(), set(), {"nccl.no_gdrdma"}),
     "038": E(set(), {"aigc-maas-instance-leader-0"}, {"IB"}, {"NET/IB"}, set(), set(), {"nccl.no_gdrdma"}),
-    "040": E(
-        set(),
-        {"VM-0-16-ubuntu"},
-        set(),
-        set(),
-        set(),
-        {"cuda_error", "cuda_oom"},
-        {"nccl.error:cuda_error", "nccl.error:cuda_oom"},
-    ),
+    "040": E(set(), {"VM-0-16-ubuntu"}, set(), set(), set(), {"cuda_oom"}, {"nccl.error:cuda_oom"}),
     "041": E(set(), {"ubuntu"}, set(), set(), set(), {"shm_exhausted"}, {"nccl.error:shm_exhausted"}),
     "043": E(set(), {"crow-ib-new-nccl-256-info-19"}, {"IB"}, {"P2P/IPC"}, set(), set(), set()),
     "044": E(
@@ -118,8 +94,8 @@ EXPECTED = {
         {"AWS Libfabric"},
         {"NET/AWS Libfabric", "P2P/IPC"},
         set(),
-        {"system_error"},
-        {"nccl.error:system_error", "nccl.no_gdrdma"},
+        {"ibv_setup_failure"},
+        {"nccl.error:ibv_setup_failure", "nccl.no_gdrdma"},
     ),
     "049": E(
         set(), {"algo-1"}, set(), {"P2P/CUMEM/read"}, set(), {"collective_mismatch"}, {"nccl.error:collective_mismatch"}
@@ -131,28 +107,14 @@ EXPECTED = {
         {"Socket"},
         {"NET/Socket", "P2P/IPC/read"},
         set(),
-        {"socket_error", "system_error"},
-        {"nccl.error:socket_error", "nccl.error:system_error", "nccl.socket_fallback"},
+        {"socket_error"},
+        {"nccl.error:socket_error", "nccl.socket_fallback"},
     ),
     "053": E(set(), {"node0", "node2"}, set(), set(), set(), set(), set()),
     "055": E(
-        set(),
-        {"DisAI-4090-2", "DisAI-4090-3"},
-        set(),
-        set(),
-        set(),
-        {"socket_error", "system_error"},
-        {"nccl.error:socket_error", "nccl.error:system_error"},
+        set(), {"DisAI-4090-2", "DisAI-4090-3"}, set(), set(), set(), {"internal_error"}, {"nccl.error:internal_error"}
     ),
-    "056": E(
-        set(),
-        {"tomte401"},
-        set(),
-        set(),
-        set(),
-        {"cuda_error", "system_error"},
-        {"nccl.error:cuda_error", "nccl.error:system_error"},
-    ),
+    "056": E(set(), {"tomte401"}, set(), set(), set(), {"cuda_error"}, {"nccl.error:cuda_error"}),
     "058": E(set(), set(), set(), set(), set(), set(), {"nccl.watchdog_timeout"}),
     "059": E(set(), set(), set(), set(), set(), set(), {"nccl.watchdog_timeout"}),
     "061": E(set(), set(), set(), set(), set(), set(), {"nccl.watchdog_timeout"}),
@@ -166,9 +128,9 @@ EXPECTED = {
     "073": E(set(), {"h100-kickoff-llama-70b-chat-20230328-bcf75c4f6-gn6nd"}, {"Socket"}, set(), set(), set(), set()),
     "074": E({"2.18.3"}, {"ubuntu"}, {"Socket"}, set(), set(), {"cuda_error"}, {"nccl.error:cuda_error"}),
     "076": E({"2.5.7"}, {"wangying-system"}, {"Socket"}, set(), set(), set(), set()),
-    "077": E(set(), {"hpc-25-14", "hpc-25-15"}, {"IB"}, set(), set(), {"system_error"}, {"nccl.error:system_error"}),
+    "077": E(set(), {"hpc-25-14", "hpc-25-15"}, {"IB"}, set(), set(), {"config_error"}, {"nccl.error:config_error"}),
     "079": E(set(), {"learnfair062"}, set(), set(), set(), set(), set()),
-    "080": E({"2.12.12"}, {"gcn6"}, {"IB"}, set(), set(), {"topology_error"}, {"nccl.error:topology_error"}),
+    "080": E({"2.12.12"}, {"gcn6"}, {"IB"}, set(), set(), {"system_error"}, {"nccl.error:system_error"}),
     "082": E({"2.8.4"}, {"j63g01247", "j66d10267"}, {"IB"}, set(), set(), set(), set()),
     "083": E(set(), {"tj1-asr-train-v100-13"}, set(), set(), set(), {"socket_error"}, {"nccl.error:socket_error"}),
     "085": E(
@@ -202,15 +164,7 @@ EXPECTED = {
         set(), {"VM-0-14-centos"}, set(), set(), set(), {"ib_completion_error"}, {"nccl.error:ib_completion_error"}
     ),
     "100": E({"2.21.5"}, {"kolyoz1", "kolyoz2"}, set(), set(), set(), set(), set()),
-    "101": E(
-        set(),
-        {"a100-st-p4d24xlarge-22"},
-        set(),
-        set(),
-        set(),
-        {"socket_error", "system_error"},
-        {"nccl.error:socket_error", "nccl.error:system_error"},
-    ),
+    "101": E(set(), {"a100-st-p4d24xlarge-22"}, set(), set(), set(), {"socket_error"}, {"nccl.error:socket_error"}),
     "103": E({"2.18.3"}, {"host-2"}, {"IB"}, set(), set(), set(), set()),
     "104": E(set(), {"tj5-sc-ai-h800r-dev01"}, set(), {"NVLS"}, set(), set(), set()),
     "106": E({"2.21.5"}, {"gh-3714u06"}, set(), set(), set(), set(), set()),
@@ -237,7 +191,7 @@ def facts(doc: dict[str, Any]) -> E:
         nets={p["network"] for p in procs if p["network"]},
         transports={t for p in procs for t in p["transports"]},
         complete={r for c in n["communicators"] for r in c["ranks_complete"]},
-        errors={e["class"] for e in n["errors"]},
+        errors={e["class"] for e in n["errors"] if e["role"] == "root"},  # root causes, not what followed
         codes={f["code"] + (f":{f['labels']['class']}" if "class" in f["labels"] else "") for f in doc["findings"]},
     )
 
@@ -291,8 +245,12 @@ def test_processes_are_host_and_pid(reports: dict[str, dict[str, Any]]) -> None:
     assert sorted((p["host"], p["pid"]) for p in same_name) == [("ubuntu", 9621), ("ubuntu", 39964)]
     stripped = reports["068"]["nccl"]["processes"]
     assert [(p["host"], p["pid"], p["cuda_devs"]) for p in stripped] == [(None, None, [2, 3, 4, 7])]
-    (one,) = [p for p in reports["082"]["nccl"]["processes"] if p["version"]]
-    assert (one["host"], one["pid"], one["version_source"]) == ("j66d10267", 290, "bare line")
+    (one,) = [p for p in reports["082"]["nccl"]["processes"] if p["version_source"] == "bare line"]
+    assert (one["host"], one["pid"]) == ("j66d10267", 290)  # rank 0's launcher prefix printed it
+    others = [p for p in reports["082"]["nccl"]["processes"] if p is not one]  # one version in the file: one job
+    assert len(others) == 3 and {(p["version"], p["version_source"]) for p in others} == {
+        ("2.8.4", "job's version line")
+    }
     multi_gpu = reports["001"]["nccl"]["processes"][0]
     assert multi_gpu["cuda_devs"] == [0, 1, 2, 3] and multi_gpu["ranks"] == []
     assert reports["026"]["nccl"]["processes"][0]["version_range"] == ["2.22.0", "2.22.99"]

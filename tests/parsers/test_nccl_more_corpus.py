@@ -27,14 +27,7 @@ MORE = CORPUS / "nccl-more"
 EXPECTED: dict[str, dict[str, Any]] = (
     json.loads((MORE / "expected.json").read_text()) if (MORE / "expected.json").is_file() else {}
 )
-KNOWN_GAPS = {
-    "021": "wording of two releases on two hosts is reported as nccl.version_mismatch; the expert lists no error",
-    "039": "the error chains without a WARN are classified system_error instead of being the WARNs' consequences",
-    "042": "the error chains without a WARN are classified system_error instead of being the WARN's consequence",
-    "072": "the OFI plugin's 'Could not find any optimal provider' WARN is a system_error here; the expert calls it "
-    "benign (NCCL went on with sockets), while the same kind of WARN is the root cause of nccl/070",
-    "099": "the service thread's 'closed' errors after the IB completion error are their own class, not consequences",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _transports(nccl: dict[str, Any]) -> set[str]:
