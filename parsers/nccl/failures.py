@@ -10,7 +10,7 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 - a network plugin's failure (aws-ofi-nccl's ``NET/OFI`` WARNs) is the plugin stepping aside
   when NCCL went on with its own transports, and an error when the process said nothing more;
 - what a process logs after tearing its own communicator down (``Abort``, ``Destroy``) is
-  shutdown noise;
+  shutdown noise, and so is a chain without a WARN just before it (the abort unwinding);
 - a framework's report of a failed call takes the class of NCCL's first error.
 """
 
@@ -32,8 +32,9 @@ PLUGIN_ASIDE_NOTE = (
     "the network plugin could not start here and NCCL went on with its own transports (the plugin stepping "
     "aside): a problem only if that network (EFA) was meant to be used"
 )
-TEARDOWN_NOTE = "logged after this process tore its communicator down (Abort, Destroy): shutdown noise"
+TEARDOWN_NOTE = "logged as this process tore its communicator down (Abort, Destroy): shutdown noise"
 
+TEARDOWN_LINES = 50  # a chain this close before its process's Abort/Destroy line is the teardown's own
 ThreadKey = tuple[str | None, int | None, int | None]
 
 
@@ -83,13 +84,20 @@ class Failures:
         self.errors.append(err)
 
     def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
-        """Declassify the chains after which their process went on normally (failed probes), and
-        let framework reports inherit the class of NCCL's first classified error: they are its
-        consequence, not a cause of their own."""
+        """Declassify the chains after which their process went on normally (failed probes), the
+        plugins that stepped aside and the shutdown noise, and let framework reports inherit the
+        class of NCCL's first classified error: they are its consequence, not a cause of their own."""
+        warned = {(e["host"], e["pid"]) for e in self.errors if e["level"] == "WARN" and e["class"] is not None}
         for err in self.errors:
             proc = procs.get((err["host"], err["pid"]))
             if proc is None:
                 continue
+            if (  # a chain without a WARN just before its process's own Abort: the abort unwinding
+                err["level"] == "chain"
+                and 0 < proc.teardown_line - err["line"] <= TEARDOWN_LINES
+                and (err["host"], err["pid"]) not in warned
+            ):
+                err["class"], err["remediation"] = None, TEARDOWN_NOTE
             went_on = proc.progress_line > err["line"]
             if err["level"] == "chain" and went_on:
                 err["class"], err["remediation"] = None, PROBE_NOTE

@@ -58,6 +58,18 @@ def test_errors_after_the_process_s_own_abort_are_shutdown_noise() -> None:
     assert other["class"] == "socket_error"  # g did not abort
 
 
+def test_chains_of_a_finished_run_s_abort_are_shutdown_noise() -> None:
+    abort = "h:1:1 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Abort COMPLETE\n"
+    chain = "h:1:2 [0] NCCL INFO init.cc:1900 -> 3\nh:1:2 [0] NCCL INFO init.cc:1950 -> 3\n"
+    (noise,) = errors(chain + abort)
+    assert noise["class"] is None and "shutdown noise" in noise["remediation"]
+    (kept,) = errors(chain + "h:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5\n" * 60 + abort)  # long before
+    assert kept["class"] == "internal_error"
+    warn = "h:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer g<4>\n"
+    first, after = errors(warn + "h:1:3 [0] NCCL INFO init.cc:1900 -> 3\n" + abort)
+    assert (first["class"], after["class"]) == ("socket_error", "internal_error")  # a failure, then its abort
+
+
 def test_a_chain_without_warn_is_classified_by_its_first_frame() -> None:
     (sock,) = errors("h:1:1 [0] NCCL INFO misc/socket.cc:567 -> 2\nh:1:1 [0] NCCL INFO proxy.cc:1306 -> 2\n")
     assert (sock["class"], sock["consequence"]) == ("socket_error", True)
