@@ -11,6 +11,7 @@ failed proxy operations, framework wrappers) as evidence, not as findings of the
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from analyzer.detectors._logs import listed, src, who
@@ -33,7 +34,17 @@ class NcclError(LogDetector):
     def check(self, model: NcclModel) -> list[Finding]:
         incidents = model.incidents
         ranks = _ranks(model)
-        return [_finding(i, ranks, secondary=len(incidents) > 1 and all(map(peer_gone, i.roots))) for i in incidents]
+        out = [_finding(i, ranks, secondary=len(incidents) > 1 and all(map(peer_gone, i.roots))) for i in incidents]
+        w = model.watchdog_timeouts
+        if out and not w.empty:  # the framework's timeouts follow from the job's first root cause
+            first = w.sort_values(["file", "line"]).iloc[0]
+            timeouts = Evidence(
+                summary=f"consequence: {len(w)} PyTorch watchdog timeout(s), first {first['op']} SeqNum "
+                f"{int(first['seq'])} (see nccl.watchdog_timeout)",
+                sources=(src(first["file"], first["line"]),),
+            )
+            out[0] = replace(out[0], evidence=(*out[0].evidence, timeouts))
+        return out
 
 
 def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], secondary: bool) -> Finding:

@@ -3,12 +3,14 @@
 Reading (``docs/formats/nccl-log.md`` §5): the same SeqNum and OpType on every rank is a hang
 inside one collective (network, or a dead/stuck rank); the same SeqNum with different
 OpTypes means ranks issued different collectives (desynchronised program); different
-SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect.
+SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect. When NCCL
+logged an error in the same job, the timeouts are its consequence: a warning that names it (the
+``nccl.error`` finding is the critical one and cites the timeouts).
 """
 
 from __future__ import annotations
 
-from analyzer.detectors._logs import listed, src
+from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
@@ -67,12 +69,19 @@ class WatchdogTimeout(LogDetector):
                     sources=(src(first["file"], first["line"]),),
                 )
             ]
+        cause = model.incidents[0].roots[0] if model.incidents else None
+        after = (
+            f" NCCL logged a {cause['class']} first ({who(cause['host'], cause['pid'])}, see nccl.error): the "
+            "timeouts follow from it."
+            if cause
+            else ""
+        )
         return [
             Finding(
                 code=CODE,
-                severity=Severity.CRITICAL,
+                severity=Severity.WARNING if cause else Severity.CRITICAL,
                 title=f"Collective timeout: {listed(ops, 3)} SeqNum {listed([str(s) for s in seqs], 4)}",
-                summary=f"{len(w)} watchdog timeout(s) over {len(per_rank)} rank(s): {verdict}.",
+                summary=f"{len(w)} watchdog timeout(s) over {len(per_rank)} rank(s): {verdict}.{after}",
                 detector=self.name,
                 evidence=tuple(evidence),
                 suggestions=(

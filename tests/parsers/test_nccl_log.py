@@ -440,3 +440,19 @@ def test_dev_shm_failures_are_told_by_their_errno(warn: str, frame_errno: str | 
     (err,) = t["nccl_errors"]
     assert err["class"] == cls
     assert "NCCL_SHM_DISABLE=1" in err["remediation"]  # every /dev/shm remediation offers the way around it
+
+
+def test_watchdog_timeouts_after_an_nccl_error_are_its_consequence(tmp_path: Path) -> None:
+    timeout = (
+        "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600012 milliseconds before timing out.\n"
+    )
+    alone = {f["code"]: f for f in report(tmp_path, timeout, "alone.log")["findings"]}
+    assert alone["nccl.watchdog_timeout"]["severity"] == "critical"
+    oom = "h:1:1 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+    both = {f["code"]: f for f in report(tmp_path, oom + timeout, "both.log")["findings"]}
+    assert both["nccl.error"]["severity"] == "critical" and both["nccl.error"]["labels"]["class"] == "cuda_oom"
+    assert any("watchdog timeout" in e["summary"] for e in both["nccl.error"]["evidence"])
+    assert both["nccl.watchdog_timeout"]["severity"] == "warning"
+    assert "cuda_oom first (h:1" in both["nccl.watchdog_timeout"]["summary"]
