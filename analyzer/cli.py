@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from analyzer import __version__
+from analyzer import __version__, targets
 from analyzer.errors import HvdAnalyzeError, UsageError
-from analyzer.findings import Severity
+from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.store.discovery import discover
 from analyzer.store.ingest import ingest_pieces, ingest_runner
@@ -198,20 +198,24 @@ def report(
     with _errors():
         renderer = renderer_for(fmt, output)
         config = AnalysisConfig(memory_budget=_size(memory_budget, "--memory-budget"))
-        if len(paths) == 1 and (Path(paths[0]) / MANIFEST).is_file():
-            result = analyze(RunStore.open(paths[0]), config=config)
+        store_path = targets.report_store(paths)
+        if store_path is not None:
+            store = RunStore.open(store_path)
+            if not store.inputs:
+                raise targets.nothing_to_analyse(paths, [], store_path)
+            result = analyze(store, config=config)
         else:
             with temporary_store() as store:
-                _ingest(paths, store, quiet)
+                rep = _ingest(paths, store, quiet)
+                if not store.inputs:
+                    raise targets.nothing_to_analyse(paths, rep.skipped)
                 result = analyze(store, config=config)
         text = renderer.render(result)
-        worst = result.worst()
         if output and output != "-":
             Path(output).write_text(text, encoding="utf-8")
         else:
             click.echo(text, nl=False)
-    if fail_on and worst is not None and worst >= Severity.parse(fail_on):
-        sys.exit(1)
+    _fail_on(fail_on, list(result.findings))
 
 
 @cli.command()
@@ -236,6 +240,9 @@ def report(
     help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
     "DuckDB, Spark, Dask); a rerun reuses them.",
 )
+@click.option(
+    "--allow-failures", is_flag=True, help="Exit 0 even when some runs could not be analysed (at least one was)."
+)
 @_scale_options
 @_budget_option
 def batch(
@@ -243,6 +250,7 @@ def batch(
     out_dir: str,
     fail_on: str | None,
     keep_stores: bool,
+    allow_failures: bool,
     jobs: int | None,
     scheduler: str | None,
     dask_workers: int | None,
@@ -253,6 +261,7 @@ def batch(
     from analyzer.fleet import run_batch
 
     with _errors():
+        targets.batch_folder(runs_dir)
         budget = _size(memory_budget, "--memory-budget")
         fleet = run_batch(
             runs_dir,
@@ -266,9 +275,38 @@ def batch(
         f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
         f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}"
     )
-    if fail_on and any(
-        r["worst"] is not None and Severity.parse(r["worst"]) >= Severity.parse(fail_on) for r in fleet["with_findings"]
-    ):
+    if not fleet["analysed"]:
+        click.echo(
+            f"hvd-analyze: error: no run of {runs_dir} could be analysed (see {Path(out_dir) / 'fleet.md'})", err=True
+        )
+        sys.exit(2)
+    if fleet["failed"] and not allow_failures:
+        click.echo(
+            f"hvd-analyze: {len(fleet['failed'])} run(s) failed: {', '.join(r['run'] for r in fleet['failed'][:8])} "
+            "(--allow-failures to exit 0 anyway)",
+            err=True,
+        )
+        sys.exit(1)
+    if fail_on:
+        tripped = [
+            f"{r['run']} ({r['worst']})"
+            for r in fleet["with_findings"]
+            if r["worst"] is not None and Severity.parse(r["worst"]) >= Severity.parse(fail_on)
+        ]
+        if tripped:
+            click.echo(f"hvd-analyze: --fail-on {fail_on}: {len(tripped)} run(s): {', '.join(tripped[:8])}", err=True)
+            sys.exit(1)
+
+
+def _fail_on(level: str | None, findings: list[Finding]) -> None:
+    """Exit 1 naming the findings at or above ``level`` (``--fail-on``), if any."""
+    if level is None:
+        return
+    tripped = [f for f in findings if f.severity >= Severity.parse(level)]
+    if tripped:
+        named = ", ".join(f"{f.code} ({f.severity.label})" for f in tripped[:8])
+        more = f" and {len(tripped) - 8} more" if len(tripped) > 8 else ""
+        click.echo(f"hvd-analyze: --fail-on {level}: {len(tripped)} finding(s): {named}{more}", err=True)
         sys.exit(1)
 
 

@@ -193,3 +193,67 @@ def test_ingest_run_names_the_partition(tmp_path: Path, good: Path) -> None:
     assert code == 2 and "holds run 'job-7.a'" in err + out
     code, out, err = run("ingest", str(good), "-o", str(tmp_path / "t"), "--run", "a/b")
     assert code == 2 and "letters, digits" in err + out and not (tmp_path / "t").exists()
+
+
+def test_nothing_analysed_is_exit_2_with_what_was_found(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, _, err = run("report", str(tmp_path / "empty"), "--fail-on", "info")
+    assert code == 2 and "nothing to analyse" in err and "no files in it" in err
+    pngs = tmp_path / "pngs"
+    pngs.mkdir()
+    for i in range(7):
+        (pngs / f"plot{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    code, _, err = run("report", str(pngs))
+    assert code == 2 and "7 file(s), none a Horovod timeline" in err and "plot0.png" in err and "2 more" in err
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "manifest.json").write_text('{"schema_version": 3, "run": "s", "inputs": []}')
+    code, _, err = run("report", str(tmp_path / "s"))
+    assert code == 2 and "holds no input yet" in err
+
+
+def test_stores_are_reported_one_at_a_time_and_never_dropped(tmp_path: Path, good: Path, cut: Path) -> None:
+    s1, s2 = str(tmp_path / "s1"), str(tmp_path / "s2")
+    assert run("ingest", str(good), "-o", s1)[0] == 0 and run("ingest", str(cut), "-o", s2)[0] == 0
+    code, out, err = run("report", s1, s2)
+    assert code == 2 and "2 run stores given" in err and "batch" in err and out == ""
+    code, _, err = run("report", s1, str(cut))
+    assert code == 2 and f"{s1} is a run store" in err and f"ingest {cut} -o {s1}" in err
+    code, _, err = run("report", str(tmp_path / "s1" / "tables"))
+    assert code == 2 and "lies inside the run store" in err
+
+
+def test_fail_on_names_the_findings_that_tripped_it(cut: Path) -> None:
+    code, _, err = run("report", str(cut), "-q", "--fail-on", "info")
+    assert code == 1
+    (line,) = [x for x in err.splitlines() if "--fail-on" in x]
+    assert line.startswith("hvd-analyze: --fail-on info: ") and "timeline.truncated (" in line
+
+
+def test_batch_exit_codes(tmp_path: Path, good: Path) -> None:
+    junk = tmp_path / "junk"
+    for name in ("a", "b"):
+        (junk / name).mkdir(parents=True)
+        (junk / name / "notes.txt").write_text("nothing here\n")
+    res = CliRunner().invoke(cli, ["batch", str(junk), "-o", str(tmp_path / "o1")])
+    assert res.exit_code == 2 and "no run of" in res.stderr
+    mixed = tmp_path / "mixed"
+    (mixed / "ok").mkdir(parents=True)
+    (mixed / "ok" / "t.json").write_bytes(good.read_bytes())
+    (mixed / "bad").mkdir()
+    (mixed / "bad" / "notes.txt").write_text("nothing here\n")
+    res = CliRunner().invoke(cli, ["batch", str(mixed), "-o", str(tmp_path / "o2")])
+    assert res.exit_code == 1 and "1 run(s) failed: bad" in res.stderr
+    res = CliRunner().invoke(cli, ["batch", str(mixed), "-o", str(tmp_path / "o3"), "--allow-failures"])
+    assert res.exit_code == 0
+
+
+def test_batch_on_one_run_says_so(tmp_path: Path, good: Path) -> None:
+    one = tmp_path / "run"
+    one.mkdir()
+    (one / "timeline.json").write_bytes(good.read_bytes())
+    (one / "job.log").write_text("h:1:1 [0] NCCL INFO Using network IB\n")
+    res = CliRunner().invoke(cli, ["batch", str(one), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "looks like one run" in res.stderr and f"report {one}" in res.stderr
+    assert run("ingest", str(one), "-o", str(tmp_path / "s"))[0] == 0
+    res = CliRunner().invoke(cli, ["batch", str(tmp_path / "s"), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "is one run store" in res.stderr
