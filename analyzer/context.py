@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.config import AnalysisConfig
+from analyzer.jobs import Job, JobPlan, plan_jobs
 from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
@@ -32,7 +34,8 @@ class Context:
     store: RunStore
     config: AnalysisConfig = field(default_factory=AnalysisConfig)
     _timelines: list[TimelineModel] | None = field(default=None, repr=False)
-    _nccl: NcclModel | None = field(default=None, repr=False)
+    _nccl: dict[str | None, NcclModel] = field(default_factory=dict, repr=False)
+    _jobs: JobPlan | None = field(default=None, repr=False)
     _offsets: dict[tuple[str, int, bytes], np.ndarray] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
@@ -42,23 +45,32 @@ class Context:
         """The manifest entry of an input (path, sha256, timeline facts, ...)."""
         return next(e for e in self.store.inputs if e["id"] == input_id)
 
-    def timelines(self) -> list[TimelineModel]:
-        """Every timeline input, analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
+    def jobs(self) -> JobPlan:
+        """The run's jobs (:mod:`analyzer.jobs`): which inputs belong together."""
+        if self._jobs is None:
+            self._jobs = plan_jobs(self.store.inputs)
+        return self._jobs
+
+    def timelines(self, job: Job | None = None) -> list[TimelineModel]:
+        """Every timeline input (of ``job``), analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
         if self._timelines is None:
             self._timelines = [
                 load.analysed_model(self.store, e, self.config.memory_budget)
                 for e in self.store.inputs
                 if e["kind"] == "horovod_timeline"
             ]
-        return self._timelines
+        return self._timelines if job is None else [m for m in self._timelines if m.input_id in job.timelines]
 
-    def nccl(self) -> NcclModel:
-        """Every NCCL / job log of the store (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
-        if self._nccl is None:
-            self._nccl = nccl_model_of(
-                {name: self.store.table(name) for name in LOG_TABLES}, {e["id"]: e["path"] for e in self.store.inputs}
+    def nccl(self, job: Job | None = None) -> NcclModel:
+        """The NCCL / job logs of the store, or of ``job`` (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
+        key = None if job is None else job.id
+        if key not in self._nccl:
+            ids = None if job is None else pa.array(job.logs, pa.string())
+            self._nccl[key] = nccl_model_of(
+                {name: _rows_of(self.store.table(name), ids) for name in LOG_TABLES},
+                {e["id"]: e["path"] for e in self.store.inputs},
             )
-        return self._nccl
+        return self._nccl[key]
 
     def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
         """File offset of the earliest tick of ``lat`` (a view of ``model``'s ticks) in which
@@ -80,3 +92,10 @@ class Context:
         return load.lateness_of_steps(
             self.store, self.input_entry(model.input_id), model, first, last, self.config.memory_budget
         )
+
+
+def _rows_of(table: pa.Table, ids: pa.Array | None) -> pa.Table:
+    """The rows of ``table`` whose input is one of ``ids`` (all rows for None)."""
+    if ids is None or table.num_rows == 0:
+        return table
+    return table.filter(pc.is_in(table["input_id"].cast(pa.string()), value_set=ids))

@@ -15,6 +15,7 @@ from typing import Literal, cast
 from analyzer.report.types import (
     FindingDoc,
     InputDoc,
+    JobDoc,
     NcclSection,
     ParseIssueDoc,
     ReportDocument,
@@ -96,6 +97,7 @@ class Finding:
     ranks: tuple[int, ...] = ()
     hosts: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)  # e.g. {"class": "ib_completion_error"}
+    job: str | None = None  # the id of the job whose evidence it rests on (analyzer.jobs)
 
     def sort_key(self) -> tuple[int, float]:
         return (-int(self.severity), -(self.impact.seconds_per_step if self.impact else 0.0))
@@ -125,6 +127,13 @@ class AnalysisReport:
         TimelineSection, ...
     ] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
     nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
+    jobs: tuple[JobDoc, ...] = ()  # analyzer.jobs: the run's jobs and their inputs
+
+    def job_name(self, job: str | None) -> str | None:
+        """The name of job ``job`` when the run has several (None for a run of one job)."""
+        if len(self.jobs) < 2:
+            return None
+        return next((j["name"] for j in self.jobs if j["id"] == job), None)
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -146,6 +155,7 @@ class AnalysisReport:
                 "worst": None if worst is None else worst.label,
             },
             "inputs": list(self.inputs),
+            "jobs": list(self.jobs),
             "timeline": self.timelines[0] if self.timelines else None,
             "other_timelines": list(self.timelines[1:]),
             "nccl": self.nccl,
@@ -166,6 +176,7 @@ def _finding_dict(f: Finding) -> FindingDoc:
         "title": f.title,
         "summary": f.summary,
         "detector": f.detector,
+        "job": f.job,
         "ranks": list(f.ranks),
         "hosts": list(f.hosts),
         "labels": dict(f.labels),

@@ -25,7 +25,7 @@ from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Finding, Severity
 from analyzer.render import jsonreport
 from analyzer.report.assembly import analyze_in
-from analyzer.store.discovery import discover
+from analyzer.store.discovery import InputFile, discover, recognise
 from analyzer.store.parallel import Executor
 from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
 
@@ -110,11 +110,16 @@ class FleetSummary(TypedDict):
 
 
 def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
-    """``(name, path)`` of every run under ``runs_dir``, sorted by name."""
+    """``(name, path)`` of every run under ``runs_dir``, sorted by name: each sub-folder, and each
+    file that is an input (a README or a script beside the runs is not a run)."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder; batch expects a folder with one sub-folder (or file) per run")
-    runs = [(p.name, str(p)) for p in sorted(root.iterdir()) if not p.name.startswith(".")]
+    runs = [
+        (p.name, str(p))
+        for p in sorted(root.iterdir())
+        if not p.name.startswith(".") and (p.is_dir() or isinstance(recognise(p), InputFile))
+    ]
     if not runs:
         raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run)")
     return runs

@@ -75,7 +75,7 @@ def batch_folder(runs_dir: str | Path) -> None:
     Raises:
         UsageError: with the ``report`` command that reads it.
     """
-    from analyzer.store.discovery import discover
+    from analyzer.store.discovery import InputFile, recognise
 
     root = Path(runs_dir)
     if is_store(root):
@@ -84,7 +84,8 @@ def batch_folder(runs_dir: str | Path) -> None:
         )
     if not root.is_dir():
         return
-    kinds = {i.kind for i in discover([root])[0] if i.path.parent == root}  # the folder's own files
+    own = [recognise(p) for p in sorted(root.iterdir()) if p.is_file() and not p.name.startswith(".")]
+    kinds = {i.kind for i in own if isinstance(i, InputFile)}
     if "horovod_timeline" in kinds and len(kinds) > 1:
         raise UsageError(
             f"{root} looks like one run (a timeline with its logs side by side): `hvd-analyze report {root}` "

@@ -10,6 +10,7 @@ are absent and records why, instead of running it on empty data.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from analyzer.findings import Finding
@@ -67,7 +68,12 @@ class TimelineDetector:
     why_required = "no Horovod timeline was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
-        return [f for m in ctx.timelines() if (f := self.check(m, ctx)) is not None]
+        jobs = ctx.jobs()
+        return [
+            replace(f, job=job.id if (job := jobs.job_of(m.input_id)) else None)
+            for m in ctx.timelines()
+            if (f := self.check(m, ctx)) is not None
+        ]
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         raise NotImplementedError
@@ -83,7 +89,8 @@ class LogDetector:
     why_required = "no NCCL_DEBUG=INFO log was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
-        return self.check(ctx.nccl())
+        """One check per job with logs: a job's findings rest on its own logs only."""
+        return [replace(f, job=job.id) for job in ctx.jobs().jobs if job.logs for f in self.check(ctx.nccl(job))]
 
     def check(self, model: NcclModel) -> list[Finding]:
         raise NotImplementedError

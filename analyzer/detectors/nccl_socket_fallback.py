@@ -13,6 +13,7 @@ finding adds what communication costs per step there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -35,7 +36,13 @@ class SocketFallback(LogDetector):
     code = CODE
 
     def detect(self, ctx: Context) -> list[Finding]:
-        return self.check(ctx.nccl(), ctx.timelines())  # the job's timeline, if any: what sockets cost there
+        """Per job: its logs, and its timeline if any (what sockets cost there), never another job's."""
+        return [
+            replace(f, job=job.id)
+            for job in ctx.jobs().jobs
+            if job.logs
+            for f in self.check(ctx.nccl(job), ctx.timelines(job))
+        ]
 
     def check(self, model: NcclModel, timelines: Sequence[TimelineModel] = ()) -> list[Finding]:
         p = model.processes

@@ -43,6 +43,7 @@ class TruncatedTimeline:
             if row["severity"] == "data_loss" and row["code"] in LOSS_CODES:
                 by_input[row["input_id"]].append(row)
         findings = []
+        jobs = ctx.jobs()
         for input_id, rows in sorted(by_input.items()):
             entry = ctx.input_entry(input_id)
             path = str(entry["path"])
@@ -67,6 +68,7 @@ class TruncatedTimeline:
                         f"analysed (status: {tl.get('status', '?')}); steps after the cut are not in this report."
                     ),
                     detector=self.name,
+                    job=job.id if (job := jobs.job_of(input_id)) else None,
                     evidence=evidence,
                     suggestions=(
                         Suggestion(

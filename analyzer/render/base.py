@@ -56,3 +56,29 @@ def input_line(entry: InputDoc) -> str:
         f"Horovod {ver}, response cache {cache}, "
         f"{entry.get('rows', {}).get('spans', 0)} spans, {entry.get('rows', {}).get('ticks', 0)} ticks"
     )
+
+
+def job_lines(report: AnalysisReport) -> list[str]:
+    """One line per job when the run holds several (none for a run of one job)."""
+    if len(report.jobs) < 2:
+        return []
+    return [
+        f"{j['name']} ({j['id']}): {len(j['timelines'])} timeline(s), {len(j['logs'])} log(s) - {j['tied_by']}"
+        for j in report.jobs
+    ]
+
+
+def jobs_note(report: AnalysisReport) -> str | None:
+    """What a report of several jobs says first: each finding rests on its own job; batch for unrelated runs."""
+    if len(report.jobs) < 2:
+        return None
+    return (
+        f"This run holds {len(report.jobs)} jobs (by folder; see Jobs): each finding uses the evidence of its own "
+        "job only. For unrelated runs, `hvd-analyze batch FOLDER -o OUT` writes one report per run."
+    )
+
+
+def job_prefix(report: AnalysisReport, f: Finding) -> str:
+    """``[job name] `` before a finding's title in a run of several jobs."""
+    name = report.job_name(f.job)
+    return f"[{name}] " if name else ""

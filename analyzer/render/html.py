@@ -9,7 +9,7 @@ import plotly.offline
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
 from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
@@ -47,10 +47,13 @@ class HtmlRenderer:
             "<meta name='viewport' content='width=device-width,initial-scale=1'>",
             f"<title>hvd-analyze report</title><style>{_CSS}</style></head><body>",
             f"<h1>hvd-analyze report</h1><p class='muted'>hvd-analyze {_e(report.tool_version)}</p>",
+            *([f"<p class='note'>{_e(note)}</p>"] if (note := jobs_note(report)) is not None else []),
             "<h2>Inputs</h2><ul>",
             *[f"<li>{_e(input_line(e))}</li>" for e in report.inputs],
             "</ul>",
         ]
+        if jobs := job_lines(report):
+            parts += ["<h2>Jobs</h2><ul>", *[f"<li>{_e(line)}</li>" for line in jobs], "</ul>"]
         figures = [self._timeline(t) for t in report.timelines]
         if any(f for f, _ in figures):
             # plotly.js inline, once: the file stays self-contained and works offline
@@ -61,7 +64,7 @@ class HtmlRenderer:
         parts.append(f"<h2>Findings ({len(report.findings)})</h2>")
         if not report.findings:
             parts.append("<p>No findings.</p>")
-        parts += [self._finding(f) for f in report.findings]
+        parts += [self._finding(f, job_prefix(report, f)) for f in report.findings]
         if report.skipped:
             parts.append("<h2>Skipped detectors</h2><ul>")
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]
@@ -106,10 +109,10 @@ class HtmlRenderer:
         return bool(figs), "".join(rows)
 
     @staticmethod
-    def _finding(f: Finding) -> str:
+    def _finding(f: Finding, job: str = "") -> str:
         sev = f.severity.label
         rows = [
-            f"<div class='f {sev}'><div><span class='sev'>{sev}</span><code>{_e(f.code)}</code> "
+            f"<div class='f {sev}'><div><span class='sev'>{sev}</span>{_e(job)}<code>{_e(f.code)}</code> "
             f"<strong>{_e(f.title)}</strong></div><p>{_e(f.summary)}</p>",
             f"<p><strong>Impact:</strong> {_e(impact_text(f))}</p>",
         ]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -30,8 +30,13 @@ class MarkdownRenderer:
     extension = ".md"
 
     def render(self, report: AnalysisReport) -> str:
-        out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Inputs", ""]
+        out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", ""]
+        if (note := jobs_note(report)) is not None:
+            out += [_md(note), ""]
+        out += ["## Inputs", ""]
         out += [f"- {_md(input_line(e))}" for e in report.inputs] or ["(none)"]
+        if jobs := job_lines(report):
+            out += ["", "## Jobs", "", *[f"- {_md(line)}" for line in jobs]]
         for section in report.timelines:
             out += _timeline(section)
         if report.nccl:
@@ -41,7 +46,7 @@ class MarkdownRenderer:
             out.append("No findings.")
         for f in report.findings:
             out += [
-                f"### {f.severity.label.upper()} `{f.code}`: {_md(f.title)}",
+                f"### {f.severity.label.upper()} {_md(job_prefix(report, f))}`{f.code}`: {_md(f.title)}",
                 "",
                 _md(f.summary),
                 "",

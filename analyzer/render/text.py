@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line
+from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -24,9 +24,13 @@ class TextRenderer:
 
     def render(self, report: AnalysisReport) -> str:
         out = [f"hvd-analyze {report.tool_version} report", ""]
+        if (note := jobs_note(report)) is not None:
+            out += [note, ""]
         out.append(f"Inputs ({len(report.inputs)}):")
         out += [f"  - {input_line(e)}" for e in report.inputs] or ["  (none)"]
         out.append("")
+        if jobs := job_lines(report):
+            out += [f"Jobs ({len(jobs)}):", *[f"  - {line}" for line in jobs], ""]
         for section in report.timelines:
             out += _timeline(section)
         if report.nccl:
@@ -36,7 +40,11 @@ class TextRenderer:
         else:
             out.append(f"Findings ({len(report.findings)}, most severe and costly first):")
         for n, f in enumerate(report.findings, 1):
-            out += ["", f"{n}. [{f.severity.label.upper()}] {f.code}: {f.title}", f"   {f.summary}"]
+            out += [
+                "",
+                f"{n}. [{f.severity.label.upper()}] {job_prefix(report, f)}{f.code}: {f.title}",
+                f"   {f.summary}",
+            ]
             if f.ranks:
                 out.append(f"   ranks: {', '.join(map(str, f.ranks))}")
             if f.hosts:

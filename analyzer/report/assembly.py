@@ -10,9 +10,10 @@ from analyzer.config import AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
+from analyzer.jobs import Job
 from analyzer.report.nccl_section import nccl_section
 from analyzer.report.timeline_section import timeline_section
-from analyzer.report.types import InputDoc, InputKindName, TimelineFactsDoc
+from analyzer.report.types import InputDoc, InputKindName, JobDoc, TimelineFactsDoc
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 
@@ -40,6 +41,7 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
     models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
     issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
     issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
+    paths = {e["id"]: e["path"] for e in store.inputs}
     return AnalysisReport(
         tool_version=__version__,
         store=str(store.root),
@@ -50,7 +52,19 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         skipped_files=tuple(store.manifest.get("skipped", [])),
         timelines=tuple(timeline_section(m) for m in models),
         nccl=nccl_section(ctx.nccl()),
+        jobs=tuple(_job_doc(j, paths) for j in ctx.jobs().jobs),
     )
+
+
+def _job_doc(job: Job, paths: dict[str, str]) -> JobDoc:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "folder": job.folder,
+        "timelines": [paths[i] for i in job.timelines],
+        "logs": [paths[i] for i in job.logs],
+        "tied_by": job.tied_by,
+    }
 
 
 def _input_summary(entry: ManifestEntry) -> InputDoc:

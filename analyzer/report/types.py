@@ -335,12 +335,24 @@ class SuggestionDoc(TypedDict):
     rationale: str
 
 
+class JobDoc(TypedDict):
+    """One job of the run: a folder of timelines and the logs tied to it (analyzer.jobs)."""
+
+    id: str
+    name: str
+    folder: str
+    timelines: list[str]
+    logs: list[str]
+    tied_by: Annotated[str, Schema({"description": "why these logs belong to this job, or why a log is unassigned"})]
+
+
 class FindingDoc(TypedDict):
     code: str
     severity: Severity
     title: str
     summary: str
     detector: str
+    job: Annotated[str | None, Schema({"description": "the id of the job (jobs[].id) whose evidence it rests on"})]
     ranks: list[Count]
     hosts: list[str]
     labels: Annotated[
@@ -397,6 +409,7 @@ class ReportDocument(TypedDict):
     store: str
     summary: SummaryDoc
     inputs: list[InputDoc]
+    jobs: list[JobDoc]
     timeline: TimelineSection | None
     other_timelines: list[TimelineSection]
     nccl: NcclSection | None

@@ -56,6 +56,15 @@ def discover(paths: list[str | Path]) -> tuple[list[InputFile], list[SkippedFile
     return found, skipped
 
 
+def recognise(path: Path) -> InputFile | SkippedFile:
+    """What one file is, as a folder walk sees it (a file that is not an input is skipped, with the reason).
+
+    Raises:
+        InputError: the file cannot be read.
+    """
+    return _classify(path, explicit=False)
+
+
 def _walk(root: Path) -> list[Path]:
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):

@@ -1,0 +1,134 @@
+"""The jobs of a run: which inputs belong together, so that no finding borrows another job's evidence.
+
+A run store can hold several jobs: the folder of samples, a post-mortem with retries, inputs
+ingested from several places. Each folder holding Horovod timelines is one job (all its
+timelines: an elastic restart or a retry writes another); NCCL and job logs are tied to a job by
+evidence, weakest last:
+
+1. the job whose folder holds the log, or holds the folder that does (``run/logs/rank0.log``);
+2. the run's only timeline job, when there is just one (inputs passed from several places);
+3. with no timeline at all, every log is one job (a logs-only post-mortem);
+4. otherwise the log is not tied to any timeline: the logs under one top folder of the run form a
+   job of their own (``synthetic/nccl_healthy_ib``), and a log beside several jobs' folders is
+   unassigned and analysed alone, with the reason.
+
+Every input is in exactly one job; :attr:`Job.tied_by` says why its logs are there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from analyzer.store.manifest import ManifestEntry
+
+TIMELINE = "horovod_timeline"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job of a run: its name, the folder that defines it and its inputs (ids)."""
+
+    id: str
+    name: str
+    folder: str
+    timelines: tuple[str, ...]
+    logs: tuple[str, ...]
+    tied_by: str  # why these logs belong to this job
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.timelines + self.logs
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlan:
+    """The jobs of a run, in a stable order (timeline jobs first, by folder)."""
+
+    jobs: tuple[Job, ...]
+    unassigned: tuple[tuple[str, str], ...] = ()  # (input id, reason): logs analysed as a job of their own
+
+    def job_of(self, input_id: str) -> Job | None:
+        return next((j for j in self.jobs if input_id in j.inputs), None)
+
+
+def plan_jobs(entries: Sequence[ManifestEntry]) -> JobPlan:
+    """The jobs of the inputs ``entries`` (:mod:`analyzer.jobs` says how they are told apart)."""
+    timelines: dict[str, list[str]] = {}
+    logs: list[ManifestEntry] = []
+    for e in entries:
+        if e["kind"] == TIMELINE:
+            timelines.setdefault(_folder(e), []).append(e["id"])
+        else:
+            logs.append(e)
+    tied: dict[str, list[str]] = {folder: [] for folder in timelines}
+    reasons: dict[str, str] = {}
+    loose: list[ManifestEntry] = []
+    for e in logs:
+        home = _nearest(_folder(e), timelines)
+        if home is not None:
+            tied[home].append(e["id"])
+            reasons.setdefault(home, "logs in the job's folder")
+        else:
+            loose.append(e)
+    if loose and len(timelines) == 1:
+        (home,) = timelines
+        tied[home] += [e["id"] for e in loose]
+        reasons[home] = "logs in the job's folder and elsewhere; the run has this one timeline job"
+        loose = []
+    jobs = [
+        (folder, ids, tuple(tied[folder]), reasons.get(folder, "no log in its folder"))
+        for folder, ids in sorted(timelines.items())
+    ]
+    unassigned: list[tuple[str, str]] = []
+    if loose and not timelines:
+        jobs.append((_common([_folder(e) for e in loose]), [], tuple(e["id"] for e in loose), "a run of logs only"))
+    elif loose:
+        root = _common([_folder(e) for e in entries])
+        groups: dict[str, list[str]] = {}
+        alone: list[ManifestEntry] = []
+        for e in loose:
+            top = _top(_folder(e), root)
+            if top is None:
+                alone.append(e)
+            else:
+                groups.setdefault(top, []).append(e["id"])
+        for folder, ids in sorted(groups.items()):
+            jobs.append((folder, [], tuple(ids), "logs without a timeline in their folder"))
+        for e in alone:
+            why = f"it lies beside the folders of {len(timelines)} timeline jobs and nothing ties it to one"
+            unassigned.append((e["id"], why))
+            jobs.append((e["path"], [], (e["id"],), f"unassigned ({why}): analysed alone"))
+    return JobPlan(tuple(_job(i, *j) for i, j in enumerate(jobs)), tuple(unassigned))
+
+
+def _job(index: int, folder: str, timelines: list[str], logs: tuple[str, ...], tied_by: str) -> Job:
+    name = PurePath(folder).name or folder
+    return Job(f"job{index + 1}", name, folder, tuple(timelines), logs, tied_by)
+
+
+def _folder(e: ManifestEntry) -> str:
+    return os.path.dirname(os.path.abspath(e["path"]))
+
+
+def _nearest(folder: str, homes: dict[str, list[str]]) -> str | None:
+    """The deepest job folder that is ``folder`` or holds it."""
+    best = None
+    for home in homes:
+        if (folder == home or folder.startswith(home.rstrip(os.sep) + os.sep)) and (
+            best is None or len(home) > len(best)
+        ):
+            best = home
+    return best
+
+
+def _common(folders: Sequence[str]) -> str:
+    return os.path.commonpath(folders) if folders else ""
+
+
+def _top(folder: str, root: str) -> str | None:
+    """The first folder below ``root`` on the way to ``folder`` (None: ``folder`` is ``root``)."""
+    rel = os.path.relpath(folder, root)
+    return None if rel == "." else os.path.join(root, rel.split(os.sep)[0])
