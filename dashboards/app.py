@@ -13,7 +13,7 @@ from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboards.pages import PAGES, render_page
+from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits, UploadError, decode
 
@@ -132,6 +132,19 @@ def layout(library: RunLibrary) -> html.Div:
                     ),
                     html.Main(
                         [
+                            html.Div(
+                                [
+                                    html.Label("Job", htmlFor="job-select"),
+                                    dcc.Dropdown(id="job-select", clearable=False, searchable=True),
+                                    html.Span(
+                                        "This run holds several jobs: each page shows the selected job only.",
+                                        className="muted",
+                                    ),
+                                ],
+                                id="job-bar",
+                                className="job-bar",
+                                style={"display": "none"},
+                            ),
                             dcc.Tabs(
                                 id="page", value="overview", children=[dcc.Tab(label=t, value=v) for v, t in PAGES]
                             ),
@@ -203,15 +216,27 @@ def create_app(
         )
 
     @app.callback(
+        Output("job-select", "options"),
+        Output("job-select", "value"),
+        Output("job-bar", "style"),
+        Input("run-list", "value"),
+    )
+    def _jobs(run_id: str | None) -> tuple[Any, ...]:
+        doc = library.document(run_id) if run_id and not run_error(library, run_id) else None
+        options, first = job_options(doc)
+        return options, first, {"display": "flex"} if options else {"display": "none"}
+
+    @app.callback(
         Output("page-content", "children"),
         Output("run-error", "children"),
         Input("run-list", "value"),
         Input("page", "value"),
+        Input("job-select", "value"),
     )
-    def _page(run_id: str | None, page: str) -> tuple[Any, ...]:
+    def _page(run_id: str | None, page: str, job: str | None) -> tuple[Any, ...]:
         err = run_error(library, run_id)
         if err:
             return html.Div(), f"This run failed: {err}"
-        return render_page(page, library.document(run_id) if run_id else None), None
+        return render_page(page, library.document(run_id) if run_id else None, job), None
 
     return app

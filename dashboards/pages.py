@@ -18,7 +18,7 @@ from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, format_impact
 from analyzer.render.sections import fusion_line, steps_line, window_line
-from analyzer.report import FindingDoc, TimelineSection, TimelineViews
+from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job
 from dashboards.runs import AnalysisDocument
 
 PAGES = (
@@ -305,7 +305,26 @@ def nccl(doc: AnalysisDocument) -> html.Div:
 RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases, "nccl": nccl}
 
 
-def render_page(page: str, doc: AnalysisDocument | None) -> html.Div:
+def render_page(page: str, doc: AnalysisDocument | None, job: str | None = None) -> html.Div:
+    """Page ``page`` of a run, of its job ``job`` when the run holds several."""
     if doc is None:
         return _none("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
-    return RENDER.get(page, overview)(doc)
+    narrowed: AnalysisDocument = {"report": report_for_job(doc["report"], job), "views": doc.get("views", {})}
+    return RENDER.get(page, overview)(narrowed)
+
+
+def job_options(doc: AnalysisDocument | None) -> tuple[list[dict[str, str]], str | None]:
+    """The job selector of a run of several jobs (``([], None)`` for one job), and the job shown
+    first: the one whose finding is the report's most severe."""
+    jobs = doc["report"].get("jobs", []) if doc else []
+    if doc is None or len(jobs) < 2:
+        return [], None
+    findings = doc["report"]["findings"]
+    count = {j["id"]: sum(f["job"] == j["id"] for f in findings) for j in jobs}
+    # an unpacked archive's folder reads as the user named it (runs.relabel: "run.zip!runs/a")
+    options = [
+        {"label": f"{j['folder'] if '!' in j['folder'] else j['name']} ({count[j['id']]} finding(s))", "value": j["id"]}
+        for j in jobs
+    ]
+    first = findings[0]["job"] if findings and findings[0]["job"] in count else jobs[0]["id"]
+    return options, first

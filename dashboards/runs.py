@@ -30,8 +30,8 @@ import orjson
 from analyzer import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Context, HvdAnalyzeError
 from analyzer.render import jsonreport
 from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
-from analyzer.store import MANIFEST, RunStore, discover
-from dashboards.uploads import Limits, SavedFile, save_upload
+from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover, recognise
+from dashboards.uploads import Limits, SavedFile, folder_labels, save_upload
 
 RUNS = "runs"
 
@@ -76,7 +76,7 @@ def relabel(value: Any, labels: dict[str, str]) -> Any:
     if not labels:
         return value
     if isinstance(value, str):
-        for path, label in labels.items():
+        for path, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):  # a file before its folder
             value = value.replace(path, label)
         return value
     if isinstance(value, dict):
@@ -212,13 +212,13 @@ class RunLibrary:
             if collect is not None:
                 self._stage(meta, job, "unpacking")
                 saved = collect(job)
-                labels = {str(s.path): s.label for s in saved}
+                labels = {str(s.path): s.label for s in saved} | folder_labels(saved)
                 meta["files"] = [s.label for s in saved]
                 self._stage(meta, job, "ingesting")
                 store = RunStore.create_or_open(self._dir(meta["id"]) / "store")
-                inputs, skipped = discover([s.path for s in saved])
+                inputs, skipped = _inputs_of(saved)
                 if not inputs:
-                    reasons = "; ".join(f"{labels.get(str(s.path), s.path)}: {s.reason}" for s in skipped)
+                    reasons = "; ".join(f"{labels.get(str(s.path), s.path)}: {s.reason}" for s in skipped[:8])
                     raise HvdAnalyzeError(f"no input hvd-analyze reads in this upload ({reasons})")
                 with job.lock:
                     job.total_bytes = sum(i.size for i in inputs)
@@ -250,3 +250,22 @@ class RunLibrary:
         finally:
             if cleanup is not None:
                 shutil.rmtree(cleanup, ignore_errors=True)
+
+
+def _inputs_of(saved: list[SavedFile]) -> tuple[list[InputFile], list[SkippedFile]]:
+    """The uploaded files that are inputs, and the others with the reason. Archive members are read
+    as the CLI reads a folder: a run folder's env.txt, scripts or notes are skipped, never a reason to
+    refuse the upload. A file uploaded (or given by path) on its own is named explicitly, as on the
+    command line: one that is not an input is an error naming its byte; a folder is walked."""
+    inputs: list[InputFile] = []
+    skipped: list[SkippedFile] = []
+    for s in saved:
+        if "!" not in s.label:
+            found, left = discover([s.path])
+            inputs += found
+            skipped += left
+        elif isinstance(item := recognise(s.path), InputFile):
+            inputs.append(item)
+        else:
+            skipped.append(item)
+    return inputs, skipped

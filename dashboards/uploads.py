@@ -83,7 +83,9 @@ def is_archive(name: str, data: bytes) -> str | None:
 
 
 def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int = 0) -> list[SavedFile]:
-    """Write an upload (unpacking an archive) into ``folder`` as ``input-NNN`` files."""
+    """Write an upload into ``folder`` as ``input-NNN`` files. An archive is unpacked under a folder of
+    its own, keeping its folder structure with generated folder names (``archive-NNN/d000/d001/``): the
+    folders tell the run's jobs apart (:mod:`analyzer.jobs`)."""
     folder.mkdir(parents=True, exist_ok=True)
     kind = is_archive(name, data)
     if kind is None:
@@ -91,10 +93,17 @@ def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int
         path.write_bytes(data)
         return [SavedFile(path, name)]
     members = _zip_members(name, data, limits) if kind == "zip" else _tar_members(name, data, limits)
+    base = folder / f"archive-{start:03d}"
+    dirs: dict[tuple[str, ...], Path] = {(): base}
     out: list[SavedFile] = []
     total = 0
     for i, (member, stream) in enumerate(members):
-        path = folder / f"input-{start + i:03d}"
+        parts = PurePosixPath(member).parts[:-1]
+        for depth in range(1, len(parts) + 1):
+            if parts[:depth] not in dirs:
+                dirs[parts[:depth]] = dirs[parts[: depth - 1]] / f"d{len(dirs) - 1:03d}"
+        path = dirs[parts] / f"input-{start + i:03d}"
+        path.parent.mkdir(parents=True, exist_ok=True)
         with stream, open(path, "wb") as dst:
             while block := stream.read(CHUNK):
                 total += len(block)
@@ -103,6 +112,21 @@ def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int
         out.append(SavedFile(path, f"{name}!{member}"))
     if not out:
         raise UploadError(f"{name}: the archive holds no files; upload the run's timeline.json or logs")
+    return out
+
+
+def folder_labels(saved: list[SavedFile]) -> dict[str, str]:
+    """The user's names of the generated folders of unpacked archives (``run.zip!runA/logs``)."""
+    out: dict[str, str] = {}
+    for f in saved:
+        name, sep, member = f.label.partition("!")
+        if not sep:
+            continue
+        parts = PurePosixPath(member).parts[:-1]
+        p = f.path.parent
+        for depth in range(len(parts), -1, -1):
+            out[str(p)] = name + (f"!{'/'.join(parts[:depth])}" if depth else "")
+            p = p.parent
     return out
 
 

@@ -11,7 +11,8 @@ from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
     from analyzer.report.assembly import analyze, analyze_in
-    from analyzer.report.types import FindingDoc, InputDoc, NcclSection, ReportDocument, TimelineSection
+    from analyzer.report.job_view import report_for_job
+    from analyzer.report.types import FindingDoc, InputDoc, JobDoc, NcclSection, ReportDocument, TimelineSection
     from analyzer.report.view_types import TimelineViews
     from analyzer.report.views import timeline_views
 
@@ -19,24 +20,28 @@ _FACE = {
     "analyze": "analyzer.report.assembly",
     "analyze_in": "analyzer.report.assembly",
     "timeline_views": "analyzer.report.views",
+    "report_for_job": "analyzer.report.job_view",
     "TimelineViews": "analyzer.report.view_types",
     "ReportDocument": "analyzer.report.types",
     "TimelineSection": "analyzer.report.types",
     "NcclSection": "analyzer.report.types",
     "FindingDoc": "analyzer.report.types",
     "InputDoc": "analyzer.report.types",
+    "JobDoc": "analyzer.report.types",
 }
 
 __all__ = [
     "analyze",
     "analyze_in",
     "timeline_views",
+    "report_for_job",
     "TimelineViews",
     "ReportDocument",
     "TimelineSection",
     "NcclSection",
     "FindingDoc",
     "InputDoc",
+    "JobDoc",
 ]
 
 __getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from analyzer.store.discovery import InputFile, SkippedFile, discover
+    from analyzer.store.discovery import InputFile, SkippedFile, discover, recognise
     from analyzer.store.ingest import ingest_pieces, ingest_runner
     from analyzer.store.manifest import Manifest, ManifestEntry, SkippedEntry
     from analyzer.store.parallel import Executor, executor_from_options
@@ -23,6 +23,7 @@ _FACE = {
     "temporary_store": "analyzer.store.run_store",
     "safe_name": "analyzer.store.run_store",
     "discover": "analyzer.store.discovery",
+    "recognise": "analyzer.store.discovery",
     "InputFile": "analyzer.store.discovery",
     "SkippedFile": "analyzer.store.discovery",
     "Manifest": "analyzer.store.manifest",
@@ -35,6 +36,7 @@ _FACE = {
 }
 
 __all__ = [
+    "recognise",
     "RunStore",
     "IngestReport",
     "MANIFEST",

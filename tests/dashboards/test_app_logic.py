@@ -242,3 +242,54 @@ def test_create_app_does_no_work_until_asked(tmp_path: Path) -> None:
     assert callable(app.layout)
     layout = app.layout()
     assert _by_id(layout, "run-list").options == []
+
+
+def _finding_codes(doc: Any) -> list[tuple[str, str]]:
+    return sorted((f["code"], f["severity"]) for f in doc["report"]["findings"])
+
+
+def test_a_run_folder_archive_with_non_inputs_is_analysed_like_report(lib: RunLibrary, tmp_path: Path) -> None:
+    """A real run folder holds env.txt, scripts and notes beside the inputs: skipped, as the CLI skips them."""
+    from analyzer.render.jsonreport import to_document
+    from analyzer.report.assembly import analyze
+    from analyzer.store.discovery import discover
+    from analyzer.store.run_store import temporary_store
+
+    folder = REAL_STRAGGLER.parent
+    members = {f"straggler_nocache/{p.name}": p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    assert any(not n.endswith((".json", ".log", ".gz")) for n in members)  # env.txt, EXPECTED.md, ...
+    doc = lib.document(_upload(lib, {"straggler_nocache.zip": zip_bytes(members)}))
+    assert doc is not None
+    with temporary_store() as store:
+        store.ingest(*discover([folder]))
+        alone = to_document(analyze(store))
+    assert _finding_codes(doc) == sorted((f["code"], f["severity"]) for f in alone["findings"])
+
+
+def test_the_pages_follow_the_selected_job(lib: RunLibrary) -> None:
+    from dashboards.pages import job_options
+
+    members = {
+        "runs/straggler/timeline.json": REAL_STRAGGLER.read_bytes(),
+        "runs/sockets/job.log": SOCKET_LOG.read_bytes(),
+        "runs/sockets/timeline.json": (SOCKET_LOG.parent / "timeline.json").read_bytes(),
+    }
+    doc = lib.document(_upload(lib, {"two-jobs.zip": zip_bytes(members)}))
+    assert doc is not None
+    options, first = job_options(doc)
+    labels = {o["label"].split(" (")[0]: o["value"] for o in options}
+    assert set(labels) == {"two-jobs.zip!runs/straggler", "two-jobs.zip!runs/sockets"}
+    assert first == labels["two-jobs.zip!runs/straggler"]  # the job of the most severe finding
+    straggler, sockets = labels["two-jobs.zip!runs/straggler"], labels["two-jobs.zip!runs/sockets"]
+
+    def codes(job: str) -> set[str]:
+        return {c.__dict__.get("data-code") for c in _walk(render_page("overview", doc, job))} - {None}
+
+    assert "timeline.straggler" in codes(straggler) and "nccl.socket_fallback" not in codes(straggler)
+    assert "nccl.socket_fallback" in codes(sockets) and "timeline.straggler" not in codes(sockets)
+    assert "runs/straggler/timeline.json" in _text(render_page("overview", doc, straggler))
+    assert "runs/sockets" not in _text(render_page("overview", doc, straggler))
+    assert "no NCCL_DEBUG output" in _text(render_page("nccl", doc, straggler))  # its job has no log
+    assert _by_id(render_page("nccl", doc, sockets), "nccl-hosts").data
+    steps_a, steps_b = (_text(_by_id(render_page("steps", doc, j), "steps-line")) for j in (straggler, sockets))
+    assert steps_a != steps_b

@@ -163,3 +163,35 @@ def test_hostile_tensor_name_is_shown_literally(page: Any) -> None:
     assert page.locator("img[src=x]").count() == 0
     assert page.dialogs == []  # type: ignore[attr-defined]
     _shot(page, "hostile-name")
+
+
+def test_pages_follow_the_selected_job(page: Any) -> None:
+    members = {
+        "runs/straggler/timeline.json": REAL_STRAGGLER.read_bytes(),
+        "runs/straggler/env.txt": b"HOROVOD_CACHE_CAPACITY=0\n",
+        "runs/sockets/job.log": SOCKET_LOG.read_bytes(),
+        "runs/sockets/timeline.json": (SOCKET_LOG.parent / "timeline.json").read_bytes(),
+    }
+    _upload(page, "two-jobs.zip", zip_bytes(members), "application/zip")
+    _wait_status(page, "Done")
+    page.wait_for_selector("#job-bar", state="visible")
+    # the job of the most severe finding is shown first
+    page.wait_for_selector('.finding[data-code="timeline.straggler"]')
+    assert page.locator('.finding[data-code="nccl.socket_fallback"]').count() == 0
+    page.click("#job-select")
+    page.get_by_text("two-jobs.zip!runs/sockets", exact=False).last.click()
+    page.wait_for_selector('.finding[data-code="nccl.socket_fallback"]')
+    assert page.locator('.finding[data-code="timeline.straggler"]').count() == 0
+    _tab(page, "NCCL")
+    page.wait_for_selector("#nccl-hosts")
+    _tab(page, "Steps")
+    page.wait_for_selector("#steps-line")
+    sockets_steps = page.inner_text("#steps-line")
+    page.click("#job-select")
+    page.get_by_text("two-jobs.zip!runs/straggler", exact=False).last.click()
+    page.wait_for_function(
+        "() => { const e = document.querySelector('#steps-line'); return e && e.innerText.includes('median 121.'); }"
+    )
+    assert "median 63." in sockets_steps  # the other job's timeline was shown before
+    page.wait_for_selector("#step-histogram .main-svg")
+    _shot(page, "jobs")
