@@ -8,11 +8,14 @@ polls it every half second and shows the stage and the share of bytes read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
+from analyzer import HvdAnalyzeError
 from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits, UploadError, decode
@@ -77,9 +80,46 @@ def run_options(library: RunLibrary) -> list[dict[str, str]]:
     return out
 
 
+def rename_run(library: RunLibrary, run_id: str | None, name: str) -> tuple[list[dict[str, str]], str]:
+    """Rename the selected run: the new run list and what the status line says."""
+    if run_id is None:
+        return run_options(library), "Choose a run first."
+    try:
+        new = library.rename(run_id, name)
+    except (KeyError, HvdAnalyzeError) as exc:
+        return run_options(library), f"Not renamed: {exc if isinstance(exc, HvdAnalyzeError) else 'no such run'}"
+    return run_options(library), f"Renamed to {new}."
+
+
+def delete_run(library: RunLibrary, run_id: str | None) -> tuple[list[dict[str, str]], str | None, str]:
+    """Delete the selected run: the new run list, the run shown next, and the status line."""
+    if run_id is None:
+        return run_options(library), None, "Choose a run first."
+    name = (library.meta(run_id) or {}).get("name", run_id)
+    try:
+        library.delete(run_id)
+    except (KeyError, HvdAnalyzeError) as exc:
+        return (
+            run_options(library),
+            run_id,
+            f"Not deleted: {exc if isinstance(exc, HvdAnalyzeError) else 'no such run'}",
+        )
+    options = run_options(library)
+    return options, options[0]["value"] if options else None, f"Deleted {name}."
+
+
 def run_error(library: RunLibrary, run_id: str | None) -> str | None:
     meta = library.meta(run_id) if run_id else None
     return meta.get("error") if meta and meta["status"] == "failed" else None
+
+
+def deep_link(args: Mapping[str, str], options: list[dict[str, str]]) -> dict[str, str | None]:
+    """The run, page and job a URL's query (``?run=ID&page=steps&job=job2``) opens; unknown values
+    fall back to the newest run and the overview."""
+    runs = {o["value"] for o in options}
+    run = args.get("run") if args.get("run") in runs else (options[0]["value"] if options else None)
+    page = args.get("page") if args.get("page") in dict(PAGES) else "overview"
+    return {"run": run, "page": page, "job": args.get("job") if run == args.get("run") else None}
 
 
 def layout(library: RunLibrary) -> html.Div:
@@ -127,6 +167,16 @@ def layout(library: RunLibrary) -> html.Div:
                                 className="runs",
                                 labelStyle={"display": "block"},
                             ),
+                            html.Div(
+                                [
+                                    dcc.Input(id="run-name", type="text", placeholder="new name", maxLength=120),
+                                    html.Button("Rename", id="rename"),
+                                    html.Button("Delete", id="delete", className="danger"),
+                                ],
+                                className="run-actions",
+                            ),
+                            dcc.ConfirmDialog(id="confirm-delete", message="Delete this run and what the app stored?"),
+                            html.Div(id="run-action-status", role="status"),
                         ],
                         className="side",
                     ),
@@ -157,6 +207,9 @@ def layout(library: RunLibrary) -> html.Div:
             ),
             dcc.Interval(id="poll", interval=500, disabled=True),
             dcc.Store(id="job"),
+            dcc.Store(id="opened"),
+            dcc.Store(id="linked"),
+            dcc.Location(id="url", refresh=False),
         ]
     )
 
@@ -220,11 +273,76 @@ def create_app(
         Output("job-select", "value"),
         Output("job-bar", "style"),
         Input("run-list", "value"),
+        State("opened", "data"),
     )
-    def _jobs(run_id: str | None) -> tuple[Any, ...]:
+    def _jobs(run_id: str | None, opened: dict[str, Any] | None) -> tuple[Any, ...]:
         doc = library.document(run_id) if run_id and not run_error(library, run_id) else None
         options, first = job_options(doc)
+        if opened and opened.get("run") == run_id and opened.get("job") in {o["value"] for o in options}:
+            first = opened["job"]  # the job a deep link names
         return options, first, {"display": "flex"} if options else {"display": "none"}
+
+    @app.callback(
+        Output("run-list", "value", allow_duplicate=True),
+        Output("page", "value"),
+        Output("opened", "data"),
+        Input("url", "search"),
+        prevent_initial_call="initial_duplicate",
+    )
+    def _open(search: str | None) -> tuple[Any, ...]:
+        args = {k: v[0] for k, v in parse_qs((search or "").lstrip("?")).items()}
+        opened = deep_link(args, run_options(library))
+        return opened["run"], opened["page"], opened
+
+    # the address bar follows the run, page and job shown, so that it can be copied as a link
+    app.clientside_callback(
+        """(run, page, job) => {
+            const q = new URLSearchParams();
+            if (run) q.set("run", run);
+            if (page) q.set("page", page);
+            if (job) q.set("job", job);
+            const search = q.toString() ? "?" + q.toString() : "";
+            if (window.location.search !== search) {
+                window.history.replaceState(null, "", window.location.pathname + search);
+            }
+            return search;
+        }""",
+        Output("linked", "data"),
+        Input("run-list", "value"),
+        Input("page", "value"),
+        Input("job-select", "value"),
+    )
+
+    @app.callback(
+        Output("run-list", "options", allow_duplicate=True),
+        Output("run-action-status", "children"),
+        Input("rename", "n_clicks"),
+        State("run-list", "value"),
+        State("run-name", "value"),
+        prevent_initial_call=True,
+    )
+    def _rename(_: int, run_id: str | None, name: str | None) -> tuple[Any, ...]:
+        return rename_run(library, run_id, name or "")
+
+    @app.callback(
+        Output("confirm-delete", "displayed"),
+        Input("delete", "n_clicks"),
+        State("run-list", "value"),
+        prevent_initial_call=True,
+    )
+    def _ask_delete(_: int, run_id: str | None) -> bool:
+        return run_id is not None
+
+    @app.callback(
+        Output("run-list", "options", allow_duplicate=True),
+        Output("run-list", "value", allow_duplicate=True),
+        Output("run-action-status", "children", allow_duplicate=True),
+        Input("confirm-delete", "submit_n_clicks"),
+        State("run-list", "value"),
+        prevent_initial_call=True,
+    )
+    def _delete(_: int, run_id: str | None) -> tuple[Any, ...]:
+        return delete_run(library, run_id)
 
     @app.callback(
         Output("page-content", "children"),

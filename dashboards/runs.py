@@ -15,6 +15,7 @@ in memory after the first read, so a callback never re-analyses a run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import threading
@@ -34,6 +35,8 @@ from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover,
 from dashboards.uploads import Limits, SavedFile, folder_labels, save_upload
 
 RUNS = "runs"
+MAX_NAME = 120
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
 @dataclass
@@ -69,6 +72,29 @@ def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGE
     doc = jsonreport.to_document(analyze_in(ctx))
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
     return {"report": doc, "views": views}
+
+
+def run_name(names: list[str]) -> str:
+    """A run's name from what it was made of: an archive's or a folder's name without its suffix,
+    else the file names (shortened)."""
+    first = names[0] if names else "run"
+    for suffix in ARCHIVE_SUFFIXES:
+        if len(names) == 1 and first.lower().endswith(suffix) and len(first) > len(suffix):
+            return first[: -len(suffix)]
+    joined = ", ".join(names)
+    return joined if len(joined) <= 80 else joined[:77] + "..."
+
+
+def fingerprint(paths: list[str]) -> str:
+    """What identifies the inputs at ``paths`` without reading them: every file's resolved path, size
+    and modification time (``serve PATH`` twice shows the run it made the first time)."""
+    h = hashlib.sha256()
+    for root in sorted(str(Path(p).resolve()) for p in paths):
+        files = [Path(root)] if Path(root).is_file() else sorted(q for q in Path(root).rglob("*") if q.is_file())
+        for f in files:
+            st = f.stat()
+            h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def relabel(value: Any, labels: dict[str, str]) -> Any:
@@ -118,6 +144,40 @@ class RunLibrary:
         except (OSError, ValueError, KeyError):
             return None
 
+    def rename(self, run_id: str, name: str) -> str:
+        """Give run ``run_id`` a new name (spaces collapsed, at most :data:`MAX_NAME` characters).
+
+        Raises:
+            KeyError: no such run.
+            HvdAnalyzeError: the name is empty.
+        """
+        meta = self.meta(run_id)
+        if meta is None:
+            raise KeyError(run_id)
+        clean = " ".join(name.split())[:MAX_NAME]
+        if not clean:
+            raise HvdAnalyzeError("a run needs a name: type one, then press Rename")
+        meta["name"] = clean
+        self._write_meta(meta)
+        return clean
+
+    def delete(self, run_id: str) -> None:
+        """Remove run ``run_id`` and what the app wrote for it; a store it only showed stays where it is.
+
+        Raises:
+            KeyError: no such run.
+            HvdAnalyzeError: its upload is still being ingested.
+        """
+        if self.meta(run_id) is None:
+            raise KeyError(run_id)
+        job = self._jobs.get(run_id)
+        if job is not None and job.as_dict()["stage"] not in ("done", "failed"):
+            raise HvdAnalyzeError("this run is still being ingested: delete it once it is done or has failed")
+        shutil.rmtree(self._dir(run_id), ignore_errors=True)
+        with self._lock:
+            self._docs.pop(run_id, None)
+            self._jobs.pop(run_id, None)
+
     def _write_meta(self, meta: dict[str, Any]) -> None:
         d = self._dir(meta["id"])
         d.mkdir(parents=True, exist_ok=True)
@@ -158,8 +218,7 @@ class RunLibrary:
     # jobs ---------------------------------------------------------------------------------
     def submit_upload(self, files: list[tuple[str, bytes]], wait: bool = False) -> str:
         """A new run from uploaded ``(name, bytes)`` files; returns its id at once."""
-        names = ", ".join(n for n, _ in files)
-        meta = self._new_run(names if len(names) <= 80 else names[:77] + "...")
+        meta = self._new_run(run_name([n for n, _ in files]))
         folder = self._dir(meta["id"]) / "uploads"
 
         def unpack(job: Job) -> list[SavedFile]:
@@ -171,8 +230,13 @@ class RunLibrary:
         return self._start(meta, unpack, cleanup=folder, wait=wait)
 
     def submit_paths(self, paths: list[str], wait: bool = False) -> str:
-        """A new run from files or folders on this machine (``hvd-analyze serve PATH``)."""
-        meta = self._new_run(", ".join(Path(p).name for p in paths))
+        """A run from files or folders on this machine (``hvd-analyze serve PATH``): the run already
+        made of the same files (:func:`fingerprint`) when there is one, else a new one."""
+        fp = fingerprint(paths)
+        for meta in self.runs():
+            if meta.get("fingerprint") == fp and meta["status"] != "failed":
+                return str(meta["id"])
+        meta = self._new_run(run_name([Path(p).resolve().name for p in paths]), fingerprint=fp)
         return self._start(meta, lambda job: [SavedFile(Path(p), p) for p in paths], cleanup=None, wait=wait)
 
     def register_store(self, store_dir: str, wait: bool = False) -> str:

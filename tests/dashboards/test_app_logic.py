@@ -22,6 +22,7 @@ from tests.dashboards.helpers import (
     XSS,
     data_url,
     hostile_timeline,
+    tar_bytes,
     zip_bytes,
 )
 
@@ -293,3 +294,48 @@ def test_the_pages_follow_the_selected_job(lib: RunLibrary) -> None:
     assert _by_id(render_page("nccl", doc, sockets), "nccl-hosts").data
     steps_a, steps_b = (_text(_by_id(render_page("steps", doc, j), "steps-line")) for j in (straggler, sockets))
     assert steps_a != steps_b
+
+
+def test_runs_are_named_after_the_archive_and_can_be_renamed_and_deleted(lib: RunLibrary, tmp_path: Path) -> None:
+    from dashboards.app import delete_run, rename_run
+
+    run_id = _upload(lib, {"straggler_nocache.tar.gz": tar_bytes({"t/timeline.json": REAL_STRAGGLER.read_bytes()})})
+    assert run_options(lib) == [{"label": "straggler_nocache", "value": run_id}]
+    options, status = rename_run(lib, run_id, "  rank 1  late ")
+    assert options == [{"label": "rank 1 late", "value": run_id}] and status == "Renamed to rank 1 late."
+    assert "Not renamed" in rename_run(lib, run_id, "   ")[1]
+    broken = _upload(lib, {"broken.json": b"\x00\x01 no timeline"})
+    assert lib.meta(broken)["status"] == "failed"
+    options, shown, status = delete_run(lib, broken)  # a failed upload can be removed
+    assert [o["value"] for o in options] == [run_id] and shown == run_id and status == "Deleted broken.json."
+    assert not (lib.root / "runs" / broken).exists()
+    from analyzer.store.discovery import discover
+
+    store = RunStore.create_or_open(tmp_path / "kept")
+    store.ingest(*discover([REAL_STRAGGLER]))
+    shown_store = lib.register_store(str(tmp_path / "kept"), wait=True)
+    delete_run(lib, shown_store)
+    assert (tmp_path / "kept" / "manifest.json").is_file()  # a store the app only showed stays
+
+
+def test_serve_path_twice_reuses_its_run(lib: RunLibrary, tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "timeline.json").write_bytes(REAL_STRAGGLER.read_bytes())
+    first = lib.submit_paths([str(folder)], wait=True)
+    assert lib.submit_paths([str(folder)], wait=True) == first and len(run_options(lib)) == 1
+    assert run_options(lib)[0]["label"] == "run"
+    (folder / "job.log").write_bytes(SOCKET_LOG.read_bytes())  # other files: another run
+    assert lib.submit_paths([str(folder)], wait=True) != first
+
+
+def test_deep_links_open_a_run_page_and_job() -> None:
+    from dashboards.app import deep_link
+
+    options = [{"label": "a", "value": "r1"}, {"label": "b", "value": "r2"}]
+    assert deep_link({"run": "r2", "page": "steps", "job": "job2"}, options) == {
+        "run": "r2",
+        "page": "steps",
+        "job": "job2",
+    }
+    assert deep_link({"run": "gone", "page": "<script>"}, options) == {"run": "r1", "page": "overview", "job": None}

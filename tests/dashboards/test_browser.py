@@ -20,6 +20,7 @@ from tests.dashboards.helpers import (
     SOCKET_LOG,
     XSS,
     hostile_timeline,
+    tar_bytes,
     zip_bytes,
 )
 
@@ -69,12 +70,21 @@ def page(browser: Any, server: str) -> Iterator[Any]:
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
     pg.dialogs = []  # type: ignore[attr-defined]
-    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
+    pg.on("dialog", lambda d: _answer(pg, d))
     pg.set_default_timeout(TIMEOUT)
     pg.goto(server)
     pg.wait_for_selector("#upload")
     yield pg
     ctx.close()
+
+
+def _answer(page: Any, dialog: Any) -> None:
+    """Accept the app's own delete confirmation; record and dismiss any other dialog (an injected alert)."""
+    if dialog.message.startswith("Delete this run"):
+        dialog.accept()
+    else:
+        page.dialogs.append(dialog.message)
+        dialog.dismiss()
 
 
 def _upload(page: Any, name: str, data: bytes, mime: str = "application/json") -> None:
@@ -195,3 +205,50 @@ def test_pages_follow_the_selected_job(page: Any) -> None:
     assert "median 63." in sockets_steps  # the other job's timeline was shown before
     page.wait_for_selector("#step-histogram .main-svg")
     _shot(page, "jobs")
+
+
+def _report_codes(folder: Path) -> list[str]:
+    from analyzer.report.assembly import analyze
+    from analyzer.store.discovery import discover
+    from analyzer.store.run_store import temporary_store
+
+    with temporary_store() as store:
+        store.ingest(*discover([folder]))
+        return sorted(f.code for f in analyze(store).findings)
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_a_run_folder_archive_gives_the_findings_of_report(page: Any, kind: str) -> None:
+    folder = REAL_STRAGGLER.parent  # timeline, steps.csv, env.txt, EXPECTED.md, stdout, ...
+    members = {f"{folder.name}/{p.name}": p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    data = zip_bytes(members) if kind == "zip" else tar_bytes(members)
+    _upload(page, f"{folder.name}.{kind}", data, "application/octet-stream")
+    _wait_status(page, "Done")
+    page.wait_for_selector(".finding")
+    shown = sorted(page.eval_on_selector_all(".finding", "els => els.map(e => e.dataset.code)"))
+    assert shown == _report_codes(folder)
+    assert page.get_by_text(folder.name, exact=True).count() >= 1  # the run is named after the archive
+
+
+def test_rename_delete_and_deep_links(page: Any, server: str) -> None:
+    _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
+    _wait_status(page, "Done")
+    _tab(page, "Ranks")
+    page.wait_for_selector("#rank-box .main-svg")
+    url = page.url
+    assert "run=" in url and "page=ranks" in url
+    page.fill("#run-name", "straggler after the fix")
+    page.click("#rename")
+    page.wait_for_selector("text=Renamed to straggler after the fix.")
+    assert page.get_by_text("straggler after the fix", exact=True).count() == 1
+
+    other = page.context.new_page()  # a deep link opens that run on that page
+    other.set_default_timeout(TIMEOUT)
+    other.goto(url)
+    other.wait_for_selector("#rank-box .main-svg")
+    assert "straggler after the fix" in other.inner_text(".runs")
+    other.close()
+
+    page.click("#delete")  # the confirmation dialog is accepted
+    page.wait_for_selector("text=Deleted straggler after the fix.")
+    assert page.get_by_text("straggler after the fix", exact=True).count() == 0
