@@ -82,3 +82,17 @@ def job_prefix(report: AnalysisReport, f: Finding) -> str:
     """``[job name] `` before a finding's title in a run of several jobs."""
     name = report.job_name(f.job)
     return f"[{name}] " if name else ""
+
+
+def finding_groups(report: AnalysisReport) -> list[tuple[str | None, list[Finding]]]:
+    """The findings in one group, or, for a run of several jobs, one group per job that has any
+    (``(heading, findings)``, each most severe first)."""
+    if len(report.jobs) < 2:
+        return [(None, list(report.findings))]
+    groups: list[tuple[str | None, list[Finding]]] = []
+    for j in report.jobs:
+        mine = [f for f in report.findings if f.job == j["id"]]
+        if mine:
+            groups.append((f"Job {j['name']} ({j['id']}): {len(mine)} finding(s)", mine))
+    rest = [f for f in report.findings if f.job not in {j["id"] for j in report.jobs}]
+    return groups + ([("Not tied to a job", rest)] if rest else [])

@@ -9,7 +9,7 @@ import plotly.offline
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
+from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, job_prefix, jobs_note
 from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
@@ -64,7 +64,9 @@ class HtmlRenderer:
         parts.append(f"<h2>Findings ({len(report.findings)})</h2>")
         if not report.findings:
             parts.append("<p>No findings.</p>")
-        parts += [self._finding(f, job_prefix(report, f)) for f in report.findings]
+        for heading, group in finding_groups(report):
+            parts += [f"<h3>{_e(heading)}</h3>"] if heading else []
+            parts += [self._finding(f, job_prefix(report, f)) for f in group]
         if report.skipped:
             parts.append("<h2>Skipped detectors</h2><ul>")
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
+from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, job_prefix, jobs_note
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -44,27 +44,30 @@ class MarkdownRenderer:
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")
-        for f in report.findings:
-            out += [
-                f"### {f.severity.label.upper()} {_md(job_prefix(report, f))}`{f.code}`: {_md(f.title)}",
-                "",
-                _md(f.summary),
-                "",
-                f"**Impact:** {_md(impact_text(f))}",
-                "",
-            ]
-            if f.ranks:
-                out += [f"**Ranks:** {', '.join(map(str, f.ranks))}", ""]
-            for e in f.evidence:
-                where = "; ".join(_md(s) for s in e.sources)
-                out.append(f"- {_md(e.summary)}" + (f" ({where})" if where else ""))
-            out.append("")
-            for s in f.suggestions:
-                out.append(f"- **Try:** {_md(s.action)}")
-            lines = env_lines(f)
-            if lines:
-                out += ["", "```sh", *lines, "```"]
-            out.append("")
+        for heading, group in finding_groups(report):
+            if heading:
+                out += [f"## {_md(heading)}", ""]
+            for f in group:
+                out += [
+                    f"### {f.severity.label.upper()} {_md(job_prefix(report, f))}`{f.code}`: {_md(f.title)}",
+                    "",
+                    _md(f.summary),
+                    "",
+                    f"**Impact:** {_md(impact_text(f))}",
+                    "",
+                ]
+                if f.ranks:
+                    out += [f"**Ranks:** {', '.join(map(str, f.ranks))}", ""]
+                for e in f.evidence:
+                    where = "; ".join(_md(s) for s in e.sources)
+                    out.append(f"- {_md(e.summary)}" + (f" ({where})" if where else ""))
+                out.append("")
+                for s in f.suggestions:
+                    out.append(f"- **Try:** {_md(s.action)}")
+                lines = env_lines(f)
+                if lines:
+                    out += ["", "```sh", *lines, "```"]
+                out.append("")
         if report.skipped:
             out += ["## Skipped detectors", ""] + [f"- `{s.detector}`: {_md(s.reason)}" for s in report.skipped] + [""]
         if report.parse_issues:

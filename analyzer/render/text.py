@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzer.findings import AnalysisReport
+from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, impact_text, input_line, job_lines, job_prefix, jobs_note
+from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -39,23 +39,13 @@ class TextRenderer:
             out.append("No findings.")
         else:
             out.append(f"Findings ({len(report.findings)}, most severe and costly first):")
-        for n, f in enumerate(report.findings, 1):
-            out += [
-                "",
-                f"{n}. [{f.severity.label.upper()}] {job_prefix(report, f)}{f.code}: {f.title}",
-                f"   {f.summary}",
-            ]
-            if f.ranks:
-                out.append(f"   ranks: {', '.join(map(str, f.ranks))}")
-            if f.hosts:
-                out.append(f"   hosts: {', '.join(f.hosts)}")
-            out.append(f"   impact: {impact_text(f)}")
-            for e in f.evidence:
-                where = "; ".join(str(s) for s in e.sources)
-                out.append(f"   evidence: {e.summary}" + (f" [{where}]" if where else ""))
-            for s in f.suggestions:
-                out.append(f"   try: {s.action}")
-            out += [f"     {line}" for line in env_lines(f)]
+        n = 0
+        for heading, group in finding_groups(report):
+            if heading:
+                out += ["", f"== {heading} =="]
+            for f in group:
+                n += 1
+                out += _finding(n, f)
         if report.skipped:
             out += ["", "Detectors skipped:"] + [f"  - {s.detector}: {s.reason}" for s in report.skipped]
         if report.parse_issues:
@@ -68,6 +58,21 @@ class TextRenderer:
         if report.skipped_files:
             out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
         return "\n".join(out) + "\n"
+
+
+def _finding(n: int, f: Finding) -> list[str]:
+    out = ["", f"{n}. [{f.severity.label.upper()}] {f.code}: {f.title}", f"   {f.summary}"]
+    if f.ranks:
+        out.append(f"   ranks: {', '.join(map(str, f.ranks))}")
+    if f.hosts:
+        out.append(f"   hosts: {', '.join(f.hosts)}")
+    out.append(f"   impact: {impact_text(f)}")
+    for e in f.evidence:
+        where = "; ".join(str(s) for s in e.sources)
+        out.append(f"   evidence: {e.summary}" + (f" [{where}]" if where else ""))
+    for s in f.suggestions:
+        out.append(f"   try: {s.action}")
+    return out + [f"     {line}" for line in env_lines(f)]
 
 
 def _timeline(section: TimelineSection) -> list[str]:

@@ -103,3 +103,21 @@ def test_two_unrelated_jobs_in_one_store_use_only_their_own_evidence(tmp_path: P
     assert sock["job"] == ids[b.name] and sock["impact"] == finding(alone_b, "nccl.socket_fallback")["impact"]
     assert "mlx5" not in str(sock["suggestions"])  # the healthy job's HCAs are not this job's
     assert finding(both, "timeline.straggler")["job"] == ids[a.name]
+
+
+def test_reports_of_several_jobs_say_so_and_group_findings_by_job(tmp_path: Path) -> None:
+    from analyzer.render.markdown import MarkdownRenderer
+    from analyzer.render.text import TextRenderer
+
+    for name in ("straggler_nocache", "fusion_off"):
+        shutil.copytree(SYNTHETIC / name, tmp_path / name)
+    with temporary_store() as store:
+        store.ingest(*discover([tmp_path]))
+        report = analyze(store)
+    text = TextRenderer().render(report)
+    assert text.index("This run holds 2 jobs") < text.index("Inputs (")
+    straggler = text.index("== Job straggler_nocache (")
+    fusion = text.index("== Job fusion_off (")
+    assert fusion < text.index("timeline.fusion_fragmented") < straggler < text.index("timeline.straggler")
+    md = MarkdownRenderer().render(report)
+    assert "## Jobs" in md and "## Job straggler\\_nocache (job2): 1 finding(s)" in md
