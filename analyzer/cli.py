@@ -5,6 +5,7 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -318,7 +319,7 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
     show_default=True,
     help="Address to listen on (the app has no login: keep it on localhost unless it is behind one).",
 )
-@click.option("--port", default=8050, show_default=True, type=int)
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535))
 @click.option(
     "--store-dir",
     default="hvd-analyze-runs",
@@ -354,15 +355,29 @@ def _size(text: str, option: str) -> int:
         value = float(t[: len(t) - len(unit)])
     except ValueError:
         value = -1
-    if not value > 0:
+    if not 0 < value < float(1 << 60) / units[unit]:  # inf, nan and sizes beyond an exabyte are not sizes
         raise UsageError(f"{option} {text!r}: expected a size such as 500M or 2G")
     return int(value * units[unit])
 
 
+#: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).
+INTERNAL_ERROR = 3
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. A failure inside hvd-analyze exits 3 with one message (the
+    traceback with HVD_ANALYZE_DEBUG=1), so that CI tells it from a finding (1) or bad input (2)."""
     try:
         cli(prog_name="hvd-analyze")
     except KeyboardInterrupt:  # pragma: no cover - interactive
         click.echo("hvd-analyze: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last resort: one message and its own exit code
+        if os.environ.get("HVD_ANALYZE_DEBUG"):
+            raise
+        click.echo(
+            f"hvd-analyze: internal error: {type(exc).__name__}: {exc}. This is a bug in hvd-analyze, not in "
+            "your input: rerun with HVD_ANALYZE_DEBUG=1 for the traceback and report it with the command line.",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)

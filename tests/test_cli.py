@@ -257,3 +257,47 @@ def test_batch_on_one_run_says_so(tmp_path: Path, good: Path) -> None:
     assert run("ingest", str(one), "-o", str(tmp_path / "s"))[0] == 0
     res = CliRunner().invoke(cli, ["batch", str(tmp_path / "s"), "-o", str(tmp_path / "o")])
     assert res.exit_code == 2 and "is one run store" in res.stderr
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_store(tmp_path: Path, good: Path, cut: Path) -> None:
+    import fcntl
+
+    store = tmp_path / "s"
+    assert run("ingest", str(good), "-o", str(store))[0] == 0
+    with open(store / ".writer.lock", "a+") as held:  # what a running ingest holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242 since 2026-11-23 10:00:00\n")
+        held.flush()
+        code, _, err = run("ingest", str(cut), "-o", str(store))
+        assert code == 2 and "another hvd-analyze is writing to this store (pid 4242" in err
+        assert run("report", str(store))[0] == 0  # readers take no lock
+    assert run("ingest", str(cut), "-o", str(store))[0] == 0  # free again: the ingest goes on
+    assert "cut.json" in run("report", str(store))[1]
+
+
+def test_special_files_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, _, err = run("report", str(fifo))  # reading it would block forever
+    assert code == 2 and "not a regular file" in err
+    code, _, err = run("report", str(tmp_path), "--memory-budget", "inf")
+    assert code == 2 and "expected a size" in err
+    assert CliRunner().invoke(cli, ["serve", "--port", "99999"]).exit_code == 2
+
+
+def test_a_crash_inside_hvd_analyze_exits_3_with_one_message(tmp_path: Path, good: Path) -> None:
+    script = (
+        "import sys, analyzer.report.assembly as a\n"
+        "def boom(*args, **kwargs): raise RuntimeError('kaboom')\n"
+        "a.analyze = boom\n"
+        f"sys.argv = ['hvd-analyze', 'report', {str(good)!r}]\n"
+        "from analyzer.cli import main\nmain()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.startswith("hvd-analyze: internal error: RuntimeError: kaboom")
+        and "HVD_ANALYZE_DEBUG" in proc.stderr
+    )

@@ -8,6 +8,7 @@ named explicitly must be recognisable, otherwise it is an :class:`InputError`.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +79,13 @@ def _walk(root: Path) -> list[Path]:
 
 def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # reading a FIFO or a device would block or never end
+            why = "not a regular file (a FIFO, a device or a socket): copy its content to a file first"
+            if explicit:
+                raise InputError(str(path), why)
+            return SkippedFile(path, why)
+        size = st.st_size
         if size == 0 and not explicit:
             return SkippedFile(path, "empty file (nothing to recognise it by)")
         found = sniff(path)

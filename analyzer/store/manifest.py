@@ -7,8 +7,10 @@ schema versions 1 and 2 have the same entry keys (only their folder layout diffe
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from analyzer.store.hashing import file_sha256
 from parsers.issues import IssueCounts
 from parsers.nccl.rows import LogFacts
 from parsers.timeline.facts import TimelineFacts
@@ -50,3 +52,10 @@ class Manifest(TypedDict):
     updated_at: str
     inputs: list[ManifestEntry]
     skipped: list[SkippedEntry]
+
+
+def known_entry(path: Path, size: int, sizes: set[int], by_sha: dict[str, ManifestEntry]) -> ManifestEntry | None:
+    """The entry with the same bytes as the file at ``path``, checked cheaply (size) then by full sha256."""
+    if size not in sizes:
+        return None
+    return by_sha.get(file_sha256(path))

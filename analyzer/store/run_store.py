@@ -48,8 +48,8 @@ from analyzer import __version__
 from analyzer.errors import StoreError
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
-from analyzer.store.hashing import file_sha256
-from analyzer.store.manifest import Manifest, ManifestEntry
+from analyzer.store.lock import locked
+from analyzer.store.manifest import Manifest, ManifestEntry, known_entry
 from analyzer.store.parts import PART, RUN_KEY, TMP_PREFIX, bucket_folder, file_schema, parquet_options
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
@@ -268,6 +268,7 @@ class RunStore:
         return [(path, ids, version) for path, (ids, version) in parts.items()]
 
     # -- writing ----------------------------------------------------------------------
+    @locked
     def ingest(
         self,
         inputs: list[InputFile],
@@ -275,7 +276,8 @@ class RunStore:
         progress: Callable[[int], None] | None = None,
         runner: Runner | None = None,
     ) -> IngestReport:
-        """Parse every input into the store (idempotent per sha256).
+        """Parse every input into the store (idempotent per sha256), holding its writer lock
+        (:mod:`analyzer.store.lock`: a second writer is refused) and reading its manifest anew.
 
         ``runner`` parses elsewhere (:mod:`analyzer.store.parallel`: processes, Dask); by default the
         inputs are parsed here, one after the other. Only this process writes the manifest:
@@ -291,7 +293,7 @@ class RunStore:
         sizes = {e["size"] for e in self.manifest["inputs"]}
         todo = []
         for item in inputs:
-            entry = _known(item, sizes, by_sha)
+            entry = known_entry(item.path, item.size, sizes, by_sha)
             if entry is None:
                 todo.append(item)
                 continue
@@ -338,6 +340,11 @@ class RunStore:
             self._write_manifest()
             self._cache.clear()
         return report
+
+    def reload(self) -> None:
+        """Read the manifest anew (another process may have ingested since this store was opened)."""
+        if (self.root / MANIFEST).is_file():
+            self.manifest = RunStore.open(self.root).manifest
 
     def _sweep(self) -> None:
         """Remove what an interrupted ingest left: half-written folders and buckets the manifest
@@ -402,13 +409,6 @@ def _folder(entry: ManifestEntry) -> str:
 def safe_name(name: str) -> str:
     """``name`` made usable as a file or folder name (and a hive partition value)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
-
-
-def _known(item: InputFile, sizes: set[int], by_sha: dict[str, ManifestEntry]) -> ManifestEntry | None:
-    """The entry with the same bytes, checked cheaply (size) then by full sha256."""
-    if item.size not in sizes:
-        return None
-    return by_sha.get(file_sha256(item.path))
 
 
 @contextmanager
