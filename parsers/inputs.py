@@ -172,8 +172,9 @@ def sniff(path: str | Path) -> Sniffed:
 _LOG_SIGNALS = (
     (
         re.compile(
-            rb"[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
-            rb"[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
+            # a host starts where the run of host characters starts: linear on a line of them
+            rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
+            rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
             rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+",
             re.MULTILINE,
         ),

@@ -28,7 +28,7 @@ _UNESCAPE = re.compile(r"\\(.)")
 class WarnFormat:
     """One catalogued message format."""
 
-    pattern: re.Pattern[str]
+    pattern: str  # compiled on first use (_compiled): most formats never meet a message
     literal: int  # characters of literal text: more is more specific
     level: str  # WARN, INFO or WARN+INFO (the level changed between releases)
     first: str
@@ -58,6 +58,11 @@ class WarnFormat:
         return True
 
 
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 def _first_word(text: str) -> str:
     return text.split(" ", 1)[0]
 
@@ -75,7 +80,7 @@ def _index() -> tuple[dict[str, tuple[WarnFormat, ...]], tuple[WarnFormat, ...]]
             )
             literal = parts[::2]
             fmt = WarnFormat(
-                re.compile(pattern),
+                pattern,
                 sum(map(len, literal)),
                 r["level"],
                 r["first"],
@@ -113,7 +118,7 @@ def lookup(message: str, file: str | None = None) -> WarnFormat | None:
             and (file is None or file in best.sources or file not in fmt.sources)
         ):
             continue
-        if fmt.pattern.match(msg):
+        if _compiled(fmt.pattern).match(msg):
             best = fmt
     if best is None:
         cut = [fmt for fmt in candidates if fmt.starts(msg)]

@@ -28,9 +28,10 @@ from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
 
 BLOCK = 4 << 20
 #: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
-#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host).
+#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host). The host starts where
+#: a run of host characters starts, so that a long line of them is read in linear time.
 COLL_LINE = re.compile(
-    r"^(?P<outer>\[\d+,\d+\]<\w+>:|[^\n]*?)(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
+    r"^(?P<outer>\[\d+,\d+\]<\w+>:|[^\n]*?)(?<![^\s:\[\]|])(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
     r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
     re.MULTILINE,

@@ -113,6 +113,7 @@ def _header(head: str) -> tuple[str, str, int | None, int | None, int | None, st
 
 
 Header = tuple[str, str, int | None, int | None, int | None, str | None, str | None]
+HEADER_WINDOW = 4096  # characters before " NCCL LEVEL" a record header can span (hosts are <= 255)
 
 
 def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
@@ -132,9 +133,12 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
         if end < len(line) and line[end] != " ":
             continue
         start = out[-1][1] if out else 0
-        h = _header(line[start:at])
+        window = max(start, at - HEADER_WINDOW)  # a header is short: never re-read a long line from its start
+        h = _header(line[window:at])
         if h is None:
             continue
+        if window > start:
+            h = (line[start:window] + h[0], *h[1:])
         if out:  # the previous record's message stops where this record's header starts
             out.append((start + len(h[0]), min(end + 1, len(line)), level, ("", *h[1:])))
         else:

@@ -1,0 +1,58 @@
+"""Hostile lines: content sniffing and the log parser must stay linear in the line's length.
+
+    python bench/hostile_lines.py [--kb 48]
+
+Each shape is one line without a record the parser could use, written at ``--kb`` KiB and at 8x
+that; the script prints the seconds of ``sniff`` + ``JobLogParser`` on each (in this process, after
+a warm-up: start-up is not what is measured) and their ratio. A linear reader takes about 8x as
+long on the 8x line; the quadratic patterns this guards against took minutes (issue 26: 64 KiB of
+``a`` sniffed in 44-70 s, a 48 KB line of host characters parsed in 21 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from parsers.inputs import sniff
+from parsers.nccl.parser import JobLogParser
+
+SHAPES = {
+    "letters, no newline": lambda n: "a" * n,
+    "host characters": lambda n: "h" * n + "\n",
+    "record, long message": lambda n: "x:1:1 [0] NCCL INFO " + "x:1:1 [0] " * (n // 10) + "\n",
+    "repeated ' NCCL INFO'": lambda n: " NCCL INFO" * (n // 10) + "\n",
+    "WARN, long message": lambda n: "x:1:1 [0] misc/socket.cc:1 NCCL WARN " + "y" * n + "\n",
+    "launcher prefixes": lambda n: "[1,0]<stdout>:" * (n // 14) + "\n",
+}
+
+
+def seconds(text: str) -> float:
+    data = text.encode()
+    with tempfile.NamedTemporaryFile(suffix=".log") as f:
+        f.write(data)
+        f.flush()
+        t = time.perf_counter()
+        sniff(Path(f.name))
+        JobLogParser("hostile.log").parse(io.BytesIO(data))
+        return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kb", type=int, default=48, help="length of the shorter line (KiB)")
+    n = ap.parse_args().kb * 1024
+    seconds(SHAPES["WARN, long message"](100))  # warm-up: imports, the WARN table
+    for name, make in SHAPES.items():
+        short, long = seconds(make(n)), seconds(make(8 * n))
+        print(f"{name:24s} {short:7.3f} s  {long:7.3f} s at 8x  ratio {long / max(short, 1e-6):5.1f}")
+
+
+if __name__ == "__main__":
+    main()
