@@ -59,3 +59,58 @@ def known_entry(path: Path, size: int, sizes: set[int], by_sha: dict[str, Manife
     if size not in sizes:
         return None
     return by_sha.get(file_sha256(path))
+
+
+#: What every entry must hold, and of which JSON type (the keys readers index without a default).
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": str,
+    "path": str,
+    "paths": list,
+    "size": int,
+    "sha256": str,
+    "kind": str,
+    "tables": list,
+    "rows": dict,
+    "issues": dict,
+}
+
+
+def checked(manifest: object, path: Path) -> Manifest:
+    """``manifest`` (parsed from ``path``) if it has the shape readers rely on.
+
+    Raises:
+        StoreError: naming the first key that is missing or of the wrong type.
+    """
+    from typing import cast
+
+    from analyzer.errors import StoreError
+
+    def damaged(what: str) -> StoreError:
+        return StoreError(
+            f"{path}: a damaged manifest ({what}); ingest the inputs into a new store "
+            "(`hvd-analyze ingest PATH -o NEW_STORE`)"
+        )
+
+    if not isinstance(manifest, dict):
+        raise damaged(f"a JSON {type(manifest).__name__} instead of an object")
+    inputs = manifest.get("inputs", [])
+    if not isinstance(inputs, list):
+        raise damaged(f"'inputs' is {json_type(inputs)}, not a list")
+    for i, entry in enumerate(inputs):
+        if not isinstance(entry, dict):
+            raise damaged(f"inputs[{i}] is {json_type(entry)}, not an object")
+        for key, kind in _ENTRY_TYPES.items():
+            if not isinstance(entry.get(key), kind) or (kind is int and isinstance(entry.get(key), bool)):
+                raise damaged(f"inputs[{i}].{key} is {json_type(entry.get(key))}")
+    if not isinstance(manifest.get("skipped", []), list):
+        raise damaged(f"'skipped' is {json_type(manifest.get('skipped'))}, not a list")
+    manifest.setdefault("inputs", [])
+    manifest.setdefault("skipped", [])
+    return cast(Manifest, manifest)
+
+
+def json_type(value: object) -> str:
+    """How a JSON value reads in a message: ``missing``, ``null``, ``a string``, ..."""
+    if value is None:
+        return "null or missing"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")

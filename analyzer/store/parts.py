@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analyzer.errors import StoreError
 from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
 
@@ -155,3 +156,38 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
         ],
         schema=arrow_schema("parse_issues"),
     )
+
+
+@contextlib.contextmanager
+def reading(path: Path, name: str) -> Iterator[None]:
+    """Read a part file of table ``name``: a damaged one (cut, emptied, another table's) is a
+    :class:`StoreError` naming it.
+
+    Raises:
+        StoreError: the part cannot be read as this table's Parquet file.
+    """
+    try:
+        missing = set(file_schema(name).names) - {"input_id"} - set(pq.read_schema(path).names)
+        if missing:
+            raise ValueError(f"it lacks the {name} column(s) {', '.join(sorted(missing))}: another table's file?")
+        yield
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StoreError(
+            f"{path}: a damaged part of the run store ({type(exc).__name__}: {exc}); the store cannot be "
+            "read: ingest its inputs into a new store (`hvd-analyze ingest PATH -o NEW_STORE`)"
+        ) from exc
+
+
+def row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[int]:
+    """The row groups of a Parquet file that may hold a value of ``column`` in ``[lo, hi]``: all
+    but those whose statistics rule it out (values all outside, or all null)."""
+    at = meta.schema.names.index(column)
+    out = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(at).statistics
+        if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
+            continue
+        if stats is None or not stats.has_min_max or stats.min <= hi and stats.max >= lo:
+            out.append(g)
+    return out

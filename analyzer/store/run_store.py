@@ -49,8 +49,17 @@ from analyzer.errors import StoreError
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.store.lock import locked
-from analyzer.store.manifest import Manifest, ManifestEntry, known_entry
-from analyzer.store.parts import PART, RUN_KEY, TMP_PREFIX, bucket_folder, file_schema, parquet_options
+from analyzer.store.manifest import Manifest, ManifestEntry, checked, known_entry
+from analyzer.store.parts import (
+    PART,
+    RUN_KEY,
+    TMP_PREFIX,
+    bucket_folder,
+    file_schema,
+    parquet_options,
+    reading,
+    row_groups,
+)
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = "manifest.json"
@@ -95,7 +104,7 @@ class RunStore:
                 f"{root}: not a run store (no {MANIFEST}); create one with `hvd-analyze ingest PATH -o {root}`"
             )
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
+            manifest = checked(json.loads(path.read_text(encoding="utf-8")), path)
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path}: unreadable manifest ({exc}); re-ingest the inputs into a new store") from exc
         version = manifest.get("schema_version")
@@ -196,12 +205,14 @@ class RunStore:
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
         path, ids, version = part
         if version == 1:
-            return pq.read_table(path, schema=schema, columns=columns, filters=where)
+            with reading(path, name):
+                return pq.read_table(path, schema=schema, columns=columns, filters=where)
         cols = columns if columns is not None else schema.names
         if len(ids) > 1:
             mine = pc.field("input_id") == input_id
             where = mine if where is None else where & mine
-        return pq.read_table(path, columns=cols, filters=where)
+        with reading(path, name):
+            return pq.read_table(path, columns=cols, filters=where)
 
     def input_batches(
         self,
@@ -222,17 +233,18 @@ class RunStore:
         path, ids, version = part
         shared = version == 2 and len(ids) > 1
         extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
-        file = pq.ParquetFile(path)
-        groups = _row_groups(file.metadata, *between) if between else None
-        for b in file.iter_batches(
-            batch_size=batch_rows, row_groups=groups, columns=list(dict.fromkeys([*columns, *extra]))
-        ):
-            keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
-            if between:
-                col = b.column(between[0])
-                inside = pc.and_(pc.greater_equal(col, between[1]), pc.less_equal(col, between[2]))
-                keep = inside if keep is None else pc.and_(keep, inside)
-            yield b if keep is None else b.filter(keep).select(columns)
+        with reading(path, name):
+            file = pq.ParquetFile(path)
+            groups = row_groups(file.metadata, *between) if between else None
+            for b in file.iter_batches(
+                batch_size=batch_rows, row_groups=groups, columns=list(dict.fromkeys([*columns, *extra]))
+            ):
+                keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
+                if between:
+                    col = b.column(between[0])
+                    inside = pc.and_(pc.greater_equal(col, between[1]), pc.less_equal(col, between[2]))
+                    keep = inside if keep is None else pc.and_(keep, inside)
+                yield b if keep is None else b.filter(keep).select(columns)
 
     def _part_of(self, name: str, input_id: str) -> tuple[Path, list[str], int] | None:
         """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
@@ -241,9 +253,10 @@ class RunStore:
     @staticmethod
     def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
-        if version == 2:
-            return pq.read_table(path, schema=arrow_schema(name))
-        t = pq.read_table(path, schema=file_schema(name))
+        with reading(path, name):
+            if version == 2:
+                return pq.read_table(path, schema=arrow_schema(name))
+            t = pq.read_table(path, schema=file_schema(name))
         col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids))
         return t.add_column(0, arrow_schema(name).field("input_id"), col)
 
@@ -383,21 +396,6 @@ class RunStore:
         # orjson: 10 ms for the 4 MB manifest of 4096 inputs, where json.dumps takes 150 ms
         tmp.write_bytes(orjson.dumps(self.manifest, option=orjson.OPT_INDENT_2))
         os.replace(tmp, self.root / MANIFEST)
-
-
-def _row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[int]:
-    """The row groups of a Parquet file that may hold a value of ``column`` in ``[lo, hi]``: all
-    but those whose statistics rule it out (values all outside, or all null)."""
-    at = meta.schema.names.index(column)
-    out = []
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        stats = group.column(at).statistics
-        if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
-            continue
-        if stats is None or not stats.has_min_max or stats.min <= hi and stats.max >= lo:
-            out.append(g)
-    return out
 
 
 def _folder(entry: ManifestEntry) -> str:

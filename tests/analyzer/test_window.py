@@ -207,7 +207,7 @@ def test_row_groups_outside_the_range_are_skipped(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from analyzer.store.run_store import _row_groups
+    from analyzer.store.parts import row_groups as _row_groups
 
     ids = pa.array([*range(1000), *([None] * 100)], pa.int64())
     pq.write_table(pa.table({"negotiation_id": ids}), tmp_path / "t.parquet", row_group_size=100)

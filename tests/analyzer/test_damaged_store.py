@@ -1,0 +1,71 @@
+"""A damaged run store is one message naming the damage, never a traceback, on report and on ingest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "sample_traces" / "captured" / "straggler_nocache"
+OTHER = ROOT / "sample_traces" / "synthetic" / "fusion_off"
+
+
+def _manifest(store: Path, edit: Callable[[dict], object]) -> None:
+    doc = json.loads((store / "manifest.json").read_text())
+    (store / "manifest.json").write_text(json.dumps(edit(doc)))
+
+
+def _part(store: Path, table: str = "ticks") -> Path:
+    return next((store / "tables" / table).rglob("part-0.parquet"))
+
+
+def _entry(store: Path, edit: Callable[[dict], None]) -> None:
+    def change(doc: dict) -> dict:
+        edit(doc["inputs"][0])
+        return doc
+
+    _manifest(store, change)
+
+
+DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "manifest a list": (lambda s: _manifest(s, lambda d: [d]), "a JSON list instead of an object"),
+    "inputs null": (lambda s: _manifest(s, lambda d: {**d, "inputs": None}), "'inputs' is null or missing"),
+    "entry not an object": (lambda s: _manifest(s, lambda d: {**d, "inputs": ["x"]}), "inputs[0] is a string"),
+    "entry without a key": (lambda s: _entry(s, lambda e: e.pop("sha256")), "inputs[0].sha256 is null or missing"),
+    "entry with a wrong type": (lambda s: _entry(s, lambda e: e.update(size="big")), "inputs[0].size is a string"),
+    "skipped not a list": (lambda s: _manifest(s, lambda d: {**d, "skipped": 3}), "'skipped' is a number"),
+    "manifest not JSON": (lambda s: (s / "manifest.json").write_text("{"), "unreadable manifest"),
+    "zero-byte part": (lambda s: _part(s).write_bytes(b""), "a damaged part of the run store"),
+    "cut part": (lambda s: _part(s).write_bytes(_part(s).read_bytes()[:200]), "a damaged part of the run store"),
+    "part with a wrong footer length": (
+        lambda s: _part(s).write_bytes(_part(s).read_bytes()[:-8] + b"\xff\xff\xff\x7fPAR1"),
+        "a damaged part of the run store",
+    ),
+    "part of another table": (
+        lambda s: shutil.copy(_part(s, "spans"), _part(s, "ticks")),
+        "a damaged part of the run store",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_store_is_one_message(tmp_path: Path, damage: str) -> None:
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["ingest", "-q", str(RUN), "-o", str(store)]).exit_code == 0
+    harm, message = DAMAGE[damage]
+    harm(store)
+    for args in (["report", str(store)], ["ingest", "-q", str(OTHER), "-o", str(store)]):
+        res = CliRunner().invoke(cli, args)
+        if args[0] == "ingest" and "part" in damage:  # ingest does not read parts: it adds its input
+            assert res.exit_code == 0
+            continue
+        assert res.exit_code == 2, (args, res.output, res.exception)
+        assert res.stderr.startswith("hvd-analyze: error: ") and message in res.stderr, res.stderr
+        assert "new store" in res.stderr
