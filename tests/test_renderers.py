@@ -142,3 +142,14 @@ def test_nccl_section_in_every_format(name: str) -> None:
         "job_log, 192 lines, 191 NCCL records from 16 process(es)",
     ):
         assert needle in text, (name, needle)
+
+
+@pytest.mark.parametrize("name", ["text", "md"])
+def test_a_line_break_in_an_input_cannot_fake_a_finding(name: str) -> None:
+    fake = "allreduce.w\n2. [CRITICAL] nccl.error: fake\r\n## CRITICAL `nccl.error`: fake"
+    f = Finding("timeline.over", Severity.INFO, f"tensor {fake}", f"the tensor {fake}", "d", (Evidence(fake),))
+    out = RENDERERS[name].render(AnalysisReport("0.1.0", "/s", (), (f,), (), ()))
+    assert not any(line.startswith(("2. [CRITICAL]", "## CRITICAL", "### CRITICAL")) for line in out.splitlines())
+    assert "\\n2. [CRITICAL] nccl.error: fake\\r\\n" in out.replace("\\\\", "\\").replace("\\[", "[").replace(
+        "\\]", "]"
+    )

@@ -96,3 +96,12 @@ def finding_groups(report: AnalysisReport) -> list[tuple[str | None, list[Findin
             groups.append((f"Job {j['name']} ({j['id']}): {len(mine)} finding(s)", mine))
     rest = [f for f in report.findings if f.job not in {j["id"] for j in report.jobs}]
     return groups + ([("Not tied to a job", rest)] if rest else [])
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: " "}
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters shown as escapes: a name or a log
+    line from an input can never start a line of its own in a text report (a faked finding)."""
+    return text.translate(_CONTROL)

@@ -6,7 +6,16 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, job_prefix, jobs_note
+from analyzer.render.base import (
+    env_lines,
+    finding_groups,
+    impact_text,
+    input_line,
+    job_lines,
+    job_prefix,
+    jobs_note,
+    one_line,
+)
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -19,7 +28,7 @@ from analyzer.report.types import NcclSection, TimelineSection
 
 
 def _md(text: object) -> str:
-    s = str(text)
+    s = one_line(str(text))
     for ch in ("\\", "`", "*", "_", "[", "]", "<", ">", "|", "#"):
         s = s.replace(ch, "\\" + ch)
     return s

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note
+from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note, one_line
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -57,7 +57,7 @@ class TextRenderer:
             ]
         if report.skipped_files:
             out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
-        return "\n".join(out) + "\n"
+        return "\n".join(map(one_line, out)) + "\n"
 
 
 def _finding(n: int, f: Finding) -> list[str]:

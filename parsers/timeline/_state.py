@@ -12,6 +12,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from parsers.errors import InputError
 from parsers.issues import IssueSeverity
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
@@ -145,10 +146,24 @@ class PairState:
             slots=np.zeros((4096, P.S_N), np.int64),
         )
 
-    def grow(self) -> None:
+    def grow(self, name: str, offset: int) -> None:
+        """Make room for what the kernel asked; ``offset``: the byte of the record that did not fit.
+
+        Raises:
+            InputError: a pid larger than the file can hold (the arrays are indexed by pid).
+        """
         need = int(self.ctr[P.C_NEED])
         if need == 1:
-            size = max(int(self.ctr[P.C_NEED_PID]) + 1, 2 * len(self.top))
+            pid = int(self.ctr[P.C_NEED_PID])
+            if pid > MAX_PID_BASE + offset // 16:
+                raise InputError(
+                    name,
+                    f"pid {pid}: Horovod numbers a timeline's tensors from 1, and the file up to here could hold "
+                    f"at most {MAX_PID_BASE + offset // 16} of them",
+                    offset=offset,
+                    hint="the file is damaged there, or it is not a Horovod timeline",
+                )
+            size = max(pid + 1, 2 * len(self.top))
             top = np.full(size, -1, np.int64)
             top[: len(self.top)] = self.top
             pstat = new_pstat(size)
@@ -161,6 +176,11 @@ class PairState:
         else:  # pragma: no cover - kernel contract
             raise AssertionError(f"kernel asked to grow unknown state {need}")
         self.ctr[P.C_NEED] = 0
+
+
+#: pids beyond this plus one per 16 bytes read are refused: a record is longer than 16 bytes, and a
+#: timeline's pids are its tensors, numbered from 1 (a flipped byte must not size arrays to gigabytes)
+MAX_PID_BASE = 1 << 16
 
 
 def new_issues() -> np.ndarray:

@@ -31,7 +31,7 @@ from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
-from parsers.timeline._state import KERNEL_ISSUES, PairState, add_issues, new_issues
+from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
 from parsers.timeline.facts import (
     TimelineInfo,
     cache_verdict,
@@ -307,7 +307,7 @@ class TimelineParser:
             if status == P.ST_FULL:
                 continue
             if status == P.ST_GROW:
-                st.grow()
+                st.grow(self.name, int(ev[at, T.EV_OFF]))
                 continue
             return
 
@@ -339,6 +339,14 @@ class TimelineParser:
         pid = rec.get("pid")
         kind = rec.get("name")
         if kind == "process_name" and isinstance(pid, int):
+            if not 0 <= pid <= MAX_PID_BASE + offset // 16:  # the names are an array indexed by pid
+                self.sink.add(
+                    IssueSeverity.DATA_LOSS,
+                    "timeline.bad_metadata",
+                    f"metadata record for pid {pid}, beyond the tensors the file could hold; dropped",
+                    byte_offset=offset,
+                )
+                return
             if "start_time_since_epoch_in_micros" in args:
                 self.info.start_time_since_epoch_us = int(args["start_time_since_epoch_in_micros"])
             elif isinstance(args.get("name"), str) and self.names.name_pid(pid, args["name"]):

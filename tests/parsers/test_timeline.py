@@ -284,3 +284,14 @@ def test_cut_gzip_stream_is_read_up_to_the_damage(tmp_path: Path) -> None:
     c = {i.code: i.severity for i in p.issues}
     assert c["timeline.gzip_cut"] == "data_loss"
     assert "timeline.truncated_record" in c or "timeline.unterminated" in c
+
+
+def test_a_pid_beyond_what_the_file_can_hold_is_refused_not_allocated(tmp_path: Path) -> None:
+    """The pairer indexes arrays by pid: 30,000,000 in a 100-byte file used to take 3.5 GB."""
+    path = write(tmp_path, glued(meta(1, "t"), B("ALLREDUCE", 1, 30_000_000), E(2, 30_000_000)), "pid.json")
+    with pytest.raises(InputError, match="pid 30000000") as err:
+        parse_timeline(path)
+    assert err.value.offset is not None and err.value.offset > 0
+    named = write(tmp_path, glued(meta(100_000_000, "t"), meta(1, "u"), B("ALLREDUCE", 1, 1), E(2, 1)), "m.json")
+    parsed = parse_timeline(named)  # a metadata record with such a pid is dropped, the rest is read
+    assert codes(parsed)["timeline.bad_metadata"] == 1 and len(spans(parsed)) == 1
