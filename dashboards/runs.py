@@ -122,13 +122,20 @@ class RunLibrary:
 
     # runs ---------------------------------------------------------------------------------
     def runs(self) -> list[dict[str, Any]]:
-        """Every run, newest first."""
+        """Every run, newest first. A run that was being made when the server stopped (no job of
+        this process has it) is marked failed, and its upload copy removed."""
         folder = self.root / RUNS
         out = []
         for d in folder.iterdir() if folder.is_dir() else []:
             meta = self.meta(d.name)
-            if meta is not None:
-                out.append(meta)
+            if meta is None:
+                continue
+            if meta["status"] not in ("done", "failed") and meta["id"] not in self._jobs:
+                meta["status"] = "failed"
+                meta["error"] = "the server stopped while this run was being made: upload or serve it again"
+                self._write_meta(meta)
+                shutil.rmtree(d / "uploads", ignore_errors=True)
+            out.append(meta)
         return sorted(out, key=lambda m: m["created"], reverse=True)
 
     def _dir(self, run_id: str) -> Path:
@@ -195,6 +202,7 @@ class RunLibrary:
             "error": None,
             **extra,
         }
+        self._jobs[meta["id"]] = Job(meta["id"])  # before run.json exists: runs() never sees it orphaned
         self._write_meta(meta)
         return meta
 
@@ -251,8 +259,7 @@ class RunLibrary:
     def _start(
         self, meta: dict[str, Any], collect: Callable[[Job], list[SavedFile]] | None, cleanup: Path | None, wait: bool
     ) -> str:
-        job = Job(meta["id"])
-        self._jobs[meta["id"]] = job
+        job = self._jobs[meta["id"]]
         thread = threading.Thread(
             target=self._run_job, args=(meta, job, collect, cleanup), daemon=True, name=f"ingest-{meta['id']}"
         )

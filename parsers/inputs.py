@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import gzip
 import io
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ if _gzip_impl is not gzip:  # pragma: no cover - depends on the environment
 
 
 GUNZIP_PIECE = 64 * 1024
+INFLATE_RATIO = 200  # inflated / compressed beyond which a .gz input is read no further (as for archives)
+INFLATE_FLOOR = 16 << 20  # ... once it has inflated at least this much
 
 
 class ByteSource(Protocol):
@@ -64,9 +67,18 @@ class GunzipStream:
     parser analyses everything inflated before the damage and reports the loss.
     """
 
-    def __init__(self, fileobj: ByteSource) -> None:
+    def __init__(self, fileobj: ByteSource, packed: int | None = None) -> None:
+        """``packed``: the compressed size (by default the file's, when ``fileobj`` is one)."""
         self._gz = _gzip_impl.GzipFile(fileobj=fileobj, mode="rb")
         self.cut: str | None = None  # what went wrong, if the stream ended early
+        if packed is None:
+            try:
+                packed = os.fstat(fileobj.fileno()).st_size  # type: ignore[attr-defined]
+            except (AttributeError, OSError, ValueError):
+                packed = None
+        #: inflated bytes beyond which the stream is a decompression bomb (None: no file size to judge by)
+        self.budget = None if packed is None else max(INFLATE_FLOOR, INFLATE_RATIO * packed)
+        self.inflated = 0
 
     def readinto(self, b: Any) -> int:
         """Fill ``b`` in small pieces: when the stream turns out to be cut, the gzip modules
@@ -82,6 +94,7 @@ class GunzipStream:
             if not n:
                 break
             total += n
+            self._count(n)
         return total
 
     def read(self, n: int = -1) -> bytes:
@@ -89,10 +102,19 @@ class GunzipStream:
             return b""
         try:
             data: bytes = self._gz.read(n)
-            return data
         except _GZIP_ERRORS as exc:
             self.cut = str(exc) or type(exc).__name__
             return b""
+        self._count(len(data))
+        return data
+
+    def _count(self, n: int) -> None:
+        self.inflated += n
+        if self.budget is not None and self.inflated > self.budget:
+            self.cut = (
+                f"it inflates to more than {self.budget >> 20} MiB, {INFLATE_RATIO}x its compressed size (a "
+                "decompression bomb, or a log of nothing but repeats): read up to there"
+            )
 
     def close(self) -> None:
         self._gz.close()

@@ -301,3 +301,14 @@ def test_a_crash_inside_hvd_analyze_exits_3_with_one_message(tmp_path: Path, goo
         proc.stderr.startswith("hvd-analyze: internal error: RuntimeError: kaboom")
         and "HVD_ANALYZE_DEBUG" in proc.stderr
     )
+
+
+def test_an_unreadable_file_in_a_folder_is_skipped_not_fatal(tmp_path: Path, good: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "t.json").write_bytes(good.read_bytes())
+    (run_dir / "gone.log").symlink_to(tmp_path / "nowhere.log")  # a dangling link
+    code, out, _ = run("report", str(run_dir), "-f", "json")
+    assert code == 0
+    skipped = json.loads(out)["skipped_files"]
+    assert [s["path"].split("/")[-1] for s in skipped] == ["gone.log"] and "cannot read" in skipped[0]["reason"]

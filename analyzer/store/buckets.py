@@ -266,7 +266,7 @@ def _parse(
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
         raw = HashingReader(raw_file, threaded_hash)
-        stream: Any = GunzipStream(raw) if gz else raw
+        stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
             parser = JobLogParser(item.path, display_name=str(item.path))

@@ -90,6 +90,8 @@ def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
             return SkippedFile(path, "empty file (nothing to recognise it by)")
         found = sniff(path)
     except OSError as exc:
+        if not explicit:  # one unreadable file (a dangling link, no permission) does not stop a folder
+            return SkippedFile(path, f"cannot read: {exc.strerror or exc}")
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     if found.kind is InputKind.UNKNOWN:
         if explicit and found.candidate is not None:  # let its parser name the exact byte and problem

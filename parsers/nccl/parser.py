@@ -147,9 +147,15 @@ class JobLogParser:
         return lineno
 
     def _lines(self, text: str, lineno: int) -> int:
+        blank = 0
         for line in text.split("\n")[:-1]:
             lineno += 1
-            self._line(line.rstrip("\r"), lineno)
+            if line and line != "\r":
+                self._line(line.rstrip("\r"), lineno)
+            else:  # an empty line only counts, and ends a stall warning's rank list: no call per line
+                blank += 1
+                self._in_stall = False
+        self.counts["blank"] += blank
         return lineno
 
     def _line(self, line: str, lineno: int) -> None:

@@ -339,3 +339,17 @@ def test_deep_links_open_a_run_page_and_job() -> None:
         "job": "job2",
     }
     assert deep_link({"run": "gone", "page": "<script>"}, options) == {"run": "r1", "page": "overview", "job": None}
+
+
+def test_a_run_cut_short_by_a_server_stop_is_failed_not_ingesting_for_good(tmp_path: Path) -> None:
+    lib = RunLibrary(tmp_path / "app")
+    run_id = _upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()})
+    meta = lib.meta(run_id)
+    assert meta is not None
+    lib._write_meta({**meta, "status": "ingesting"})  # what a server killed mid-ingest leaves
+    (lib.root / "runs" / run_id / "uploads").mkdir()
+    restarted = RunLibrary(lib.root)
+    (option,) = run_options(restarted)
+    assert option["label"].endswith("(failed)")
+    assert "server stopped" in (restarted.meta(run_id) or {}).get("error", "")
+    assert not (lib.root / "runs" / run_id / "uploads").exists()

@@ -456,3 +456,18 @@ def test_watchdog_timeouts_after_an_nccl_error_are_its_consequence(tmp_path: Pat
     assert any("watchdog timeout" in e["summary"] for e in both["nccl.error"]["evidence"])
     assert both["nccl.watchdog_timeout"]["severity"] == "warning"
     assert "cuda_oom first (h:1" in both["nccl.watchdog_timeout"]["summary"]
+
+
+def test_a_gzip_bomb_is_read_up_to_its_budget_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import parsers.inputs
+
+    monkeypatch.setattr(parsers.inputs, "INFLATE_FLOOR", 1 << 20)
+    path = tmp_path / "bomb.log.gz"
+    path.write_bytes(gzip.compress(b"h:1:1 [0] NCCL INFO Using network IB\n" + b"\n" * (8 << 20), 9))
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        doc = to_document(analyze(store))
+    (cut,) = [i for i in doc["parse_issues"] if i["code"] == "log.gzip_cut"]
+    assert "decompression bomb" in cut["message"] and "200x its compressed size" in cut["message"]
+    assert doc["nccl"]["processes"][0]["network"] == "IB"  # what came before the budget is analysed
+    assert doc["inputs"][0]["log"]["blank_lines"] < 8 << 20
