@@ -5,6 +5,7 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -35,13 +36,20 @@ class CliError(click.ClickException):
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors(writing: str | None = None) -> Iterator[None]:
+    """Library errors as one message; ``writing``: the store or folder the command writes to."""
     try:
         yield
     except HvdAnalyzeError as exc:
         raise CliError(str(exc)) from exc
     except OSError as exc:  # disk full, permission denied on the output, ...
         where = f" {exc.filename}" if exc.filename else ""
+        if exc.errno == errno.ENOSPC:
+            target = writing or exc.filename or "the output"
+            raise CliError(
+                f"no space left on the device holding {target}: free space there, or write to another folder "
+                "(-o); an interrupted ingest leaves a consistent store, and running it again continues it"
+            ) from exc
         raise CliError(f"{exc.strerror or exc}{where}") from exc
 
 
@@ -124,7 +132,7 @@ def ingest(
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
     consistent, and running it again continues with the files not yet in the store."""
     began = time.perf_counter()
-    with _errors():
+    with _errors(f"the store {store_dir}"):
         executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.create_or_open(store_dir, run=run)
         rep = _ingest(paths, store, quiet, executor)
@@ -196,7 +204,7 @@ def report(
     from analyzer.config import AnalysisConfig
     from analyzer.report.assembly import analyze
 
-    with _errors():
+    with _errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
         renderer = renderer_for(fmt, output)
         config = AnalysisConfig(memory_budget=_size(memory_budget, "--memory-budget"))
         store_path = targets.report_store(paths)
@@ -261,7 +269,7 @@ def batch(
     Each worker analyses one run at a time within --memory-budget."""
     from analyzer.fleet import run_batch
 
-    with _errors():
+    with _errors(out_dir):
         targets.batch_folder(runs_dir)
         budget = _size(memory_budget, "--memory-budget")
         fleet = run_batch(

@@ -108,6 +108,15 @@ def delete_run(library: RunLibrary, run_id: str | None) -> tuple[list[dict[str, 
     return options, options[0]["value"] if options else None, f"Deleted {name}."
 
 
+def too_large(limits: Limits) -> str:
+    """What an upload far over the limit is answered (the request body is refused unread)."""
+    return (
+        f"This upload is far over the limit of {limits.max_upload >> 20} MiB per file and was not read. Ingest "
+        "it with `hvd-analyze ingest FILE -o STORE` and open the store with `hvd-analyze serve STORE`, or "
+        "start the app with a larger --max-upload."
+    )
+
+
 def run_error(library: RunLibrary, run_id: str | None) -> str | None:
     meta = library.meta(run_id) if run_id else None
     return meta.get("error") if meta and meta["status"] == "failed" else None
@@ -228,6 +237,7 @@ def create_app(
         __name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title="", suppress_callback_exceptions=True
     )
     app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
+    app.server.register_error_handler(413, lambda _: (too_large(library.limits), 413, {"Content-Type": "text/plain"}))
     app.layout = lambda: layout(library)
     app.library = library  # for tests and the CLI
 

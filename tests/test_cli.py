@@ -312,3 +312,19 @@ def test_an_unreadable_file_in_a_folder_is_skipped_not_fatal(tmp_path: Path, goo
     assert code == 0
     skipped = json.loads(out)["skipped_files"]
     assert [s["path"].split("/")[-1] for s in skipped] == ["gone.log"] and "cannot read" in skipped[0]["reason"]
+
+
+def test_a_full_disk_names_the_store_and_the_remedy(
+    tmp_path: Path, good: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from analyzer.store.run_store import RunStore
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(RunStore, "ingest", full)
+    code, _, err = run("ingest", str(good), "-o", str(tmp_path / "s"))
+    assert code == 2 and f"no space left on the device holding the store {tmp_path / 's'}" in err
+    assert "running it again continues it" in err

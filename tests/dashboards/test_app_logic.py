@@ -353,3 +353,11 @@ def test_a_run_cut_short_by_a_server_stop_is_failed_not_ingesting_for_good(tmp_p
     assert option["label"].endswith("(failed)")
     assert "server stopped" in (restarted.meta(run_id) or {}).get("error", "")
     assert not (lib.root / "runs" / run_id / "uploads").exists()
+
+
+def test_an_upload_far_over_the_limit_is_answered_with_what_to_do(tmp_path: Path) -> None:
+    app = create_app(tmp_path / "app", limits=Limits(max_upload=1000))
+    client = app.server.test_client()
+    res = client.post("/_dash-update-component", data=b"x" * (2 << 20), content_type="application/json")
+    assert res.status_code == 413
+    assert "hvd-analyze ingest FILE -o STORE" in res.get_data(as_text=True)
