@@ -53,8 +53,11 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     rank = ranks.get((first["file"], first["host"], first["pid"]), [])
     where = who(first["host"], first["pid"]) + (f" (rank {listed([str(r) for r in rank])})" if rank else "")
     at = f" at {first['src']}" if first["src"] else ""
+    text = first["message"][:200]
+    if first["level"] == "chain":  # its WARN went unlogged: say what the frames show
+        text = f"a result chain without its WARN ({' <- '.join(first['chain'][:4])})"
     others = sorted({who(e["host"], e["pid"]) for e in roots[1:]} - {who(first["host"], first["pid"])})
-    summary = f"Root cause: {cls} on {where}{at}: {first['message'][:200]}"
+    summary = f"Root cause: {cls} on {where}{at}: {text}"
     if others:
         summary += f" The same on {listed(others)}."
     if after:
@@ -71,7 +74,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     return Finding(
         code=CODE,
         severity=Severity.WARNING if secondary else Severity.CRITICAL,
-        title=f"NCCL {cls.replace('_', ' ')}: {first['message'][:90]}",
+        title=f"NCCL {cls.replace('_', ' ')}: {text[:90]}",
         summary=summary,
         detector=NcclError.name,
         evidence=tuple(evidence),

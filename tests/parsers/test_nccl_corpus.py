@@ -219,6 +219,9 @@ def test_error_chains_and_remediations(reports: dict[str, dict[str, Any]]) -> No
     assert "retry counter exceeded" in retry["suggestions"][0]["action"] and retry["hosts"] == ["kp-ddp-worker-0"]
     assert "ACS" in _finding(reports["097"], "nccl.error")["suggestions"][0]["action"]
     assert "--shm-size" in _finding(reports["041"], "nccl.error")["suggestions"][0]["action"]
+    unlogged = _finding(reports["055"], "nccl.error")  # host -2 failed first; host -3 saw its peer close
+    assert unlogged["summary"].startswith("Root cause: internal_error on DisAI-4090-2:914454 at bootstrap.cc:312: a ")
+    assert "result chain without its WARN" in unlogged["summary"] and "1 peers gone" in unlogged["summary"]
     refused = reports["083"]["nccl"]["errors"][0]
     assert refused["src"] == "include/socket.h:390" and refused["result_code"] == 2 and refused["line"] == 5
 
