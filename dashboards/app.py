@@ -111,7 +111,7 @@ def delete_run(library: RunLibrary, run_id: str | None) -> tuple[list[dict[str, 
 def too_large(limits: Limits) -> str:
     """What an upload far over the limit is answered (the request body is refused unread)."""
     return (
-        f"This upload is far over the limit of {limits.max_upload >> 20} MiB per file and was not read. Ingest "
+        f"This upload is far over the limit of {limits.max_upload / 2**20:,.1f} MiB per file and was not read. Ingest "
         "it with `hvd-analyze ingest FILE -o STORE` and open the store with `hvd-analyze serve STORE`, or "
         "start the app with a larger --max-upload."
     )
