@@ -338,8 +338,24 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
 @click.option(
     "--max-upload", default="2G", show_default=True, help="Largest file one upload may carry (K, M or G suffix)."
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name the app answers to besides localhost and --host (repeatable); any other Host header is "
+    "refused (DNS rebinding), and so are changes from pages of other origins.",
+)
 @_budget_option
-def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_upload: str, memory_budget: str) -> None:
+def serve(
+    paths: tuple[str, ...],
+    host: str,
+    port: int,
+    store_dir: str,
+    max_upload: str,
+    allow_hosts: tuple[str, ...],
+    memory_budget: str,
+) -> None:
     """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
     from dashboards.app import create_app
     from dashboards.uploads import Limits
@@ -350,7 +366,8 @@ def serve(paths: tuple[str, ...], host: str, port: int, store_dir: str, max_uplo
         )
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
-        app = create_app(store_dir, stores=stores, paths=files or None, limits=limits)
+        served = () if host in ("0.0.0.0", "::") else (host,)  # a wildcard address names no host
+        app = create_app(store_dir, stores=stores, paths=files or None, limits=limits, hosts=served + allow_hosts)
     click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
     app.run(host=host, port=port, debug=False)
 

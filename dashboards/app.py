@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
+from flask import request
 
 from analyzer import HvdAnalyzeError
 from dashboards.pages import PAGES, job_options, render_page
@@ -122,6 +123,29 @@ def run_error(library: RunLibrary, run_id: str | None) -> str | None:
     return meta.get("error") if meta and meta["status"] == "failed" else None
 
 
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _hostname(authority: str) -> str:
+    """``host`` of ``host:port`` (``[::1]:8050`` -> ``[::1]``), lower case."""
+    a = authority.strip().lower()
+    return a.split("]")[0] + "]" if a.startswith("[") else a.rsplit(":", 1)[0] if a.count(":") == 1 else a
+
+
+def host_refused(host: str, origin: str | None, method: str, allowed: frozenset[str] | set[str]) -> str | None:
+    """Why a request is refused (None: it is not): a ``Host`` the app does not serve (DNS
+    rebinding), or a state-changing request from a page of another origin."""
+    name = _hostname(host)
+    if name not in allowed:
+        return (
+            f"hvd-analyze does not answer to the host name {name!r}: start it with --allow-host {name} if that "
+            "is how you reach it"
+        )
+    if method not in ("GET", "HEAD", "OPTIONS") and origin and _hostname(urlsplit(origin).netloc) not in allowed:
+        return f"a request from the page of {origin!r} may not change this app's runs"
+    return None
+
+
 def deep_link(args: Mapping[str, str], options: list[dict[str, str]]) -> dict[str, str | None]:
     """The run, page and job a URL's query (``?run=ID&page=steps&job=job2``) opens; unknown values
     fall back to the newest run and the overview."""
@@ -224,10 +248,15 @@ def layout(library: RunLibrary) -> html.Div:
 
 
 def create_app(
-    store_dir: str | Path, stores: list[str] | None = None, paths: list[str] | None = None, limits: Limits | None = None
+    store_dir: str | Path,
+    stores: list[str] | None = None,
+    paths: list[str] | None = None,
+    limits: Limits | None = None,
+    hosts: tuple[str, ...] = (),
 ) -> Dash:
     """The app over the runs in ``store_dir``; ``stores`` are existing run stores to show and
-    ``paths`` files or folders to ingest as a new run (both in the background)."""
+    ``paths`` files or folders to ingest as a new run (both in the background). The app answers
+    only to the loopback names and ``hosts`` (:func:`host_allowed`)."""
     library = RunLibrary(store_dir, limits)
     for s in stores or []:
         library.register_store(s)
@@ -238,6 +267,13 @@ def create_app(
     )
     app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
     app.server.register_error_handler(413, lambda _: (too_large(library.limits), 413, {"Content-Type": "text/plain"}))
+    allowed = LOOPBACK | {h.lower() for h in hosts}
+
+    @app.server.before_request
+    def _check_host() -> Any:  # DNS rebinding: a page elsewhere must not read or change the runs
+        refused = host_refused(request.host, request.headers.get("Origin"), request.method, allowed)
+        return (refused, 403, {"Content-Type": "text/plain"}) if refused else None
+
     app.layout = lambda: layout(library)
     app.library = library  # for tests and the CLI
 

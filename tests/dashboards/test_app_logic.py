@@ -361,3 +361,19 @@ def test_an_upload_far_over_the_limit_is_answered_with_what_to_do(tmp_path: Path
     res = client.post("/_dash-update-component", data=b"x" * (2 << 20), content_type="application/json")
     assert res.status_code == 413
     assert "hvd-analyze ingest FILE -o STORE" in res.get_data(as_text=True)
+
+
+def test_the_app_answers_only_to_its_host_names(tmp_path: Path) -> None:
+    """DNS rebinding: a page on another site that resolves its name to 127.0.0.1 must not read the runs."""
+    client = create_app(tmp_path / "app", hosts=("gpu-box.lan",)).server.test_client()
+    assert client.get("/", headers={"Host": "127.0.0.1:8050"}).status_code == 200
+    assert client.get("/", headers={"Host": "[::1]:8050"}).status_code == 200
+    assert client.get("/", headers={"Host": "GPU-box.lan:8050"}).status_code == 200
+    refused = client.get("/_dash-layout", headers={"Host": "evil.example:8050"})
+    assert refused.status_code == 403 and "--allow-host evil.example" in refused.get_data(as_text=True)
+    posted = client.post(
+        "/_dash-update-component",
+        json={},
+        headers={"Host": "127.0.0.1:8050", "Origin": "http://evil.example"},
+    )
+    assert posted.status_code == 403 and "may not change" in posted.get_data(as_text=True)
