@@ -328,3 +328,21 @@ def test_a_full_disk_names_the_store_and_the_remedy(
     code, _, err = run("ingest", str(good), "-o", str(tmp_path / "s"))
     assert code == 2 and f"no space left on the device holding the store {tmp_path / 's'}" in err
     assert "running it again continues it" in err
+
+
+def test_a_file_that_grows_while_it_is_ingested_is_refused_and_can_be_ingested_later(tmp_path: Path) -> None:
+    from analyzer.store.discovery import discover
+    from analyzer.store.run_store import RunStore
+    from parsers.errors import InputError
+
+    log = tmp_path / "job.log"
+    log.write_text("h:1:1 [0] NCCL INFO Using network IB\n")
+    found = discover([log])
+    with open(log, "a") as f:  # the job is still writing it
+        f.write("h:1:1 [0] NCCL INFO Using network Socket\n")
+    store = RunStore.create_or_open(tmp_path / "s")
+    with pytest.raises(InputError, match="changed while it was read"):
+        store.ingest(*found)
+    assert RunStore.open(tmp_path / "s").inputs == []  # nothing half-listed
+    assert run("ingest", str(log), "-o", str(tmp_path / "s"))[0] == 0  # once complete
+    assert len(RunStore.open(tmp_path / "s").inputs) == 1

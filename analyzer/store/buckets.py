@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.errors import StoreError
+from analyzer.errors import InputError, StoreError
 from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import HashingReader
 from analyzer.store.manifest import ManifestEntry
@@ -304,7 +304,23 @@ def _with_issues(
 
 
 def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser) -> ManifestEntry:
-    """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them)."""
+    """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them).
+
+    Raises:
+        InputError: the file's size changed since it was found (a job still writing it): its rows
+            and hash would describe bytes the file no longer holds.
+    """
+    try:
+        size = item.path.stat().st_size
+    except OSError:
+        size = -1
+    if size != item.size:
+        raise InputError(
+            str(item.path),
+            f"it changed while it was read ({item.size} bytes when found, "
+            f"{'gone' if size < 0 else f'{size} bytes'} now)",
+            hint="is a job still writing it? Ingest it again once it is complete: inputs already stored are skipped",
+        )
     partial = {
         "path": str(item.path),
         "paths": [str(item.path)],
