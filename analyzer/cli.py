@@ -346,6 +346,13 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
     help="A host name the app answers to besides localhost and --host (repeatable); any other Host header is "
     "refused (DNS rebinding), and so are changes from pages of other origins.",
 )
+@click.option(
+    "--threads",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Requests served at once by the app's WSGI server (waitress); ingests run on threads of their own.",
+)
 @_budget_option
 def serve(
     paths: tuple[str, ...],
@@ -354,6 +361,7 @@ def serve(
     store_dir: str,
     max_upload: str,
     allow_hosts: tuple[str, ...],
+    threads: int,
     memory_budget: str,
 ) -> None:
     """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
@@ -368,8 +376,17 @@ def serve(
         files = [p for p in paths if p not in stores]
         served = () if host in ("0.0.0.0", "::") else (host,)  # a wildcard address names no host
         app = create_app(store_dir, stores=stores, paths=files or None, limits=limits, hosts=served + allow_hosts)
+    import waitress  # a production WSGI server, not Flask's development one
+
     click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
-    app.run(host=host, port=port, debug=False)
+    waitress.serve(
+        app.server,
+        host=host,
+        port=port,
+        threads=threads,
+        max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],  # beyond it: the app's 413 message
+        ident="hvd-analyze",
+    )
 
 
 def _size(text: str, option: str) -> int:

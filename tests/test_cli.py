@@ -346,3 +346,14 @@ def test_a_file_that_grows_while_it_is_ingested_is_refused_and_can_be_ingested_l
     assert RunStore.open(tmp_path / "s").inputs == []  # nothing half-listed
     assert run("ingest", str(log), "-o", str(tmp_path / "s"))[0] == 0  # once complete
     assert len(RunStore.open(tmp_path / "s").inputs) == 1
+
+
+def test_serve_runs_on_a_production_wsgi_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import waitress
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(waitress, "serve", lambda app, **kw: seen.update(kw, app=app))
+    res = CliRunner().invoke(cli, ["serve", "--store-dir", str(tmp_path / "runs"), "--port", "8123", "--threads", "4"])
+    assert res.exit_code == 0, res.output
+    assert (seen["host"], seen["port"], seen["threads"]) == ("127.0.0.1", 8123, 4)
+    assert seen["max_request_body_size"] == seen["app"].config["MAX_CONTENT_LENGTH"]  # type: ignore[attr-defined]
