@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from analyzer import __version__, targets
-from analyzer.errors import HvdAnalyzeError, UsageError
+from analyzer.config import parse_size
+from analyzer.errors import HvdAnalyzeError
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.store.discovery import discover
@@ -206,7 +207,7 @@ def report(
 
     with _errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
         renderer = renderer_for(fmt, output)
-        config = AnalysisConfig(memory_budget=_size(memory_budget, "--memory-budget"))
+        config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         store_path = targets.report_store(paths)
         if store_path is not None:
             store = RunStore.open(store_path)
@@ -271,7 +272,7 @@ def batch(
 
     with _errors(out_dir):
         targets.batch_folder(runs_dir)
-        budget = _size(memory_budget, "--memory-budget")
+        budget = parse_size(memory_budget, "--memory-budget")
         fleet = run_batch(
             runs_dir,
             out_dir,
@@ -370,7 +371,8 @@ def serve(
 
     with _errors():
         limits = Limits(
-            max_upload=_size(max_upload, "--max-upload"), memory_budget=_size(memory_budget, "--memory-budget")
+            max_upload=parse_size(max_upload, "--max-upload"),
+            memory_budget=parse_size(memory_budget, "--memory-budget"),
         )
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
@@ -387,19 +389,6 @@ def serve(
         max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],  # beyond it: the app's 413 message
         ident="hvd-analyze",
     )
-
-
-def _size(text: str, option: str) -> int:
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = t[-1:] if t[-1:] in "KMG" else ""
-    try:
-        value = float(t[: len(t) - len(unit)])
-    except ValueError:
-        value = -1
-    if not 0 < value < float(1 << 60) / units[unit]:  # inf, nan and sizes beyond an exabyte are not sizes
-        raise UsageError(f"{option} {text!r}: expected a size such as 500M or 2G")
-    return int(value * units[unit])
 
 
 #: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).

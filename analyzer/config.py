@@ -124,3 +124,23 @@ class AnalysisConfig:
 
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+def parse_size(text: str, option: str) -> int:
+    """Bytes of a size such as ``500M``, ``2G`` or ``2GiB`` given to ``option``.
+
+    Raises:
+        UsageError: not a positive size below an exabyte (``inf`` and ``nan`` are not sizes).
+    """
+    from analyzer.errors import UsageError
+
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in "KMG" else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        value = -1
+    if not 0 < value < float(1 << 60) / units[unit]:
+        raise UsageError(f"{option} {text!r}: expected a size such as 500M or 2G")
+    return int(value * units[unit])
