@@ -271,7 +271,6 @@ def batch(
     from analyzer.fleet import run_batch
 
     with _errors(out_dir):
-        targets.batch_folder(runs_dir)
         budget = parse_size(memory_budget, "--memory-budget")
         fleet = run_batch(
             runs_dir,

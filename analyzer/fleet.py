@@ -28,6 +28,7 @@ from analyzer.report.assembly import analyze_in
 from analyzer.store.discovery import InputFile, discover, recognise
 from analyzer.store.parallel import Executor
 from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
+from parsers.inputs import InputKind
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 TOP = 10
@@ -111,15 +112,28 @@ class FleetSummary(TypedDict):
 
 def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
     """``(name, path)`` of every run under ``runs_dir``, sorted by name: each sub-folder, and each
-    file that is an input (a README or a script beside the runs is not a run)."""
+    file that is an input (a README or a script beside the runs is not a run).
+
+    Raises:
+        UsageError: not a folder, no runs in it, or a folder that is one run (a run store, or a
+            timeline with its logs side by side), with the ``report`` command that reads it.
+    """
     root = Path(runs_dir)
+    if (root / MANIFEST).is_file():
+        raise UsageError(
+            f"{root} is one run store: `hvd-analyze report {root}` reads it; batch expects a folder of runs"
+        )
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder; batch expects a folder with one sub-folder (or file) per run")
-    runs = [
-        (p.name, str(p))
-        for p in sorted(root.iterdir())
-        if not p.name.startswith(".") and (p.is_dir() or isinstance(recognise(p), InputFile))
-    ]
+    entries = [p for p in sorted(root.iterdir()) if not p.name.startswith(".")]
+    own = {p: recognise(p) for p in entries if not p.is_dir()}  # each file sniffed once
+    kinds = {i.kind for i in own.values() if isinstance(i, InputFile)}
+    if InputKind.HOROVOD_TIMELINE in kinds and len(kinds) > 1:
+        raise UsageError(
+            f"{root} looks like one run (a timeline with its logs side by side): `hvd-analyze report {root}` "
+            "reads it; batch expects one sub-folder (or file) per run"
+        )
+    runs = [(p.name, str(p)) for p in entries if p.is_dir() or isinstance(own[p], InputFile)]
     if not runs:
         raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run)")
     return runs

@@ -1,9 +1,9 @@
-"""What a command was pointed at: one run store, input paths, or a folder of runs, checked before any work.
+"""What ``report`` was pointed at: one run store or input paths, checked before any work.
 
 ``report`` reads one run: a store, or input files and folders. Several stores, or a store mixed with
 paths, are refused with what to do instead (nothing is dropped silently), and so is a run in which
-nothing could be analysed. ``batch`` refuses a folder that is one run. The messages name the paths
-and the next command to type.
+nothing could be analysed (``batch``'s folder of runs is checked by :func:`analyzer.fleet.find_runs`).
+The messages name the paths and the next command to type.
 """
 
 from __future__ import annotations
@@ -67,27 +67,3 @@ def nothing_to_analyse(paths: Sequence[str], skipped: Sequence[SkippedFile], sto
         f"nothing to analyse in {where}: {len(skipped)} file(s), none a Horovod timeline, NCCL_DEBUG log or job "
         f"log ({reasons}{more})"
     )
-
-
-def batch_folder(runs_dir: str | Path) -> None:
-    """Refuse a ``batch`` folder that is one run: a run store, or a timeline with its logs side by side.
-
-    Raises:
-        UsageError: with the ``report`` command that reads it.
-    """
-    from analyzer.store.discovery import InputFile, recognise
-
-    root = Path(runs_dir)
-    if is_store(root):
-        raise UsageError(
-            f"{root} is one run store: `hvd-analyze report {root}` reads it; batch expects a folder of runs"
-        )
-    if not root.is_dir():
-        return
-    own = [recognise(p) for p in sorted(root.iterdir()) if p.is_file() and not p.name.startswith(".")]
-    kinds = {i.kind for i in own if isinstance(i, InputFile)}
-    if "horovod_timeline" in kinds and len(kinds) > 1:
-        raise UsageError(
-            f"{root} looks like one run (a timeline with its logs side by side): `hvd-analyze report {root}` "
-            "reads it; batch expects one sub-folder (or file) per run"
-        )
