@@ -63,6 +63,9 @@ class Context:
 
     def nccl(self, job: Job | None = None) -> NcclModel:
         """The NCCL / job logs of the store, or of ``job`` (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
+        logs = {e["id"] for e in self.store.inputs if e["kind"] != "horovod_timeline"}
+        if job is not None and set(job.logs) == logs:
+            job = None  # the job holds every log: the run's model, built once for the report and the detectors
         key = None if job is None else job.id
         if key not in self._nccl:
             ids = None if job is None else pa.array(job.logs, pa.string())
