@@ -129,12 +129,6 @@ class AnalysisReport:
     nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
     jobs: tuple[JobDoc, ...] = ()  # analyzer.jobs: the run's jobs and their inputs
 
-    def job_name(self, job: str | None) -> str | None:
-        """The name of job ``job`` when the run has several (None for a run of one job)."""
-        if len(self.jobs) < 2:
-            return None
-        return next((j["name"] for j in self.jobs if j["id"] == job), None)
-
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
 

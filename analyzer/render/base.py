@@ -78,12 +78,6 @@ def jobs_note(report: AnalysisReport) -> str | None:
     )
 
 
-def job_prefix(report: AnalysisReport, f: Finding) -> str:
-    """``[job name] `` before a finding's title in a run of several jobs."""
-    name = report.job_name(f.job)
-    return f"[{name}] " if name else ""
-
-
 def finding_groups(report: AnalysisReport) -> list[tuple[str | None, list[Finding]]]:
     """The findings in one group, or, for a run of several jobs, one group per job that has any
     (``(heading, findings)``, each most severe first)."""

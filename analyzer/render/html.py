@@ -9,7 +9,7 @@ import plotly.offline
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, job_prefix, jobs_note
+from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note
 from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
@@ -66,7 +66,7 @@ class HtmlRenderer:
             parts.append("<p>No findings.</p>")
         for heading, group in finding_groups(report):
             parts += [f"<h3>{_e(heading)}</h3>"] if heading else []
-            parts += [self._finding(f, job_prefix(report, f)) for f in group]
+            parts += [self._finding(f) for f in group]
         if report.skipped:
             parts.append("<h2>Skipped detectors</h2><ul>")
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]
@@ -111,10 +111,10 @@ class HtmlRenderer:
         return bool(figs), "".join(rows)
 
     @staticmethod
-    def _finding(f: Finding, job: str = "") -> str:
+    def _finding(f: Finding) -> str:
         sev = f.severity.label
         rows = [
-            f"<div class='f {sev}'><div><span class='sev'>{sev}</span>{_e(job)}<code>{_e(f.code)}</code> "
+            f"<div class='f {sev}'><div><span class='sev'>{sev}</span><code>{_e(f.code)}</code> "
             f"<strong>{_e(f.title)}</strong></div><p>{_e(f.summary)}</p>",
             f"<p><strong>Impact:</strong> {_e(impact_text(f))}</p>",
         ]

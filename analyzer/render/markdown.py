@@ -12,7 +12,6 @@ from analyzer.render.base import (
     impact_text,
     input_line,
     job_lines,
-    job_prefix,
     jobs_note,
     one_line,
 )
@@ -58,7 +57,7 @@ class MarkdownRenderer:
                 out += [f"## {_md(heading)}", ""]
             for f in group:
                 out += [
-                    f"### {f.severity.label.upper()} {_md(job_prefix(report, f))}`{f.code}`: {_md(f.title)}",
+                    f"### {f.severity.label.upper()} `{f.code}`: {_md(f.title)}",
                     "",
                     _md(f.summary),
                     "",
