@@ -224,7 +224,7 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _LINE,
                 _c("version", pa.string(), "e.g. 2.18.3"),
                 _c("cuda", pa.string(), "CUDA version of the build (+cudaX.Y; CUDA_MAJOR.CUDA_MINOR in TF builds)"),
-                _c("source", pa.string(), "info | bare line"),
+                _c("source", pa.string(), "info | bare line | pytorch (a version PyTorch printed)"),
             ),
         ),
         TableSpec(

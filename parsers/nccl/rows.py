@@ -25,7 +25,7 @@ class CommRankRow(NamedTuple):
 
 
 class VersionRow(NamedTuple):
-    """A version line (``nccl_versions``); ``source``: ``info`` or ``bare line``."""
+    """A version line (``nccl_versions``); ``source``: ``info``, ``bare line`` or ``pytorch`` (its text)."""
 
     host: str | None
     pid: int | None
