@@ -90,7 +90,8 @@ class TimelineParser:
             "ticks": np.empty((max(1024, self.chunk_bytes // 64), P.TK_N), np.int64),
             "markers": np.empty((max(1024, self.chunk_bytes // 64), P.MK_N), np.int64),
         }
-        self._outn = np.zeros(3, np.int64)
+        self._outn = np.zeros(3, np.int64)  # rows written by the last call of the pairing kernel
+        self._acc = np.zeros(3, np.int64)  # rows in self._outs not yet handed out as tables
 
     # -- public -------------------------------------------------------------------
     @property
@@ -201,6 +202,7 @@ class TimelineParser:
 
     def _close(self, ending: Ending) -> Iterator[tuple[str, pa.Table]]:
         """The end of the input: its status and issues, then the spans still open."""
+        yield from self._flush()
         if ending.kind == "empty":
             self._finish(status="empty")
             return
@@ -286,9 +288,10 @@ class TimelineParser:
         self.names.intern(block.strings, ev)
         for offset, raw in block.metas:
             self._meta(raw, offset)
-        st, outs, outn = self._pair, self._outs, self._outn
+        st, outs, outn, acc = self._pair, self._outs, self._outn, self._acc
         at, n = 0, len(ev)
         while True:
+            # rows accumulate across blocks: a damaged file's many small blocks make few tables
             status, at = P.pair(
                 ev,
                 at,
@@ -298,23 +301,26 @@ class TimelineParser:
                 st.top,
                 st.pstat,
                 st.slots,
-                outs["spans"],
-                outs["ticks"],
-                outs["markers"],
+                outs["spans"][acc[0] :],
+                outs["ticks"][acc[1] :],
+                outs["markers"][acc[2] :],
                 outn,
             )
-            yield from self._flush()
+            acc += outn
             if status == P.ST_FULL:
+                yield from self._flush()
                 continue
             if status == P.ST_GROW:
                 st.grow(self.name, int(ev[at, T.EV_OFF]))
                 continue
-            return
+            break
+        if any(4 * int(k) > len(outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
+            yield from self._flush()
 
     def _flush(self) -> Iterator[tuple[str, pa.Table]]:
         outs = self._outs
-        ns, nt, nm = (int(v) for v in self._outn)
-        self._outn[:] = 0
+        ns, nt, nm = (int(v) for v in self._acc)
+        self._acc[:] = 0
         for key, n in (("spans", ns), ("ticks", nt), ("markers", nm)):
             self.info.counts[key] = self.info.counts.get(key, 0) + n
         if ns:

@@ -295,3 +295,20 @@ def test_a_pid_beyond_what_the_file_can_hold_is_refused_not_allocated(tmp_path: 
     named = write(tmp_path, glued(meta(100_000_000, "t"), meta(1, "u"), B("ALLREDUCE", 1, 1), E(2, 1)), "m.json")
     parsed = parse_timeline(named)  # a metadata record with such a pid is dropped, the rest is read
     assert codes(parsed)["timeline.bad_metadata"] == 1 and len(spans(parsed)) == 1
+
+
+def test_a_timeline_damaged_throughout_is_read_in_linear_work(tmp_path: Path) -> None:
+    """Thousands of unreadable records (a flipped byte in each): each is skipped in place, and the
+    rows read between them are handed out in a few tables, not one table per damaged record."""
+    from parsers.timeline import TimelineParser
+
+    records = [meta(1, "t")]
+    for k in range(3000):
+        records += [B("ALLREDUCE", 10 * k + 1, 1), E(10 * k + 2, 1), '{"ph": "B", "name": @@@}']
+    path = write(tmp_path, glued(*records))
+    parser = TimelineParser(path, chunk_bytes=1 << 20)
+    tables = list(parser.batches())
+    assert sum(len(t) for k, t in tables if k == "spans") == 3000  # every readable span
+    assert len([k for k, _ in tables if k == "spans"]) <= 2
+    lost = {i.code: i.count for i in parser.issues}
+    assert lost["timeline.corrupt_record"] == 3000
