@@ -5,53 +5,25 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from analyzer import __version__, targets
+from analyzer.cli_options import budget_option, errors
 from analyzer.config import parse_size
-from analyzer.errors import HvdAnalyzeError
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
+from analyzer.serve_cli import serve as serve_command
 from analyzer.store.discovery import discover
 from analyzer.store.ingest import ingest_pieces, ingest_runner
 from analyzer.store.parallel import Executor, executor_from_options
 from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
-
-
-class CliError(click.ClickException):
-    """A library error shown as one message; exit code 2 (input or usage)."""
-
-    exit_code = 2
-
-    def show(self, file: object = None) -> None:
-        click.echo(f"hvd-analyze: error: {self.format_message()}", err=True)
-
-
-@contextmanager
-def _errors(writing: str | None = None) -> Iterator[None]:
-    """Library errors as one message; ``writing``: the store or folder the command writes to."""
-    try:
-        yield
-    except HvdAnalyzeError as exc:
-        raise CliError(str(exc)) from exc
-    except OSError as exc:  # disk full, permission denied on the output, ...
-        where = f" {exc.filename}" if exc.filename else ""
-        if exc.errno == errno.ENOSPC:
-            target = writing or exc.filename or "the output"
-            raise CliError(
-                f"no space left on the device holding {target}: free space there, or write to another folder "
-                "(-o); an interrupted ingest leaves a consistent store, and running it again continues it"
-            ) from exc
-        raise CliError(f"{exc.strerror or exc}{where}") from exc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -133,7 +105,7 @@ def ingest(
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
     consistent, and running it again continues with the files not yet in the store."""
     began = time.perf_counter()
-    with _errors(f"the store {store_dir}"):
+    with errors(f"the store {store_dir}"):
         executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.create_or_open(store_dir, run=run)
         rep = _ingest(paths, store, quiet, executor)
@@ -160,18 +132,6 @@ def ingest(
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
 
 
-def _budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--memory-budget",
-        default="4G",
-        show_default=True,
-        metavar="SIZE",
-        help="Memory a timeline's analysis may take (K, M or G suffix). A timeline whose model would need more "
-        "is analysed through a window: step times cover every step, span-level analyses its first steps "
-        "(the report says which).",
-    )(fn)
-
-
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
@@ -196,7 +156,7 @@ def _budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     help="Exit 1 when a finding at or above this severity is found.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
-@_budget_option
+@budget_option
 def report(
     paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool, memory_budget: str
 ) -> None:
@@ -205,7 +165,7 @@ def report(
     from analyzer.config import AnalysisConfig
     from analyzer.report.assembly import analyze
 
-    with _errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
+    with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
         renderer = renderer_for(fmt, output)
         config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         store_path = targets.report_store(paths)
@@ -254,7 +214,7 @@ def report(
     "--allow-failures", is_flag=True, help="Exit 0 even when some runs could not be analysed (at least one was)."
 )
 @_scale_options
-@_budget_option
+@budget_option
 def batch(
     runs_dir: str,
     out_dir: str,
@@ -270,7 +230,7 @@ def batch(
     Each worker analyses one run at a time within --memory-budget."""
     from analyzer.fleet import run_batch
 
-    with _errors(out_dir):
+    with errors(out_dir):
         budget = parse_size(memory_budget, "--memory-budget")
         fleet = run_batch(
             runs_dir,
@@ -319,76 +279,7 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
         sys.exit(1)
 
 
-@cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on (the app has no login: keep it on localhost unless it is behind one).",
-)
-@click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535))
-@click.option(
-    "--store-dir",
-    default="hvd-analyze-runs",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Where uploaded runs are stored (they persist across restarts).",
-)
-@click.option(
-    "--max-upload", default="2G", show_default=True, help="Largest file one upload may carry (K, M or G suffix)."
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="A host name the app answers to besides localhost and --host (repeatable); any other Host header is "
-    "refused (DNS rebinding), and so are changes from pages of other origins.",
-)
-@click.option(
-    "--threads",
-    default=8,
-    show_default=True,
-    type=click.IntRange(1, 256),
-    help="Requests served at once by the app's WSGI server (waitress); ingests run on threads of their own.",
-)
-@_budget_option
-def serve(
-    paths: tuple[str, ...],
-    host: str,
-    port: int,
-    store_dir: str,
-    max_upload: str,
-    allow_hosts: tuple[str, ...],
-    threads: int,
-    memory_budget: str,
-) -> None:
-    """Start the web app. PATHS: run stores to show, or files/folders to ingest as a new run."""
-    from dashboards.app import create_app
-    from dashboards.uploads import Limits
-
-    with _errors():
-        limits = Limits(
-            max_upload=parse_size(max_upload, "--max-upload"),
-            memory_budget=parse_size(memory_budget, "--memory-budget"),
-        )
-        stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
-        files = [p for p in paths if p not in stores]
-        served = () if host in ("0.0.0.0", "::") else (host,)  # a wildcard address names no host
-        app = create_app(store_dir, stores=stores, paths=files or None, limits=limits, hosts=served + allow_hosts)
-    import waitress  # a production WSGI server, not Flask's development one
-
-    click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
-    waitress.serve(
-        app.server,
-        host=host,
-        port=port,
-        threads=threads,
-        max_request_body_size=app.server.config["MAX_CONTENT_LENGTH"],  # beyond it: the app's 413 message
-        ident="hvd-analyze",
-    )
-
+cli.add_command(serve_command)
 
 #: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).
 INTERNAL_ERROR = 3

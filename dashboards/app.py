@@ -1,9 +1,11 @@
 """The Dash app: ``create_app(store_dir, ...)`` builds it; nothing happens at import time.
 
-Callbacks are thin: each calls one function below (:func:`start_upload`, :func:`poll_job`,
-:func:`run_options`) or :func:`dashboards.pages.render_page`, which the unit tests call without
-a browser. Ingestion runs on a background thread (:class:`dashboards.runs.RunLibrary`); the page
-polls it every half second and shows the stage and the share of bytes read.
+Callbacks are thin: each calls one function below (:func:`poll_job`, :func:`run_options`, ...)
+or :func:`dashboards.pages.render_page`, which the unit tests call without a browser. The page
+uploads through the app's HTTP API (``assets/upload.js`` posts to ``/api/runs``,
+:mod:`dashboards.api`): files stream to disk, never through a callback. Runs are made by worker
+processes (:class:`dashboards.runs.RunLibrary`); the page polls every half second and shows the
+stage and the share of bytes read.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
-from flask import request
 
 from analyzer import HvdAnalyzeError
+from dashboards import api
+from dashboards.api import Access
 from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
-from dashboards.uploads import Limits, UploadError, decode
+from dashboards.uploads import Limits
+from dashboards.worker import Budget
 
 ASSETS = Path(__file__).parent / "assets"
 STAGE_TEXT = {
@@ -30,25 +34,6 @@ STAGE_TEXT = {
     "done": "Done",
     "failed": "Failed",
 }
-
-
-def start_upload(
-    library: RunLibrary,
-    contents: list[str] | str | None,
-    names: list[str] | str | None,
-) -> tuple[str | None, str]:
-    """Decode the browser's files and start a run; ``(run id or None, message)``."""
-    if not contents:
-        return None, ""
-    contents = [contents] if isinstance(contents, str) else list(contents)
-    names = [names] if isinstance(names, str) else list(names or [])
-    names += [f"upload-{i}" for i in range(len(names), len(contents))]
-    try:
-        files = [(name, decode(name, c, library.limits)) for name, c in zip(names, contents, strict=True)]
-    except UploadError as exc:
-        return None, f"Upload refused: {exc}"
-    run_id = library.submit_upload(files)
-    return run_id, f"Received {len(files)} file(s); ingesting..."
 
 
 def poll_job(library: RunLibrary, run_id: str | None) -> dict[str, Any]:
@@ -123,29 +108,6 @@ def run_error(library: RunLibrary, run_id: str | None) -> str | None:
     return meta.get("error") if meta and meta["status"] == "failed" else None
 
 
-LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-def _hostname(authority: str) -> str:
-    """``host`` of ``host:port`` (``[::1]:8050`` -> ``[::1]``), lower case."""
-    a = authority.strip().lower()
-    return a.split("]")[0] + "]" if a.startswith("[") else a.rsplit(":", 1)[0] if a.count(":") == 1 else a
-
-
-def host_refused(host: str, origin: str | None, method: str, allowed: frozenset[str] | set[str]) -> str | None:
-    """Why a request is refused (None: it is not): a ``Host`` the app does not serve (DNS
-    rebinding), or a state-changing request from a page of another origin."""
-    name = _hostname(host)
-    if name not in allowed:
-        return (
-            f"hvd-analyze does not answer to the host name {name!r}: start it with --allow-host {name} if that "
-            "is how you reach it"
-        )
-    if method not in ("GET", "HEAD", "OPTIONS") and origin and _hostname(urlsplit(origin).netloc) not in allowed:
-        return f"a request from the page of {origin!r} may not change this app's runs"
-    return None
-
-
 def deep_link(args: Mapping[str, str], options: list[dict[str, str]]) -> dict[str, str | None]:
     """The run, page and job a URL's query (``?run=ID&page=steps&job=job2``) opens; unknown values
     fall back to the newest run and the overview."""
@@ -172,23 +134,21 @@ def layout(library: RunLibrary) -> html.Div:
                 [
                     html.Aside(
                         [
-                            dcc.Upload(
+                            html.Div(
+                                [
+                                    "Drop a timeline.json, .json.gz, NCCL/job logs or a .zip / .tar.gz of a run folder here, or ",
+                                    html.A("choose files", id="upload-choose", role="button", tabIndex="0"),
+                                    html.Br(),
+                                    html.Span(
+                                        f"up to {limit / 2**30:.1f} GiB per file"
+                                        if limit >= 2**30
+                                        else f"up to {limit / 2**20:.1f} MiB per file",
+                                        className="muted",
+                                    ),
+                                ],
                                 id="upload",
-                                multiple=True,
                                 className="upload",
-                                children=html.Div(
-                                    [
-                                        "Drop a timeline.json, .json.gz, NCCL/job logs or a .zip / .tar.gz of a run folder here, or ",
-                                        html.A("choose files"),
-                                        html.Br(),
-                                        html.Span(
-                                            f"up to {limit / 2**30:.1f} GiB per file"
-                                            if limit >= 2**30
-                                            else f"up to {limit / 2**20:.1f} MiB per file",
-                                            className="muted",
-                                        ),
-                                    ]
-                                ),
+                                title="Click to choose files, or drop them here",
                             ),
                             html.Progress(id="progress", value="0", max="1", className="progress"),
                             html.Div(id="upload-status", role="status"),
@@ -253,11 +213,14 @@ def create_app(
     paths: list[str] | None = None,
     limits: Limits | None = None,
     hosts: tuple[str, ...] = (),
+    access: Access | None = None,
+    budget: Budget | None = None,
 ) -> Dash:
     """The app over the runs in ``store_dir``; ``stores`` are existing run stores to show and
     ``paths`` files or folders to ingest as a new run (both in the background). The app answers
-    only to the loopback names and ``hosts`` (:func:`host_allowed`)."""
-    library = RunLibrary(store_dir, limits)
+    only to the loopback names and ``hosts``, and to those ``access`` lets in (:mod:`dashboards.api`);
+    ``budget`` bounds the worker processes that make runs."""
+    library = RunLibrary(store_dir, limits, budget)
     for s in stores or []:
         library.register_store(s)
     if paths:
@@ -265,30 +228,18 @@ def create_app(
     app = Dash(
         __name__, assets_folder=str(ASSETS), title="hvd-analyze", update_title="", suppress_callback_exceptions=True
     )
-    app.server.config["MAX_CONTENT_LENGTH"] = int(library.limits.max_upload * 1.37 * 4) + (1 << 20)
+    # one request: several files (each within max_upload) or an archive; the body streams to disk
+    app.server.config["MAX_CONTENT_LENGTH"] = library.limits.max_total + (1 << 20)
     app.server.register_error_handler(413, lambda _: (too_large(library.limits), 413, {"Content-Type": "text/plain"}))
-    allowed = LOOPBACK | {h.lower() for h in hosts}
-
-    @app.server.before_request
-    def _check_host() -> Any:  # DNS rebinding: a page elsewhere must not read or change the runs
-        refused = host_refused(request.host, request.headers.get("Origin"), request.method, allowed)
-        return (refused, 403, {"Content-Type": "text/plain"}) if refused else None
+    access = access or Access()
+    api.install(
+        app.server,
+        library,
+        Access(api.LOOPBACK | access.hosts | {h.lower() for h in hosts}, access.token, access.proxy_header),
+    )
 
     app.layout = lambda: layout(library)
     app.library = library  # for tests and the CLI
-
-    @app.callback(
-        Output("job", "data"),
-        Output("upload-status", "children", allow_duplicate=True),
-        Output("poll", "disabled", allow_duplicate=True),
-        Output("upload-status", "className"),
-        Input("upload", "contents"),
-        State("upload", "filename"),
-        prevent_initial_call=True,
-    )
-    def _upload(contents: Any, names: Any) -> tuple[Any, ...]:
-        run_id, message = start_upload(library, contents, names)
-        return run_id, message, run_id is None, "ok" if run_id else "error"
 
     @app.callback(
         Output("upload-status", "children"),
@@ -329,16 +280,25 @@ def create_app(
         return options, first, {"display": "flex"} if options else {"display": "none"}
 
     @app.callback(
+        Output("run-list", "options", allow_duplicate=True),
         Output("run-list", "value", allow_duplicate=True),
         Output("page", "value"),
         Output("opened", "data"),
+        Output("job", "data"),
+        Output("poll", "disabled", allow_duplicate=True),
         Input("url", "search"),
         prevent_initial_call="initial_duplicate",
     )
     def _open(search: str | None) -> tuple[Any, ...]:
+        # a link, or the page's upload (assets/upload.js points the address at the new run)
         args = {k: v[0] for k, v in parse_qs((search or "").lstrip("?")).items()}
-        opened = deep_link(args, run_options(library))
-        return opened["run"], opened["page"], opened
+        options = run_options(library)
+        opened = deep_link(args, options)
+        run = opened["run"]
+        # a run still being made, or the page's own upload (which may have finished, or failed, already)
+        watch = run is not None and (args.get("uploaded") == run or not poll_job(library, run)["finished"])
+        pending = run if watch else None
+        return options, opened["run"], opened["page"], opened, pending, pending is None
 
     # the address bar follows the run, page and job shown, so that it can be copied as a link
     app.clientside_callback(

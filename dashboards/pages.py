@@ -4,7 +4,7 @@ Every number comes from the analyzer (the report document and :mod:`analyzer.rep
 figure is built by :mod:`analyzer.render.figures`, the functions the HTML report uses. User strings
 (file and tensor names, hosts, log lines) only ever go into component children or table
 cells, which Dash renders as text, never as HTML. Uploaded files already carry the user's names
-in the document (:func:`dashboards.runs.relabel`).
+in the document (:func:`dashboards.work.relabel`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, format_impact
 from analyzer.render.sections import fusion_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job
-from dashboards.runs import AnalysisDocument
+from dashboards.work import AnalysisDocument
 
 PAGES = (
     ("overview", "Overview"),
@@ -321,7 +321,7 @@ def job_options(doc: AnalysisDocument | None) -> tuple[list[dict[str, str]], str
         return [], None
     findings = doc["report"]["findings"]
     count = {j["id"]: sum(f["job"] == j["id"] for f in findings) for j in jobs}
-    # an unpacked archive's folder reads as the user named it (runs.relabel: "run.zip!runs/a")
+    # an unpacked archive's folder reads as the user named it (work.relabel: "run.zip!runs/a")
     options = [
         {"label": f"{j['folder'] if '!' in j['folder'] else j['name']} ({count[j['id']]} finding(s))", "value": j["id"]}
         for j in jobs

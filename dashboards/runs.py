@@ -6,11 +6,13 @@ Layout of the store folder::
     DIR/runs/<run-id>/store/          the run's Parquet store (analyzer.store.run_store.RunStore)
     DIR/runs/<run-id>/analysis.json   report document + per-timeline views, written once
     DIR/runs/<run-id>/uploads/        uploaded files while they are ingested (removed after)
+    DIR/incoming/<id>/                an upload being received (moved into its run when complete)
 
 A run registered from an existing store (``hvd-analyze serve STORE``) keeps ``store`` in its
-``run.json`` pointing there; the app never writes into that store. Jobs run on a thread
-each; :meth:`RunLibrary.job` reports their stage and progress. Analysis documents are cached
-in memory after the first read, so a callback never re-analyses a run.
+``run.json`` pointing there; the app never writes into that store. Each run is made by a worker
+process (:mod:`dashboards.worker`, a bounded pool with a time and a memory limit per run) watched
+by a thread of its own; :meth:`RunLibrary.job` reports its stage and progress. Analysis documents
+are cached in memory after the first read, so a callback never re-analyses a run.
 """
 
 from __future__ import annotations
@@ -21,18 +23,16 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import orjson
 
-from analyzer import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Context, HvdAnalyzeError
-from analyzer.render import jsonreport
-from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
-from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover, recognise
-from dashboards.uploads import Limits, SavedFile, folder_labels, save_upload
+from analyzer import HvdAnalyzeError
+from dashboards.uploads import Limits
+from dashboards.work import AnalysisDocument, Work
+from dashboards.worker import Budget, Outcome, WorkerPool
 
 RUNS = "runs"
 MAX_NAME = 120
@@ -59,21 +59,6 @@ class Job:
             }
 
 
-class AnalysisDocument(TypedDict):
-    """What the app shows of a run: the JSON report and the views of each timeline (by input id)."""
-
-    report: ReportDocument
-    views: dict[str, TimelineViews]
-
-
-def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:
-    """The report document and the views of every timeline: what the app shows of a run."""
-    ctx = Context(store, AnalysisConfig(memory_budget=memory_budget))
-    doc = jsonreport.to_document(analyze_in(ctx))
-    views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
-    return {"report": doc, "views": views}
-
-
 def run_name(names: list[str]) -> str:
     """A run's name from what it was made of: an archive's or a folder's name without its suffix,
     else the file names (shortened)."""
@@ -97,25 +82,14 @@ def fingerprint(paths: list[str]) -> str:
     return h.hexdigest()
 
 
-def relabel(value: Any, labels: dict[str, str]) -> Any:
-    """``value`` with the app's copies of uploaded files named as the user named them."""
-    if not labels:
-        return value
-    if isinstance(value, str):
-        for path, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):  # a file before its folder
-            value = value.replace(path, label)
-        return value
-    if isinstance(value, dict):
-        return {k: relabel(v, labels) for k, v in value.items()}
-    if isinstance(value, list):
-        return [relabel(v, labels) for v in value]
-    return value
-
-
 class RunLibrary:
-    def __init__(self, root: str | Path, limits: Limits | None = None) -> None:
+    def __init__(self, root: str | Path, limits: Limits | None = None, budget: Budget | None = None) -> None:
         self.root = Path(root)
         self.limits = limits or Limits()
+        self.pool = WorkerPool(budget)
+        for d in (self.root / "incoming").glob("*"):  # uploads a stopped server was receiving
+            if time.time() - d.stat().st_mtime > 3600:
+                shutil.rmtree(d, ignore_errors=True)
         self._jobs: dict[str, Job] = {}
         self._docs: dict[str, AnalysisDocument] = {}
         self._lock = threading.Lock()
@@ -224,18 +198,27 @@ class RunLibrary:
         return job.as_dict() if job else None
 
     # jobs ---------------------------------------------------------------------------------
-    def submit_upload(self, files: list[tuple[str, bytes]], wait: bool = False) -> str:
-        """A new run from uploaded ``(name, bytes)`` files; returns its id at once."""
+    def incoming(self) -> Path:
+        """A new folder for an upload being received (:func:`dashboards.uploads.receive` writes there)."""
+        d = self.root / "incoming" / uuid.uuid4().hex
+        d.mkdir(parents=True)
+        return d
+
+    def submit_upload(self, files: list[tuple[str, Path]], wait: bool = False) -> str:
+        """A new run from uploaded files, ``(user's name, received file)``; the files move into the run
+        (their folder is removed) and the run's worker unpacks them. Returns the run's id at once."""
         meta = self._new_run(run_name([n for n, _ in files]))
         folder = self._dir(meta["id"]) / "uploads"
-
-        def unpack(job: Job) -> list[SavedFile]:
-            saved: list[SavedFile] = []
-            for name, data in files:
-                saved += save_upload(name, data, folder, self.limits, start=len(saved))
-            return saved
-
-        return self._start(meta, unpack, cleanup=folder, wait=wait)
+        folder.mkdir(parents=True, exist_ok=True)
+        moved = []
+        for i, (name, path) in enumerate(files):
+            dst = folder / f"received-{i:03d}"
+            Path(path).replace(dst)
+            moved.append((name, str(dst)))
+        for parent in {Path(p).parent for _, p in files}:
+            shutil.rmtree(parent, ignore_errors=True)
+        work = Work(str(self._dir(meta["id"])), self.limits, uploads=tuple(moved))
+        return self._start(meta, work, cleanup=folder, wait=wait)
 
     def submit_paths(self, paths: list[str], wait: bool = False) -> str:
         """A run from files or folders on this machine (``hvd-analyze serve PATH``): the run already
@@ -245,7 +228,8 @@ class RunLibrary:
             if meta.get("fingerprint") == fp and meta["status"] != "failed":
                 return str(meta["id"])
         meta = self._new_run(run_name([Path(p).resolve().name for p in paths]), fingerprint=fp)
-        return self._start(meta, lambda job: [SavedFile(Path(p), p) for p in paths], cleanup=None, wait=wait)
+        work = Work(str(self._dir(meta["id"])), self.limits, paths=tuple(paths))
+        return self._start(meta, work, cleanup=None, wait=wait)
 
     def register_store(self, store_dir: str, wait: bool = False) -> str:
         """A run showing an existing store (read only)."""
@@ -254,14 +238,13 @@ class RunLibrary:
             if meta.get("store") == resolved:
                 return str(meta["id"])
         meta = self._new_run(Path(store_dir).name, store=resolved)
-        return self._start(meta, None, cleanup=None, wait=wait)
+        work = Work(str(self._dir(meta["id"])), self.limits, store=resolved)
+        return self._start(meta, work, cleanup=None, wait=wait)
 
-    def _start(
-        self, meta: dict[str, Any], collect: Callable[[Job], list[SavedFile]] | None, cleanup: Path | None, wait: bool
-    ) -> str:
+    def _start(self, meta: dict[str, Any], work: Work, cleanup: Path | None, wait: bool) -> str:
         job = self._jobs[meta["id"]]
         thread = threading.Thread(
-            target=self._run_job, args=(meta, job, collect, cleanup), daemon=True, name=f"ingest-{meta['id']}"
+            target=self._run_job, args=(meta, job, work, cleanup), daemon=True, name=f"run-{meta['id']}"
         )
         thread.start()
         if wait:
@@ -275,68 +258,34 @@ class RunLibrary:
         with job.lock:
             job.stage = stage
 
-    def _run_job(
-        self, meta: dict[str, Any], job: Job, collect: Callable[[Job], list[SavedFile]] | None, cleanup: Path | None
-    ) -> None:
-        labels: dict[str, str] = {}
-        try:
-            if collect is not None:
-                self._stage(meta, job, "unpacking")
-                saved = collect(job)
-                labels = {str(s.path): s.label for s in saved} | folder_labels(saved)
-                meta["files"] = [s.label for s in saved]
-                self._stage(meta, job, "ingesting")
-                store = RunStore.create_or_open(self._dir(meta["id"]) / "store")
-                inputs, skipped = _inputs_of(saved)
-                if not inputs:
-                    reasons = "; ".join(f"{labels.get(str(s.path), s.path)}: {s.reason}" for s in skipped[:8])
-                    raise HvdAnalyzeError(f"no input hvd-analyze reads in this upload ({reasons})")
-                with job.lock:
-                    job.total_bytes = sum(i.size for i in inputs)
+    def _run_job(self, meta: dict[str, Any], job: Job, work: Work, cleanup: Path | None) -> None:
+        """Watch the run's worker (it waits for a free slot first) and record what it reports."""
 
-                def progress(n: int) -> None:
-                    with job.lock:
-                        job.done_bytes += n
-
-                store.ingest(inputs, skipped, progress=progress)
-            else:
-                if not (Path(meta["store"]) / MANIFEST).is_file():
-                    raise HvdAnalyzeError(f"{meta['store']}: not a run store (no {MANIFEST})")
-                store = RunStore.open(meta["store"])
-            self._stage(meta, job, "analysing")
-            doc = relabel(analysis_document(store, self.limits.memory_budget), labels)
-            doc["labels"] = labels
-            out = self._dir(meta["id"]) / "analysis.json"
-            out.with_suffix(".tmp").write_bytes(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
-            out.with_suffix(".tmp").replace(out)
-            self._stage(meta, job, "done")
-        except Exception as exc:  # noqa: BLE001 - one bad upload must never break the app
-            message = str(exc) if isinstance(exc, HvdAnalyzeError) else f"{type(exc).__name__}: {exc}"
-            for path, label in labels.items():
-                message = message.replace(path, label)
+        def report(kind: str, value: Any) -> None:
+            if kind == "stage":
+                self._stage(meta, job, str(value))
+            elif kind == "files":
+                meta["files"] = list(value)
             with job.lock:
-                job.error = message
-            meta["error"] = message
-            self._stage(meta, job, "failed")
+                if kind == "total":
+                    job.total_bytes = int(value)
+                elif kind == "progress":
+                    job.done_bytes += int(value)
+
+        try:
+            outcome = self.pool.run(work, report)
+        except Exception as exc:  # noqa: BLE001 - one bad upload must never break the app
+            outcome = Outcome(error=f"{type(exc).__name__}: {exc}")
         finally:
             if cleanup is not None:
                 shutil.rmtree(cleanup, ignore_errors=True)
-
-
-def _inputs_of(saved: list[SavedFile]) -> tuple[list[InputFile], list[SkippedFile]]:
-    """The uploaded files that are inputs, and the others with the reason. Archive members are read
-    as the CLI reads a folder: a run folder's env.txt, scripts or notes are skipped, never a reason to
-    refuse the upload. A file uploaded (or given by path) on its own is named explicitly, as on the
-    command line: one that is not an input is an error naming its byte; a folder is walked."""
-    inputs: list[InputFile] = []
-    skipped: list[SkippedFile] = []
-    for s in saved:
-        if "!" not in s.label:
-            found, left = discover([s.path])
-            inputs += found
-            skipped += left
-        elif isinstance(item := recognise(s.path), InputFile):
-            inputs.append(item)
-        else:
-            skipped.append(item)
-    return inputs, skipped
+        if outcome.error is None:
+            self._stage(meta, job, "done")
+            return
+        message = outcome.error
+        for path, label in outcome.labels.items():
+            message = message.replace(path, label)
+        with job.lock:
+            job.error = message
+        meta["error"] = message
+        self._stage(meta, job, "failed")

@@ -1,7 +1,8 @@
 """Uploaded files made safe to ingest: size limits, archive checks, generated file names.
 
-A browser upload arrives as a name and a ``data:...;base64,`` string. :func:`save_upload`
-writes it under a folder with a generated name (the user's name is kept only as a label);
+An upload arrives as a stream (the HTTP API, which the page's upload uses too): :func:`receive`
+writes it to disk as it reads, refusing it past the size limit. :func:`save_upload` then moves it
+under a folder with a generated name (the user's name is kept only as a label);
 archives (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``) are unpacked member by member after checking
 every member: no absolute path, no ``..``, no link or device, no more than
 :attr:`Limits.max_members` members, at most :attr:`Limits.max_total` bytes unpacked and at most
@@ -11,9 +12,6 @@ every member: no absolute path, no ``..``, no link or device, no more than
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -54,45 +52,57 @@ def _human(n: float) -> str:
     raise AssertionError  # pragma: no cover
 
 
-def decode(name: str, contents: str, limits: Limits) -> bytes:
-    """The bytes of a ``data:`` URL from ``dcc.Upload``, refused when over the size limit."""
-    head, sep, payload = contents.partition(",")
-    if not sep or ";base64" not in head:
-        raise UploadError(f"{name}: the browser sent no file data (expected a base64 data URL); upload it again")
-    if len(payload) * 3 // 4 > limits.max_upload + 3:
-        raise UploadError(
-            f"{name}: {_human(len(payload) * 3 / 4)} is over the upload limit of "
-            f"{_human(limits.max_upload)}; ingest it with `hvd-analyze ingest FILE -o STORE` "
-            "and open the store, or start the app with a larger --max-upload"
-        )
+def too_big(name: str, size: float, limits: Limits) -> UploadError:
+    return UploadError(
+        f"{name}: {_human(size)} is over the upload limit of {_human(limits.max_upload)}; ingest it with "
+        "`hvd-analyze ingest FILE -o STORE` and open the store, or start the app with a larger --max-upload"
+    )
+
+
+def receive(name: str, stream: IO[bytes], dst: Path, limits: Limits) -> int:
+    """Copy ``stream`` to ``dst`` block by block (never the whole upload in memory); refused (and
+    ``dst`` removed) when it passes the size limit. Returns the bytes written."""
+    total = 0
     try:
-        return base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise UploadError(f"{name}: the upload is not valid base64 ({exc}); upload it again") from exc
+        with open(dst, "wb") as out:
+            while block := stream.read(CHUNK):
+                total += len(block)
+                if total > limits.max_upload:
+                    raise too_big(name, total, limits)
+                out.write(block)
+    except BaseException:
+        dst.unlink(missing_ok=True)
+        raise
+    return total
 
 
-def is_archive(name: str, data: bytes) -> str | None:
-    """``zip`` or ``tar`` when the bytes are an archive (by content, not by name)."""
-    if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
+def is_archive(path: Path) -> str | None:
+    """``zip`` or ``tar`` when the file is an archive (by content, not by name)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+        with tarfile.open(path, mode="r:*") as tf:
             return "tar" if tf.next() is not None else None
-    except (tarfile.TarError, EOFError, OSError):
+    except (tarfile.TarError, EOFError, OSError, ValueError):
         return None
 
 
-def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int = 0) -> list[SavedFile]:
-    """Write an upload into ``folder`` as ``input-NNN`` files. An archive is unpacked under a folder of
-    its own, keeping its folder structure with generated folder names (``archive-NNN/d000/d001/``): the
-    folders tell the run's jobs apart (:mod:`analyzer.jobs`)."""
+def save_upload(name: str, source: Path, folder: Path, limits: Limits, start: int = 0) -> list[SavedFile]:
+    """Move the upload at ``source`` into ``folder`` as an ``input-NNN`` file, or unpack it there when it
+    is an archive (``source`` is then removed). An archive keeps its folder structure with generated
+    folder names (``archive-NNN/d000/d001/``): the folders tell the run's jobs apart (:mod:`analyzer.jobs`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    kind = is_archive(name, data)
+    kind = is_archive(source)
     if kind is None:
         path = folder / f"input-{start:03d}"
-        path.write_bytes(data)
+        source.replace(path)
         return [SavedFile(path, name)]
-    members = _zip_members(name, data, limits) if kind == "zip" else _tar_members(name, data, limits)
+    packed = source.stat().st_size
+    members = (
+        _zip_members(name, source, packed, limits) if kind == "zip" else _tar_members(name, source, packed, limits)
+    )
     base = folder / f"archive-{start:03d}"
     dirs: dict[tuple[str, ...], Path] = {(): base}
     out: list[SavedFile] = []
@@ -107,11 +117,12 @@ def save_upload(name: str, data: bytes, folder: Path, limits: Limits, start: int
         with stream, open(path, "wb") as dst:
             while block := stream.read(CHUNK):
                 total += len(block)
-                _check_total(name, total, len(data), limits)
+                _check_total(name, total, packed, limits)
                 dst.write(block)
         out.append(SavedFile(path, f"{name}!{member}"))
     if not out:
         raise UploadError(f"{name}: the archive holds no files; upload the run's timeline.json or logs")
+    source.unlink(missing_ok=True)
     return out
 
 
@@ -154,9 +165,9 @@ def _safe_member(name: str, member: str) -> str:
     return str(p)
 
 
-def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
+def _zip_members(name: str, source: Path, packed: int, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = zipfile.ZipFile(source)  # noqa: SIM115 - read while the generator runs
         infos = zf.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise UploadError(f"{name}: not a readable zip archive ({exc}); upload it again or unpack it") from exc
@@ -169,14 +180,14 @@ def _zip_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, 
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise UploadError(f"{name}: archive member {info.filename!r} is a symbolic link; refused")
         declared += info.file_size
-        _check_total(name, declared, len(data), limits)
+        _check_total(name, declared, packed, limits)
     for info in files:
         yield _safe_member(name, info.filename), zf.open(info)
 
 
-def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
+def _tar_members(name: str, source: Path, packed: int, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - read while the generator runs
+        tf = tarfile.open(source, mode="r:*")  # noqa: SIM115 - read while the generator runs
         infos = tf.getmembers()
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise UploadError(f"{name}: not a readable tar archive ({exc}); upload it again or unpack it") from exc
@@ -190,7 +201,7 @@ def _tar_members(name: str, data: bytes, limits: Limits) -> Iterator[tuple[str, 
         if not (info.isfile() or info.isdir()):
             raise UploadError(f"{name}: archive member {info.name!r} is a device or special file; refused")
         declared += info.size
-        _check_total(name, declared, len(data), limits)
+        _check_total(name, declared, packed, limits)
     for info in infos:
         if info.isfile():
             stream = tf.extractfile(info)

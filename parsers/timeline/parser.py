@@ -32,12 +32,7 @@ from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _pair as P
 from parsers.timeline import _tokenize as T
 from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
-from parsers.timeline.facts import (
-    TimelineInfo,
-    cache_verdict,
-    guess_version,
-    uptime_origin,
-)
+from parsers.timeline.facts import TimelineInfo, cache_verdict, guess_version, uptime_origin
 from parsers.timeline.metadata import parse_metadata
 from parsers.timeline.tables import TimelineNames
 from parsers.timeline.tokens import (

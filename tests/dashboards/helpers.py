@@ -1,12 +1,18 @@
-"""Inputs for the dashboard tests: data URLs as the browser sends them, a hostile tensor name, archives."""
+"""Inputs for the dashboard tests: uploads as the page sends them, a hostile tensor name, archives."""
 
 from __future__ import annotations
 
-import base64
 import io
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from dashboards import api
+from dashboards.api import Access
+from dashboards.runs import RunLibrary
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
@@ -16,8 +22,12 @@ SOCKET_LOG = SAMPLES / "synthetic" / "nccl_socket_fallback" / "job.log"
 XSS = "<img src=x onerror=alert(1)>"
 
 
-def data_url(data: bytes, mime: str = "application/octet-stream") -> str:
-    return f"data:{mime};base64," + base64.b64encode(data).decode()
+def post_files(library: RunLibrary, files: dict[str, bytes], access: Access | None = None) -> Any:
+    """POST ``files`` to ``/api/runs`` as the page's upload does (multipart); the Flask response."""
+    server = Flask("hvd-analyze-test")
+    api.install(server, library, access or Access())
+    form = {"file": [(io.BytesIO(data), name) for name, data in files.items()]}
+    return server.test_client().post("/api/runs", data=form, content_type="multipart/form-data")
 
 
 def hostile_timeline() -> bytes:

@@ -10,7 +10,7 @@ import pytest
 from dash import dash_table, dcc, html
 
 from analyzer.store.run_store import RunStore
-from dashboards.app import create_app, poll_job, run_error, run_options, start_upload
+from dashboards.app import create_app, poll_job, run_error, run_options
 from dashboards.pages import PAGES, render_page
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits
@@ -20,8 +20,8 @@ from tests.dashboards.helpers import (
     REAL_STRAGGLER,
     SOCKET_LOG,
     XSS,
-    data_url,
     hostile_timeline,
+    post_files,
     tar_bytes,
     zip_bytes,
 )
@@ -52,16 +52,17 @@ def _text(node: Any) -> str:
 
 
 def _upload(lib: RunLibrary, files: dict[str, bytes]) -> str:
-    run_id, message = start_upload(lib, [data_url(b) for b in files.values()], list(files))
-    assert run_id is not None, message
+    res = post_files(lib, files)
+    assert res.status_code == 202, res.get_json()
+    run_id = res.get_json()["id"]
     lib._jobs[run_id]  # the job exists at once
-    for _ in range(600):
+    for _ in range(1200):
         if poll_job(lib, run_id)["finished"]:
             return run_id
         import time
 
         time.sleep(0.05)
-    raise AssertionError("ingestion did not finish in 30 s")
+    raise AssertionError("ingestion did not finish in 60 s")
 
 
 @pytest.fixture()
@@ -209,8 +210,9 @@ def test_a_traversal_archive_is_refused(lib: RunLibrary) -> None:
 
 def test_an_upload_over_the_limit_is_refused_at_once(tmp_path: Path) -> None:
     small = RunLibrary(tmp_path, Limits(max_upload=1000))
-    run_id, message = start_upload(small, [data_url(b"[" * 5000)], ["t.json"])
-    assert run_id is None and "over the upload limit" in message and run_options(small) == []
+    res = post_files(small, {"t.json": b"[" * 5000})
+    assert res.status_code == 413 and "over the upload limit" in res.get_json()["error"] and run_options(small) == []
+    assert not any((tmp_path / "incoming").iterdir())  # nothing of it stays on disk
 
 
 def test_an_existing_store_is_shown_read_only(tmp_path: Path) -> None:
@@ -356,9 +358,9 @@ def test_a_run_cut_short_by_a_server_stop_is_failed_not_ingesting_for_good(tmp_p
 
 
 def test_an_upload_far_over_the_limit_is_answered_with_what_to_do(tmp_path: Path) -> None:
-    app = create_app(tmp_path / "app", limits=Limits(max_upload=1000))
+    app = create_app(tmp_path / "app", limits=Limits(max_upload=1000, max_total=4 << 20))
     client = app.server.test_client()
-    res = client.post("/_dash-update-component", data=b"x" * (2 << 20), content_type="application/json")
+    res = client.post("/api/runs", data=b"x" * (10 << 20), content_type="application/octet-stream")
     assert res.status_code == 413
     assert "hvd-analyze ingest FILE -o STORE" in res.get_data(as_text=True)
 

@@ -88,7 +88,10 @@ def _answer(page: Any, dialog: Any) -> None:
 
 
 def _upload(page: Any, name: str, data: bytes, mime: str = "application/json") -> None:
-    page.set_input_files("#upload input[type=file]", files=[{"name": name, "mimeType": mime, "buffer": data}])
+    """Choose a file as a user does: click the drop zone, answer the file chooser."""
+    with page.expect_file_chooser() as chooser:
+        page.click("#upload-choose")
+    chooser.value.set_files(files=[{"name": name, "mimeType": mime, "buffer": data}])
 
 
 def _wait_status(page: Any, text: str) -> str:

@@ -3,35 +3,51 @@
 from __future__ import annotations
 
 import gzip
+import io
 from pathlib import Path
 
 import pytest
 
-from dashboards.uploads import Limits, UploadError, decode, save_upload
-from tests.dashboards.helpers import REAL_STRAGGLER, data_url, tar_bytes, zip_bytes
+from dashboards.uploads import CHUNK, Limits, UploadError, receive
+from dashboards.uploads import save_upload as save_path
+from tests.dashboards.helpers import REAL_STRAGGLER, tar_bytes, zip_bytes
 
 
-def test_decode_refuses_over_the_limit_before_decoding() -> None:
+class _Reads(io.BytesIO):
+    """A request body that records the largest read asked of it."""
+
+    largest = 0
+
+    def read(self, n: int | None = -1) -> bytes:
+        self.largest = max(self.largest, n if n is not None and n >= 0 else 1 << 62)
+        return super().read(n)
+
+
+def test_receive_streams_to_disk_and_refuses_past_the_limit(tmp_path: Path) -> None:
+    body = _Reads(b"x" * (3 * CHUNK))
+    assert receive("t.json", body, tmp_path / "ok", Limits()) == 3 * CHUNK
+    assert body.largest == CHUNK  # block by block, never the whole body at once
     with pytest.raises(UploadError, match=r"big\.json: 2\.0 KiB is over the upload limit of 1\.0 KiB"):
-        decode("big.json", data_url(b"x" * 2048), Limits(max_upload=1024))
-    assert decode("ok.json", data_url(b"[]"), Limits(max_upload=1024)) == b"[]"
+        receive("big.json", io.BytesIO(b"x" * 2048), tmp_path / "big", Limits(max_upload=1024))
+    assert not (tmp_path / "big").exists()  # nothing of a refused upload stays
 
 
-def test_decode_refuses_what_is_not_a_data_url() -> None:
-    with pytest.raises(UploadError, match="no file data"):
-        decode("a.json", "hello", Limits())
-    with pytest.raises(UploadError, match="not valid base64"):
-        decode("a.json", "data:x;base64,@@@", Limits())
+def save_upload(name: str, data: bytes, folder: Path, limits: Limits) -> list:
+    """Save ``data`` as the request would have received it (a file next to ``folder``)."""
+    source = folder.parent / f"received-{name.replace('/', '_')}"
+    source.write_bytes(data)
+    return save_path(name, source, folder, limits)
 
 
 def test_a_plain_file_gets_a_generated_name(tmp_path: Path) -> None:
-    saved = save_upload("../../etc/passwd", b"[]", tmp_path, Limits())
-    assert [(s.path, s.label) for s in saved] == [(tmp_path / "input-000", "../../etc/passwd")]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["input-000"]
+    saved = save_upload("../../etc/passwd", b"[]", tmp_path / "up", Limits())
+    assert [(s.path, s.label) for s in saved] == [(tmp_path / "up" / "input-000", "../../etc/passwd")]
+    assert sorted(p.name for p in (tmp_path / "up").iterdir()) == ["input-000"]
+    assert not (tmp_path / "etc").exists()
 
 
 def test_gzip_json_is_a_file_not_an_archive(tmp_path: Path) -> None:
-    saved = save_upload("timeline.json.gz", gzip.compress(b"[{}]"), tmp_path, Limits())
+    saved = save_upload("timeline.json.gz", gzip.compress(b"[{}]"), tmp_path / "up", Limits())
     assert len(saved) == 1 and gzip.decompress(saved[0].path.read_bytes()) == b"[{}]"
 
 
@@ -39,11 +55,12 @@ def test_gzip_json_is_a_file_not_an_archive(tmp_path: Path) -> None:
 def test_archive_members_are_unpacked_under_generated_names(tmp_path: Path, make) -> None:
     data = REAL_STRAGGLER.read_bytes()
     saved = save_upload(
-        "run.zip", make({"run/timeline.json": data, "run/logs/job.log": b"hello\n"}), tmp_path, Limits()
+        "run.zip", make({"run/timeline.json": data, "run/logs/job.log": b"hello\n"}), tmp_path / "up", Limits()
     )
     assert [s.label for s in saved] == ["run.zip!run/timeline.json", "run.zip!run/logs/job.log"]
     assert [s.path.name for s in saved] == ["input-000", "input-001"]
     assert saved[0].path.read_bytes() == data
+    assert not list(tmp_path.glob("received-*"))  # the archive itself is removed once unpacked
 
 
 @pytest.mark.parametrize("member", ["../evil.json", "a/../../evil.json", "/etc/evil.json", "..\\evil.json"])
