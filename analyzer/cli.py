@@ -20,7 +20,7 @@ from analyzer.config import parse_size
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.serve_cli import serve as serve_command
-from analyzer.store.discovery import discover
+from analyzer.store.discovery import InputFile, discover
 from analyzer.store.ingest import ingest_pieces, ingest_runner
 from analyzer.store.parallel import Executor, executor_from_options
 from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
@@ -32,8 +32,15 @@ def cli() -> None:
     """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
-def _ingest(paths: tuple[str, ...], store: RunStore, quiet: bool, executor: Executor | None = None) -> IngestReport:
-    inputs, skipped = discover(list(paths))
+def _ingest(
+    paths: tuple[str, ...],
+    store: RunStore,
+    quiet: bool,
+    executor: Executor | None = None,
+    also: list[InputFile] | None = None,
+) -> IngestReport:
+    inputs, skipped = discover(list(paths)) if paths else ([], [])
+    inputs += [i for i in also or [] if i.path not in {j.path for j in inputs}]
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
     runner = (
@@ -73,7 +80,7 @@ def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option(
     "-o",
     "--output",
@@ -90,12 +97,23 @@ def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     metavar="NAME",
     help="The run's name, its tables' run=NAME partition (default: the store folder's name).",
 )
+@click.option(
+    "--wait", is_flag=True, help="Wait while another hvd-analyze writes to the store (default: fail at once)."
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Drop the store's damaged parts (cut, emptied, another table's) and ingest their inputs again from "
+    "where they were ingested from; PATHS are then optional.",
+)
 @_scale_options
 def ingest(
     paths: tuple[str, ...],
     store_dir: str,
     quiet: bool,
     run: str | None,
+    wait: bool,
+    repair: bool,
     jobs: int | None,
     scheduler: str | None,
     dask_workers: int | None,
@@ -104,11 +122,15 @@ def ingest(
 
     Files are parsed in parallel (--jobs, or on Dask); an interrupted ingest leaves the store
     consistent, and running it again continues with the files not yet in the store."""
+    if not paths and not repair:
+        raise click.UsageError("give the files or folders to ingest (or --repair to repair the store)")
     began = time.perf_counter()
     with errors(f"the store {store_dir}"):
         executor = executor_from_options(jobs, scheduler, dask_workers)
-        store = RunStore.create_or_open(store_dir, run=run)
-        rep = _ingest(paths, store, quiet, executor)
+        store = RunStore.open(store_dir) if repair and not paths else RunStore.create_or_open(store_dir, run=run)
+        store.wait_for_writer = wait
+        again = _repair(store, quiet) if repair else []
+        rep = _ingest(paths, store, quiet, executor, also=again)
     seconds = time.perf_counter() - began
     if quiet:
         return
@@ -130,6 +152,21 @@ def ingest(
         f"({size / 1e6 / max(seconds, 1e-9):,.1f} MB/s)"
     )
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
+
+
+def _repair(store: RunStore, quiet: bool) -> list[InputFile]:
+    """Drop the damaged parts of ``store``; the inputs to ingest again."""
+    from analyzer.store.repair import drop_damaged
+
+    found = drop_damaged(store)
+    if not quiet:
+        for why in found.damaged:
+            click.echo(f"damaged: {why}")
+        if not found.damaged:
+            click.echo(f"no damaged part in {store.root}")
+    for path in found.lost:
+        click.echo(f"lost: {path}: its file is gone or changed; ingest it again when you have it", err=True)
+    return found.reingest
 
 
 @cli.command()

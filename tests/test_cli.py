@@ -275,6 +275,22 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_store(tmp_path: Pa
     assert "cut.json" in run("report", str(store))[1]
 
 
+def test_a_second_writer_with_wait_waits_for_the_first(tmp_path: Path, good: Path, cut: Path) -> None:
+    import fcntl
+    import threading
+    import time
+
+    store = tmp_path / "s"
+    assert run("ingest", str(good), "-o", str(store))[0] == 0
+    held = open(store / ".writer.lock", "a+")  # noqa: SIM115 - released by the timer below
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    threading.Timer(1.0, held.close).start()  # the first writer finishes in a second
+    start = time.monotonic()
+    assert run("ingest", "--wait", str(cut), "-o", str(store))[0] == 0
+    assert time.monotonic() - start >= 0.9  # it waited, then wrote
+    assert "cut.json" in run("report", str(store))[1]
+
+
 def test_special_files_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
     import os
 

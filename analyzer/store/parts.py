@@ -174,7 +174,8 @@ def reading(path: Path, name: str) -> Iterator[None]:
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise StoreError(
             f"{path}: a damaged part of the run store ({type(exc).__name__}: {exc}); the store cannot be "
-            "read: ingest its inputs into a new store (`hvd-analyze ingest PATH -o NEW_STORE`)"
+            "read: repair it with `hvd-analyze ingest --repair -o STORE` (its inputs are ingested again from "
+            "where they were, if they are still there)"
         ) from exc
 
 

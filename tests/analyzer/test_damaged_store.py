@@ -68,4 +68,33 @@ def test_a_damaged_store_is_one_message(tmp_path: Path, damage: str) -> None:
             continue
         assert res.exit_code == 2, (args, res.output, res.exception)
         assert res.stderr.startswith("hvd-analyze: error: ") and message in res.stderr, res.stderr
-        assert "new store" in res.stderr
+        assert ("--repair" if "part" in damage else "new store") in res.stderr
+
+
+@pytest.mark.parametrize("damage", sorted(d for d in DAMAGE if "part" in d))
+def test_ingest_repair_puts_a_damaged_part_back_from_its_input(tmp_path: Path, damage: str) -> None:
+    clean, store = tmp_path / "clean", tmp_path / "store"
+    for s in (clean, store):
+        assert CliRunner().invoke(cli, ["ingest", "-q", str(RUN), "-o", str(s)]).exit_code == 0
+    DAMAGE[damage][0](store)
+    res = CliRunner().invoke(cli, ["ingest", "--repair", "-o", str(store)])
+    assert res.exit_code == 0, res.output
+    assert "damaged: " in res.stdout and "added " in res.stdout
+    reports = [CliRunner().invoke(cli, ["report", "-f", "json", str(s)]) for s in (clean, store)]
+    assert all(r.exit_code == 0 for r in reports), reports[1].output
+    findings = [json.loads(r.stdout)["findings"] for r in reports]
+    assert findings[0] == findings[1]  # the repaired store reads as the clean one
+    again = CliRunner().invoke(cli, ["ingest", "--repair", "-o", str(store)])
+    assert again.exit_code == 0 and "no damaged part" in again.stdout
+
+
+def test_repair_says_which_inputs_are_lost_when_their_files_are_gone(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["ingest", "-q", str(run), "-o", str(store)]).exit_code == 0
+    _part(store).write_bytes(b"")
+    shutil.rmtree(run)
+    res = CliRunner().invoke(cli, ["ingest", "--repair", "-o", str(store)])
+    assert res.exit_code == 0 and "lost: " in res.stderr and "timeline.json" in res.stderr
+    assert "holds no input yet" in CliRunner().invoke(cli, ["report", str(store)]).stderr  # readable, and empty

@@ -119,8 +119,14 @@ def test_missing_table_file_is_reported(tmp_path: Path) -> None:
     store = RunStore.create_or_open(tmp_path / "store")
     entry = store.ingest(*discover([_timeline(tmp_path)])).added[0]
     shutil.rmtree(store.part_path("spans", entry).parent)
-    with pytest.raises(StoreError, match="re-ingest"):
+    with pytest.raises(StoreError, match="ingest --repair"):
         RunStore.open(store.root).table("spans")
+    from analyzer.store.repair import drop_damaged
+
+    found = drop_damaged(store)
+    assert [d.endswith(": missing") for d in found.damaged] == [True] and not found.lost
+    store.ingest(found.reingest)
+    assert RunStore.open(store.root).table("spans").num_rows == entry["rows"]["spans"]
 
 
 def test_empty_tables_have_their_declared_schema(tmp_path: Path) -> None:
