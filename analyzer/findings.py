@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from analyzer.report.types import (
     FindingDoc,
@@ -21,6 +21,7 @@ from analyzer.report.types import (
     ReportDocument,
     SkippedFileDoc,
     TimelineSection,
+    VerdictDoc,
 )
 from analyzer.report.types import Severity as SeverityLabel
 
@@ -132,13 +133,20 @@ class AnalysisReport:
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
 
+    def verdict(self) -> VerdictDoc:
+        """What to read first (:mod:`analyzer.report.verdict`)."""
+        return self.to_dict()["verdict"]
+
     def to_dict(self) -> ReportDocument:
+        from analyzer.report.verdict import verdict_of
+
         worst = self.worst()
-        return {
+        doc: dict[str, Any] = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "tool": "hvd-analyze",
             "tool_version": self.tool_version,
             "store": self.store,
+            "verdict": None,
             "summary": {
                 "findings": len(self.findings),
                 "by_severity": {
@@ -158,6 +166,8 @@ class AnalysisReport:
             "parse_issues": list(self.parse_issues),
             "skipped_files": list(self.skipped_files),
         }
+        doc["verdict"] = verdict_of(doc)
+        return cast(ReportDocument, doc)
 
     def _count(self, severity: Severity) -> int:
         return sum(f.severity is severity for f in self.findings)

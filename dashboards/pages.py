@@ -16,9 +16,9 @@ from dash import dash_table, dcc, html
 
 from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
-from analyzer.render.base import export_lines, format_impact
+from analyzer.render.base import export_lines, format_impact, verdict_lines
 from analyzer.render.sections import fusion_line, steps_line, window_line
-from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job
+from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
 from dashboards.work import AnalysisDocument
 
 PAGES = (
@@ -82,6 +82,28 @@ def finding_card(f: FindingDoc, i: int) -> html.Div:
     return html.Div(body, className=f"finding {f['severity']}", **{"data-code": f["code"]})
 
 
+def verdict_box(rep: Any) -> html.Section:
+    """What to read first: the status, the key numbers, the one thing to do, the checks passed."""
+    v = rep.get("verdict") or verdict_of(rep)  # a run analysed before verdicts has none stored
+    headline, *rest = verdict_lines(v)
+    body: list[Any] = [html.H3(headline.removeprefix("Verdict: "))]
+    exports = [line.strip() for line in rest if line.startswith("  export ")]
+    for line in rest:
+        if line.startswith("checks passed"):
+            head, _, checks = line.partition(": ")
+            body += [html.P(head + ":"), html.Ul([html.Li(c) for c in checks.split("; ")])]
+        elif not line.startswith("  export "):
+            body.append(html.P(line))
+    if exports:
+        body.append(
+            html.Div(
+                [html.Pre("\n".join(exports), id="verdict-env"), dcc.Clipboard(target_id="verdict-env", title="copy")],
+                className="env",
+            )
+        )
+    return html.Section(body, id="verdict", className=f"verdict {v['status']}", **{"data-status": v["status"]})
+
+
 def overview(doc: AnalysisDocument) -> html.Div:
     rep = doc["report"]
     inputs = [
@@ -95,11 +117,12 @@ def overview(doc: AnalysisDocument) -> html.Div:
     findings = rep["findings"]  # in the report's order: critical first, then by time lost per step
     cards = [finding_card(f, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
     parts: list[Any] = [
-        html.H3("Inputs"),
-        html.Ul(inputs),
+        verdict_box(rep),
         html.H3(f"Findings ({len(findings)})"),
         html.P("Critical first, then by time lost per step.", className="muted"),
         *cards,
+        html.H3("Inputs"),
+        html.Ul(inputs),
     ]
     if rep["parse_issues"]:
         rows = [

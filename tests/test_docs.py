@@ -53,6 +53,7 @@ def test_report_schema_rejects_what_the_types_do_not_allow() -> None:
         {**doc, "extra": 1},
         {k: v for k, v in doc.items() if k != "findings"},
         {**doc, "summary": {**doc["summary"], "worst": "fatal"}},
+        {**doc, "verdict": {**doc["verdict"], "status": "fine"}},
         {**doc, "inputs": [{**doc["inputs"][0], "size": -1}]},
     ):
         with pytest.raises(AssertionError, match="does not match"):

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.report.types import InputDoc
+from analyzer.report.types import InputDoc, VerdictDoc
 
 
 class Renderer(Protocol):
@@ -99,3 +99,26 @@ def one_line(text: str) -> str:
     """``text`` with line breaks and other control characters shown as escapes: a name or a log
     line from an input can never start a line of its own in a text report (a faked finding)."""
     return text.translate(_CONTROL)
+
+
+def verdict_lines(v: VerdictDoc) -> list[str]:
+    """The verdict as plain lines: the headline, the numbers, the one thing to do, the checks passed."""
+    out = [f"Verdict: {v['headline']}"]
+    numbers = []
+    if v["median_step_ms"] is not None:
+        numbers.append(f"median step {v['median_step_ms']:,.1f} ms ({v['steps_per_s']:,.2f} steps/s)")
+    if v["losses"]:
+        lost = ", ".join(
+            f"{loss['ms_per_step']:,.1f} ms ({loss['fraction_of_step']:.0%}) {loss['code']}"
+            + (" (low confidence)" if loss["confidence"] == "low" else "")
+            for loss in v["losses"]
+        )
+        numbers.append(f"lost per step: {lost}")
+    if numbers:
+        out.append("; ".join(numbers))
+    if v["action"]:
+        out.append(f"do first: {v['action']}")
+        out += [f"  {line}" for line in export_lines([v["action_env"]])]
+    if v["passed"]:
+        out.append(f"checks passed ({len(v['passed'])}): " + "; ".join(v["passed"]))
+    return out

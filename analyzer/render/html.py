@@ -9,7 +9,15 @@ import plotly.offline
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note
+from analyzer.render.base import (
+    env_lines,
+    finding_groups,
+    impact_text,
+    input_line,
+    job_lines,
+    jobs_note,
+    verdict_lines,
+)
 from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
@@ -18,7 +26,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
-from analyzer.report.types import NcclSection, TimelineSection
+from analyzer.report.types import NcclSection, TimelineSection, VerdictDoc
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
@@ -30,7 +38,29 @@ code,pre{background:#f4f5f8;border-radius:4px;padding:.1rem .3rem}pre{padding:.6
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #dde;padding:.25rem .5rem;text-align:left;font-size:.9rem}
 .muted{color:#667}
 .note{background:#fff8e1;border-left:4px solid #e6a700;padding:.4rem .8rem}
+.verdict{border:2px solid #888;border-radius:8px;padding:.2rem 1rem;margin:1rem 0}.verdict h2{border:0;margin-top:.6rem}
+.verdict.healthy{border-color:#2e8b57;background:#f1faf4}.verdict.degraded{border-color:#e67e22;background:#fff7ef}
+.verdict.failed{border-color:#c0392b;background:#fdf1f0}
 """
+
+
+def _verdict(v: VerdictDoc) -> str:
+    """The verdict box: status, headline, numbers, the one thing to do, the checks passed."""
+    headline, *rest = verdict_lines(v)
+    items = []
+    for line in rest:
+        if line.startswith("  export "):
+            items.append(f"<pre>{_e(line.strip())}</pre>")
+        elif line.startswith("checks passed"):
+            head, _, checks = line.partition(": ")
+            items.append(f"<p>{_e(head)}:</p><ul>" + "".join(f"<li>{_e(c)}</li>" for c in checks.split("; ")) + "</ul>")
+        else:
+            items.append(f"<p>{_e(line)}</p>")
+    return (
+        f"<section class='verdict {v['status']}' id='verdict'><h2>{_e(headline.removeprefix('Verdict: '))}</h2>"
+        + "".join(items)
+        + "</section>"
+    )
 
 
 def _e(text: object) -> str:
@@ -47,11 +77,16 @@ class HtmlRenderer:
             "<meta name='viewport' content='width=device-width,initial-scale=1'>",
             f"<title>hvd-analyze report</title><style>{_CSS}</style></head><body>",
             f"<h1>hvd-analyze report</h1><p class='muted'>hvd-analyze {_e(report.tool_version)}</p>",
+            _verdict(report.verdict()),
             *([f"<p class='note'>{_e(note)}</p>"] if (note := jobs_note(report)) is not None else []),
-            "<h2>Inputs</h2><ul>",
-            *[f"<li>{_e(input_line(e))}</li>" for e in report.inputs],
-            "</ul>",
+            f"<h2>Findings ({len(report.findings)})</h2>",
         ]
+        if not report.findings:
+            parts.append("<p>No findings.</p>")
+        for heading, group in finding_groups(report):
+            parts += [f"<h3>{_e(heading)}</h3>"] if heading else []
+            parts += [self._finding(f) for f in group]
+        parts += ["<h2>Inputs</h2><ul>", *[f"<li>{_e(input_line(e))}</li>" for e in report.inputs], "</ul>"]
         if jobs := job_lines(report):
             parts += ["<h2>Jobs</h2><ul>", *[f"<li>{_e(line)}</li>" for line in jobs], "</ul>"]
         figures = [self._timeline(t) for t in report.timelines]
@@ -61,12 +96,6 @@ class HtmlRenderer:
         parts += [html for _, html in figures]
         if report.nccl:
             parts += _nccl(report.nccl)
-        parts.append(f"<h2>Findings ({len(report.findings)})</h2>")
-        if not report.findings:
-            parts.append("<p>No findings.</p>")
-        for heading, group in finding_groups(report):
-            parts += [f"<h3>{_e(heading)}</h3>"] if heading else []
-            parts += [self._finding(f) for f in group]
         if report.skipped:
             parts.append("<h2>Skipped detectors</h2><ul>")
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]

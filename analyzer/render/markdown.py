@@ -14,6 +14,7 @@ from analyzer.render.base import (
     job_lines,
     jobs_note,
     one_line,
+    verdict_lines,
 )
 from analyzer.render.sections import (
     fusion_line,
@@ -38,17 +39,11 @@ class MarkdownRenderer:
     extension = ".md"
 
     def render(self, report: AnalysisReport) -> str:
-        out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", ""]
+        out = ["# hvd-analyze report", "", f"_hvd-analyze {report.tool_version}_", "", "## Verdict", ""]
+        first, *rest = verdict_lines(report.verdict())
+        out += [f"**{_md(first)}**", "", *[f"- {_md(line)}" for line in rest], ""]
         if (note := jobs_note(report)) is not None:
             out += [_md(note), ""]
-        out += ["## Inputs", ""]
-        out += [f"- {_md(input_line(e))}" for e in report.inputs] or ["(none)"]
-        if jobs := job_lines(report):
-            out += ["", "## Jobs", "", *[f"- {_md(line)}" for line in jobs]]
-        for section in report.timelines:
-            out += _timeline(section)
-        if report.nccl:
-            out += _nccl(report.nccl)
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")
@@ -76,6 +71,15 @@ class MarkdownRenderer:
                 if lines:
                     out += ["", "```sh", *lines, "```"]
                 out.append("")
+        out += ["", "## Inputs", ""]
+        out += [f"- {_md(input_line(e))}" for e in report.inputs] or ["(none)"]
+        if jobs := job_lines(report):
+            out += ["", "## Jobs", "", *[f"- {_md(line)}" for line in jobs]]
+        for section in report.timelines:
+            out += _timeline(section)
+        if report.nccl:
+            out += _nccl(report.nccl)
+        out.append("")
         if report.skipped:
             out += ["## Skipped detectors", ""] + [f"- `{s.detector}`: {_md(s.reason)}" for s in report.skipped] + [""]
         if report.parse_issues:

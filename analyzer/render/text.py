@@ -6,7 +6,16 @@ from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
-from analyzer.render.base import env_lines, finding_groups, impact_text, input_line, job_lines, jobs_note, one_line
+from analyzer.render.base import (
+    env_lines,
+    finding_groups,
+    impact_text,
+    input_line,
+    job_lines,
+    jobs_note,
+    one_line,
+    verdict_lines,
+)
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
@@ -23,18 +32,9 @@ class TextRenderer:
     extension = ".txt"
 
     def render(self, report: AnalysisReport) -> str:
-        out = [f"hvd-analyze {report.tool_version} report", ""]
+        out = [f"hvd-analyze {report.tool_version} report", "", *verdict_lines(report.verdict()), ""]
         if (note := jobs_note(report)) is not None:
             out += [note, ""]
-        out.append(f"Inputs ({len(report.inputs)}):")
-        out += [f"  - {input_line(e)}" for e in report.inputs] or ["  (none)"]
-        out.append("")
-        if jobs := job_lines(report):
-            out += [f"Jobs ({len(jobs)}):", *[f"  - {line}" for line in jobs], ""]
-        for section in report.timelines:
-            out += _timeline(section)
-        if report.nccl:
-            out += _nccl(report.nccl)
         if not report.findings:
             out.append("No findings.")
         else:
@@ -46,6 +46,15 @@ class TextRenderer:
             for f in group:
                 n += 1
                 out += _finding(n, f)
+        out += ["", f"Inputs ({len(report.inputs)}):"]
+        out += [f"  - {input_line(e)}" for e in report.inputs] or ["  (none)"]
+        out.append("")
+        if jobs := job_lines(report):
+            out += [f"Jobs ({len(jobs)}):", *[f"  - {line}" for line in jobs], ""]
+        for section in report.timelines:
+            out += _timeline(section)
+        if report.nccl:
+            out += _nccl(report.nccl)
         if report.skipped:
             out += ["", "Detectors skipped:"] + [f"  - {s.detector}: {s.reason}" for s in report.skipped]
         if report.parse_issues:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from analyzer.report.assembly import analyze, analyze_in
     from analyzer.report.job_view import report_for_job
     from analyzer.report.types import FindingDoc, InputDoc, JobDoc, NcclSection, ReportDocument, TimelineSection
+    from analyzer.report.verdict import verdict_of
     from analyzer.report.view_types import TimelineViews
     from analyzer.report.views import timeline_views
 
@@ -21,6 +22,7 @@ _FACE = {
     "analyze_in": "analyzer.report.assembly",
     "timeline_views": "analyzer.report.views",
     "report_for_job": "analyzer.report.job_view",
+    "verdict_of": "analyzer.report.verdict",
     "TimelineViews": "analyzer.report.view_types",
     "ReportDocument": "analyzer.report.types",
     "TimelineSection": "analyzer.report.types",
@@ -35,6 +37,7 @@ __all__ = [
     "analyze_in",
     "timeline_views",
     "report_for_job",
+    "verdict_of",
     "TimelineViews",
     "ReportDocument",
     "TimelineSection",

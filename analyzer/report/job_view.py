@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from analyzer.report.types import JobDoc, NcclSection, ReportDocument
+from analyzer.report.verdict import verdict_of
 
 
 def job_of(doc: ReportDocument, job_id: str | None) -> JobDoc | None:
@@ -31,6 +32,7 @@ def report_for_job(doc: ReportDocument, job_id: str | None) -> ReportDocument:
     out["other_timelines"] = timelines[1:]
     out["nccl"] = _nccl(doc["nccl"], set(job["logs"]))
     out["parse_issues"] = [i for i in doc["parse_issues"] if i["file"] in files]
+    out["verdict"] = verdict_of(out)  # the job's own: its findings, its evidence
     return cast(ReportDocument, out)
 
 

@@ -12,23 +12,22 @@ type cannot say (a minimum, an enum that is data, a description) ride along as a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
-from parsers.nccl.error_classes import CLASSES
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes the metadata of Annotated
-class Schema:
-    """Extra JSON Schema keywords of an :data:`typing.Annotated` type."""
-
-    keywords: dict[str, Any]
-
-
-Count = Annotated[int, Schema({"minimum": 0})]
-Severity = Literal["info", "warning", "critical"]
-ErrorClass = Annotated[str, Schema({"enum": list(CLASSES)})]
-
+from analyzer.report.doc_base import Count as Count
+from analyzer.report.doc_base import ErrorClass as ErrorClass
+from analyzer.report.doc_base import Schema as Schema
+from analyzer.report.doc_base import Severity as Severity
+from analyzer.report.nccl_types import AutotuneDoc as AutotuneDoc
+from analyzer.report.nccl_types import CauseDoc as CauseDoc
+from analyzer.report.nccl_types import CommunicatorDoc as CommunicatorDoc
+from analyzer.report.nccl_types import IncompleteRankDoc as IncompleteRankDoc
+from analyzer.report.nccl_types import NcclErrorDoc as NcclErrorDoc
+from analyzer.report.nccl_types import NcclSection as NcclSection
+from analyzer.report.nccl_types import ProcessDoc as ProcessDoc
+from analyzer.report.nccl_types import StallDoc as StallDoc
+from analyzer.report.nccl_types import VersionDoc as VersionDoc
+from analyzer.report.nccl_types import WatchdogDoc as WatchdogDoc
 
 # -- inputs ------------------------------------------------------------------------------------
 
@@ -174,139 +173,6 @@ class TimelineSection(TypedDict):
     cycle: CycleDoc | None
 
 
-# -- the NCCL section ------------------------------------------------------------------------------
-
-
-class ProcessDoc(TypedDict):
-    host: str | None
-    pid: int | None
-    file: str
-    first_line: int
-    cuda_devs: list[int]
-    ranks: list[int]
-    nranks: list[int]
-    version: str | None
-    version_source: str | None
-    version_range: Annotated[list[str], Schema({"minItems": 2, "maxItems": 2})] | None
-    network: str | None
-    transports: list[str]
-    interfaces: list[str]
-    ib_hcas: list[str]
-    gdrdma: bool | None
-    init_complete: bool
-    warns: Count
-
-
-class VersionDoc(TypedDict):
-    file: str
-    host: str | None
-    pid: int | None
-    line: int
-    version: str
-    cuda: str
-    source: str
-
-
-class IncompleteRankDoc(TypedDict):
-    rank: int
-    host: str | None
-    pid: int | None
-    file: str
-    line: int
-
-
-class CommunicatorDoc(TypedDict):
-    id: str
-    comm_id: str | None
-    grouping: Literal["commId", "nranks"]
-    nranks: int
-    ranks_started: list[int]
-    ranks_complete: list[int]
-    ranks_incomplete: list[IncompleteRankDoc]
-    hosts: list[str]
-    files: list[str]
-
-
-class CauseDoc(TypedDict):
-    """Where the root cause an error follows from was logged."""
-
-    file: str
-    line: int
-
-
-# "class" is a Python keyword: the functional form
-NcclErrorDoc = TypedDict(
-    "NcclErrorDoc",
-    {
-        "class": ErrorClass,
-        "host": str | None,
-        "pid": int | None,
-        "file": str,
-        "line": int,
-        "level": Literal["WARN", "chain", "framework"],
-        "src": str | None,
-        "message": str,
-        "chain": list[str],
-        "result_code": int | None,
-        "remediation": str | None,
-        "time": str | None,
-        "role": Literal["root", "consequence"],
-        "cause": CauseDoc | None,
-    },
-)
-
-
-class WatchdogDoc(TypedDict):
-    file: str
-    line: int
-    rank: int | None
-    seq: int
-    op: str
-    numel_in: int | None
-    numel_out: int | None
-    timeout_ms: int
-    ran_ms: int
-    pg: str | None
-    last_enqueued: int | None
-    last_completed: int | None
-
-
-class StallDoc(TypedDict):
-    file: str
-    line: int
-    rank: int
-    shutdown: bool
-    tensors: list[str]
-    more: bool
-
-
-class AutotuneDoc(TypedDict):
-    file: str
-    line: int
-    rows: int
-    finished: bool
-    layout: str
-    cycle_time_ms: float
-    fusion_threshold_mb: float
-    score: float
-    hierarchical_allreduce: bool
-    hierarchical_allgather: bool
-    cache_enabled: bool | None
-
-
-class NcclSection(TypedDict):
-    """NCCL / job-log facts over every log of the store (``nccl``)."""
-
-    hosts: list[str]
-    processes: list[ProcessDoc]
-    versions: list[VersionDoc]
-    communicators: list[CommunicatorDoc]
-    errors: list[NcclErrorDoc]
-    watchdog_timeouts: list[WatchdogDoc]
-    horovod_stalls: list[StallDoc]
-    autotune: AutotuneDoc | None
-
-
 # -- findings and the document ------------------------------------------------------------------------
 
 
@@ -400,6 +266,33 @@ class SummaryDoc(TypedDict):
     worst: Severity | None
 
 
+class LossDoc(TypedDict):
+    """Time per step a finding costs (its what-if impact)."""
+
+    code: str
+    ms_per_step: Annotated[float, Schema({"minimum": 0})]
+    fraction_of_step: Annotated[float, Schema({"minimum": 0, "maximum": 1})]
+    confidence: Literal["low", "medium", "high"]
+
+
+class VerdictDoc(TypedDict):
+    """What to read first (analyzer.report.verdict): the status, the key numbers, the one thing to do."""
+
+    status: Annotated[
+        Literal["healthy", "degraded", "failed"],
+        Schema({"description": "failed: the job died or hung; degraded: a warning or worse; healthy: neither"}),
+    ]
+    headline: str
+    median_step_ms: float | None
+    steps_per_s: float | None
+    losses: Annotated[
+        list[LossDoc], Schema({"description": "the costliest findings' time per step (they may overlap)"})
+    ]
+    action: Annotated[str | None, Schema({"description": "the first suggestion of the most severe finding"})]
+    action_env: dict[str, str]
+    passed: Annotated[list[str], Schema({"description": "checks that ran on this evidence and found nothing"})]
+
+
 class ReportDocument(TypedDict):
     """The JSON report (``report -f json``)."""
 
@@ -407,6 +300,7 @@ class ReportDocument(TypedDict):
     tool: Literal["hvd-analyze"]
     tool_version: str
     store: str
+    verdict: VerdictDoc
     summary: SummaryDoc
     inputs: list[InputDoc]
     jobs: list[JobDoc]

@@ -110,11 +110,28 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
 
 
+def _verdict_first(page: Any, status: str, headline: str) -> None:
+    """The verdict is the first thing on the Overview, above the findings."""
+    page.wait_for_selector(f"#page-overview > #verdict[data-status={status}]")
+    assert page.evaluate("document.querySelector('#page-overview').firstElementChild.id") == "verdict"
+    assert headline in page.inner_text("#verdict")
+
+
+def test_a_healthy_run_opens_on_its_verdict_and_the_checks_it_passed(page: Any) -> None:
+    healthy = REAL_STRAGGLER.parents[1] / "healthy_np4" / "timeline.json"
+    _upload(page, "timeline.json", healthy.read_bytes())
+    _wait_status(page, "Done")
+    _verdict_first(page, "healthy", "Healthy: median step")
+    assert "tensor fusion works" in page.inner_text("#verdict")
+    _shot(page, "verdict-healthy")
+
+
 def test_real_timeline_upload_shows_straggler_and_every_step(page: Any) -> None:
     _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
     _wait_status(page, "Done")
     page.wait_for_selector('.finding[data-code="timeline.straggler"]')
     assert "Rank 1 is late" in page.inner_text('.finding[data-code="timeline.straggler"]')
+    _verdict_first(page, "degraded", "Degraded: Rank 1 is late")
     _shot(page, "overview")
 
     _tab(page, "Steps")

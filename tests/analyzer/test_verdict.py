@@ -1,0 +1,97 @@
+"""The verdict: status, key numbers, the one thing to do, checks passed; first in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.detectors import ALL_DETECTORS
+from analyzer.report.job_view import report_for_job
+from analyzer.report.verdict import NOT_A_CHECK, PASSED, verdict_of
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURED = ROOT / "sample_traces" / "captured"
+SYNTHETIC = ROOT / "sample_traces" / "synthetic"
+
+
+def _doc(*paths: Path) -> dict[str, Any]:
+    res = CliRunner().invoke(cli, ["report", "-f", "json", *map(str, paths)])
+    assert res.exit_code == 0, res.output
+    return dict(json.loads(res.stdout))
+
+
+def test_a_straggler_run_is_degraded_with_its_cost_and_first_action() -> None:
+    doc = _doc(CAPTURED / "straggler_nocache")
+    v = doc["verdict"]
+    assert v["status"] == "degraded" and v["headline"].startswith("Degraded: Rank 1 is late")
+    assert v["median_step_ms"] == pytest.approx(doc["timeline"]["steps"]["median_s"] * 1e3, abs=1e-3)
+    assert v["steps_per_s"] == pytest.approx(1e3 / v["median_step_ms"], rel=1e-3)
+    assert v["losses"][0]["code"] == "timeline.straggler" and v["losses"][0]["ms_per_step"] > 50
+    straggler = next(f for f in doc["findings"] if f["code"] == "timeline.straggler")
+    assert v["action"] == straggler["suggestions"][0]["action"]
+    assert "no rank is consistently the last one ready" not in v["passed"]  # it fired
+    assert "tensor fusion works: gradients go out in few batches" in v["passed"]
+
+
+def test_a_healthy_run_lists_the_checks_it_passed() -> None:
+    v = _doc(CAPTURED / "healthy_np4")["verdict"]
+    assert v["status"] == "healthy" and v["headline"].startswith("Healthy: median step")
+    assert v["action"] is None and v["losses"] == []
+    assert len(v["passed"]) >= 6 and "the timeline is complete: no step after its end is missing" in v["passed"]
+
+
+def test_nccl_checks_pass_on_a_healthy_log_and_name_the_network() -> None:
+    v = _doc(SYNTHETIC / "nccl_healthy_ib")["verdict"]
+    assert v["status"] == "healthy" and v["median_step_ms"] is None
+    assert "no process fell back to TCP sockets" in v["passed"]
+    assert any(p.startswith("network: IB on all 2 host(s)") for p in v["passed"])
+    assert not any("tensor fusion" in p for p in v["passed"])  # no timeline: no timeline check passed
+
+
+@pytest.mark.parametrize("sample", ["nccl_init_failure", "watchdog_behind"])
+def test_a_job_that_died_or_hung_is_failed(sample: str) -> None:
+    v = _doc(SYNTHETIC / sample)["verdict"]
+    assert v["status"] == "failed" and v["action"]
+
+
+def test_warnings_without_a_failure_are_degraded_not_failed() -> None:
+    v = _doc(SYNTHETIC / "nccl_socket_fallback")["verdict"]
+    assert v["status"] == "degraded" and "no process fell back to TCP sockets" not in v["passed"]
+
+
+def test_every_detector_says_what_its_silence_means() -> None:
+    names = {d.name for d in ALL_DETECTORS}
+    assert names == set(PASSED) | NOT_A_CHECK and not set(PASSED) & NOT_A_CHECK
+
+
+def test_a_job_narrowed_report_gets_its_own_verdict(tmp_path: Path) -> None:
+    import shutil
+
+    for name, src in (("a", CAPTURED / "straggler_nocache"), ("b", CAPTURED / "healthy_np4")):
+        shutil.copytree(src, tmp_path / name)
+    doc = _doc(tmp_path)
+    assert doc["verdict"]["status"] == "degraded"
+    healthy = next(j["id"] for j in doc["jobs"] if any("/b/" in t for t in j["timelines"]))
+    narrowed = report_for_job(doc, healthy)  # type: ignore[arg-type]
+    assert narrowed["verdict"]["status"] == "healthy"
+    assert narrowed["verdict"] == verdict_of(narrowed)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "verdict_mark", "findings_mark"),
+    [
+        ("text", "Verdict: ", "Findings ("),
+        ("md", "## Verdict", "## Findings"),
+        ("html", "id='verdict'", "<h2>Findings"),
+    ],
+)
+def test_the_verdict_comes_first_in_every_format(fmt: str, verdict_mark: str, findings_mark: str) -> None:
+    res = CliRunner().invoke(cli, ["report", "-f", fmt, str(CAPTURED / "straggler_nocache")])
+    out = res.stdout
+    assert res.exit_code == 0
+    assert 0 <= out.index(verdict_mark) < out.index(findings_mark) < out.index("Inputs")
