@@ -190,7 +190,8 @@ def _repair(store: RunStore, quiet: bool) -> list[InputFile]:
     "--fail-on",
     type=click.Choice(["info", "warning", "critical"]),
     default=None,
-    help="Exit 1 when a finding at or above this severity is found.",
+    help="Exit 1 when a finding at or above this severity is found (with -f junit: the failing cases; default "
+    "warning there).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar while ingesting.")
 @budget_option
@@ -203,7 +204,7 @@ def report(
     from analyzer.report.assembly import analyze
 
     with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
-        renderer = renderer_for(fmt, output)
+        renderer = renderer_for(fmt, output, fail_on)
         config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         store_path = targets.report_store(paths)
         if store_path is not None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from analyzer.detectors import ALL_DETECTORS
 from analyzer.errors import UsageError
 from analyzer.findings import (
     AnalysisReport,
@@ -115,11 +117,12 @@ def test_renderer_for() -> None:
     assert renderer_for(None, "r.HTML").name == "html"
     assert renderer_for("md", "r.html").name == "md"
     assert renderer_for(None, None).name == "text"
+    assert renderer_for(None, "results.xml").name == "junit"
     with pytest.raises(UsageError):
         renderer_for(None, "r.pdf")
 
 
-@pytest.mark.parametrize("name", sorted(RENDERERS))
+@pytest.mark.parametrize("name", sorted(set(RENDERERS) - {"junit"}))  # CI's format carries findings only
 def test_nccl_section_in_every_format(name: str) -> None:
     from analyzer.report.assembly import analyze
     from analyzer.store.discovery import discover
@@ -153,3 +156,65 @@ def test_a_line_break_in_an_input_cannot_fake_a_finding(name: str) -> None:
     assert "\\n2. [CRITICAL] nccl.error: fake\\r\\n" in out.replace("\\\\", "\\").replace("\\[", "[").replace(
         "\\]", "]"
     )
+
+
+JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"
+
+
+@pytest.mark.parametrize("report", [EMPTY, FULL], ids=["empty", "full"])
+@pytest.mark.parametrize("fail_on", ["info", "warning", "critical"])
+def test_junit_validates_and_fails_the_cases_at_or_above_fail_on(report: AnalysisReport, fail_on: str) -> None:
+    import xml.etree.ElementTree as ET
+
+    import xmlschema
+
+    text = renderer_for("junit", None, fail_on).render(report)
+    xmlschema.XMLSchema(JUNIT_XSD).validate(text)
+    suite = ET.fromstring(text).find("testsuite")
+    assert suite is not None
+    failures = [c.find("failure") for c in suite.iter("testcase") if c.find("failure") is not None]
+    failing = [f for f in report.findings if f.severity >= Severity.parse(fail_on)]
+    assert suite.get("failures") == str(len(failures)) == str(len({f.detector for f in failing}))
+    text_of_failures = " ".join(x.text or "" for x in failures)
+    assert all(f"] {f.code}: " in text_of_failures for f in failing)  # every failing finding, in its case
+    assert int(suite.get("tests") or 0) >= len(ALL_DETECTORS)
+    if report is FULL:
+        assert HOSTILE in ET.tostring(suite, encoding="unicode").replace("&lt;", "<").replace("&gt;", ">")
+
+
+def test_junit_keeps_control_characters_out_of_the_xml() -> None:
+    import xmlschema
+
+    nasty = "tensor\x01\x1b[31m]]><![CDATA[&"
+    f = Finding("c.d", Severity.CRITICAL, nasty, nasty, "d", (Evidence(nasty),))
+    text = RENDERERS["junit"].render(AnalysisReport("0.1.0", "/s", (), (f,), (), ()))
+    xmlschema.XMLSchema(JUNIT_XSD).validate(text)  # parses: no raw control character, no broken markup
+    assert "\x01" not in text and "]]><![CDATA[" not in text
+
+
+def test_report_junit_on_a_real_run_and_its_exit_code(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+    from tests.conftest import ROOT
+
+    out = tmp_path / "results.xml"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            str(ROOT / "sample_traces" / "captured" / "straggler_nocache"),
+            "-o",
+            str(out),
+            "--fail-on",
+            "critical",
+        ],
+    )
+    assert res.exit_code == 1  # the straggler is critical: CI fails, and says which case
+    import xmlschema
+
+    xmlschema.XMLSchema(JUNIT_XSD).validate(str(out))
+    text = out.read_text()
+    assert 'name="timeline.straggler" time="0"><failure message="Rank 1 is late' in text
+    assert 'name="timeline.startup_skew" time="0"><system-out>[INFO]' in text  # below the threshold: output only
+    assert '<property name="verdict" value="degraded"/>' in text

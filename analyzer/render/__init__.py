@@ -8,6 +8,7 @@ from analyzer.errors import UsageError
 from analyzer.render.base import Renderer
 from analyzer.render.html import HtmlRenderer
 from analyzer.render.jsonreport import JsonRenderer
+from analyzer.render.junit import JunitRenderer
 from analyzer.render.markdown import MarkdownRenderer
 from analyzer.render.text import TextRenderer
 
@@ -16,14 +17,29 @@ RENDERERS: dict[str, Renderer] = {
     "json": JsonRenderer(),
     "md": MarkdownRenderer(),
     "html": HtmlRenderer(),
+    "junit": JunitRenderer(),
 }
-_EXTENSIONS = {".txt": "text", ".json": "json", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
+_EXTENSIONS = {
+    ".txt": "text",
+    ".json": "json",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".xml": "junit",
+}
 
 
-def renderer_for(fmt: str | None, output: str | None) -> Renderer:
-    """``--format`` wins; else the ``-o`` extension; else text."""
+def renderer_for(fmt: str | None, output: str | None, fail_on: str | None = None) -> Renderer:
+    """``--format`` wins; else the ``-o`` extension; else text. JUnit fails the cases of findings at or
+    above ``fail_on`` (default: warning)."""
+    chosen = _chosen(fmt, output)
+    return JunitRenderer(fail_on) if chosen == "junit" and fail_on else RENDERERS[chosen]
+
+
+def _chosen(fmt: str | None, output: str | None) -> str:
     if fmt:
-        return RENDERERS[fmt]
+        return fmt
     if output and output != "-":
         ext = Path(output).suffix.lower()
         if ext not in _EXTENSIONS:
@@ -31,8 +47,8 @@ def renderer_for(fmt: str | None, output: str | None) -> Renderer:
                 f"cannot tell the report format from {output!r}; use an extension "
                 f"({', '.join(sorted(_EXTENSIONS))}) or --format {'|'.join(RENDERERS)}"
             )
-        return RENDERERS[_EXTENSIONS[ext]]
-    return RENDERERS["text"]
+        return _EXTENSIONS[ext]
+    return "text"
 
 
 __all__ = ["RENDERERS", "Renderer", "renderer_for"]
