@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from analyzer.config import AnalysisConfig
 from analyzer.jobs import Job, JobPlan, plan_jobs
 from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
+from analyzer.nccl.ranks import RankPlace, rank_places
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline import load
@@ -74,6 +75,15 @@ class Context:
                 {e["id"]: e["path"] for e in self.store.inputs},
             )
         return self._nccl[key]
+
+    def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
+        """The host and process of each rank of ``model``'s job, from the job's NCCL logs
+        (:func:`analyzer.nccl.ranks.rank_places`); empty without logs or rank ticks."""
+        job = self.jobs().job_of(model.input_id)
+        world = int(model.lateness.rank.max()) + 1 if len(model.lateness) else 0
+        if job is None or not job.logs or not world:
+            return {}
+        return rank_places(self.nccl(job), world)
 
     def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
         """File offset of the earliest tick of ``lat`` (a view of ``model``'s ticks) in which

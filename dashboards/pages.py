@@ -199,6 +199,7 @@ def ranks(doc: AnalysisDocument) -> html.Div:
         rows = [
             (
                 str(r["rank"]),
+                r.get("host") or "",
                 str(r["last"]),
                 str(r["negotiations"]),
                 f"{r['median_lateness_ms']:.2f}",
@@ -210,7 +211,7 @@ def ranks(doc: AnalysisDocument) -> html.Div:
         parts.append(
             _table(
                 "rank-table",
-                ("rank", "last ready", "negotiations", "median ms", "p90 ms", "vs median rank ms"),
+                ("rank", "host", "last ready", "negotiations", "median ms", "p90 ms", "vs median rank ms"),
                 rows,
                 sort_action="native",
                 page_size=32,

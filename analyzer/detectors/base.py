@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Protocol
 from analyzer.findings import Finding
 
 if TYPE_CHECKING:  # detectors reach the store only through the context's methods
+    from collections.abc import Mapping
+
     from analyzer.config import AnalysisConfig
     from analyzer.context import Context
     from analyzer.nccl.model import NcclModel
+    from analyzer.nccl.ranks import RankPlace
     from analyzer.timeline.lateness import Lateness
     from analyzer.timeline.model import TimelineModel
 
@@ -36,6 +39,8 @@ class TimelineEvidence(Protocol):
     def first_span_offset(self, model: TimelineModel, step: int) -> int | None: ...
 
     def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness: ...
+
+    def rank_places(self, model: TimelineModel) -> Mapping[int, RankPlace]: ...
 
 
 class Detector(Protocol):

@@ -68,14 +68,22 @@ class Straggler(TimelineDetector):
                     metrics={"others_median_lateness_ms": typical / 1e3},
                 ),
             )
-        who = ", ".join(map(str, ids))
+        places = ctx.rank_places(model)
+        hosts = tuple(sorted({places[r].host for r in ids if r in places}))
+        who = ", ".join(f"{r} ({places[r].host})" if r in places else str(r) for r in ids)
+        detail = ", ".join(
+            f"{r} (on {places[r]}, per its NCCL log {places[r].file})" if r in places else str(r) for r in ids
+        )
+        where = "that host" if hosts else "its host (map rank to host with horovodrun --verbose or the job log)"
+        target = f"host {', '.join(hosts)}" if hosts else "the rank's host"
         return Finding(
             code=CODE,
             severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
             title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
             f"ready {ms(worst.median_us)} after the first rank, every step",
             summary=(
-                f"{model.path}: rank {worst.rank} is the last rank ready in {worst.last}/{worst.negotiations} "
+                f"{model.path}: rank {worst.rank}{f' on {places[worst.rank]}' if worst.rank in places else ''} "
+                f"is the last rank ready in {worst.last}/{worst.negotiations} "
                 f"negotiations over {n_steps} steps (median {ms(worst.median_us)}, p90 {ms(worst.p90_us)} behind "
                 f"the first-ready rank). Every allreduce waits for it, so the job loses about {ms(loss)} per step "
                 f"(median step {ms(step_us)})."
@@ -85,18 +93,18 @@ class Straggler(TimelineDetector):
             impact=impact,
             suggestions=(
                 Suggestion(
-                    action=f"Find what is slower on rank {who}: its host (map rank to host with horovodrun "
-                    "--verbose or the job log), its input pipeline (data loading, augmentation), CPU "
-                    "binding/oversubscription, GPU clocks or thermal throttling.",
+                    action=f"Find what is slower on rank {detail}: {where}, its input pipeline (data loading, "
+                    "augmentation), CPU binding/oversubscription, GPU clocks or thermal throttling.",
                     rationale="A constant per-step delay on one rank before its gradients are ready is work "
                     "outside Horovod on that rank; tuning Horovod cannot hide it.",
                 ),
                 Suggestion(
-                    action="If the rank's host is degraded, exclude it (horovodrun -H / --hostfile) or give the "
-                    "rank less work.",
+                    action=f"If {target} is degraded, exclude it (horovodrun -H / --hostfile) or give the rank "
+                    "less work.",
                 ),
             ),
             ranks=ids,
+            hosts=hosts,
         )
 
     @staticmethod

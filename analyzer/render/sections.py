@@ -47,7 +47,7 @@ def phase_rows(section: TimelineSection) -> list[tuple[str, str, str]]:
 def rank_rows(section: TimelineSection) -> list[tuple[str, str, str, str]]:
     return [
         (
-            str(r["rank"]),
+            f"{r['rank']} ({r['host']})" if r.get("host") else str(r["rank"]),
             f"{r['last']}/{r['negotiations']}",
             f"{r['median_lateness_ms']:.1f}",
             f"{r['p90_lateness_ms']:.1f}",

@@ -96,8 +96,10 @@ def _timeline(section: TimelineSection) -> list[str]:
         out += [f"    {name:<28} {ms_:>10} ms  {share:>5} of the step" for name, ms_, share in phase_rows(section)]
     if section["ranks"]["ranks"]:
         out.append(f"  rank lateness behind the first-ready rank ({section['ranks']['scope']}):")
-        out.append("    rank   last     median ms    p90 ms")
-        out += [f"    {r:>4}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rank_rows(section)]
+        rows = rank_rows(section)
+        w = max(4, *(len(r) for r, *_ in rows))  # a rank reads "5 (host)" where the NCCL logs say
+        out.append(f"    {'rank':>{w}}   last     median ms    p90 ms")
+        out += [f"    {r:>{w}}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rows]
     out += [f"  fusion: {fusion_line(section)}", ""]
     return out
 

@@ -50,7 +50,7 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         skipped=tuple(skipped),
         parse_issues=tuple(issue_rows),
         skipped_files=tuple(store.manifest.get("skipped", [])),
-        timelines=tuple(timeline_section(m) for m in models),
+        timelines=tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}) for m in models),
         nccl=nccl_section(ctx.nccl()),
         jobs=tuple(_job_doc(j, paths) for j in ctx.jobs().jobs),
     )

@@ -7,6 +7,8 @@ renderers and the dashboard draw them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from analyzer.report.types import (
@@ -25,7 +27,8 @@ from analyzer.timeline.steps import steady_durations
 MAX_BINS = 30
 
 
-def timeline_section(model: TimelineModel) -> TimelineSection:
+def timeline_section(model: TimelineModel, hosts: Mapping[int, str] | None = None) -> TimelineSection:
+    """The timeline's section of the report; ``hosts``: rank -> host where the job's NCCL logs say."""
     seg = model.segmentation
     return {
         "input_id": model.input_id,
@@ -48,7 +51,7 @@ def timeline_section(model: TimelineModel) -> TimelineSection:
             }
             for p in phase_summary(model)
         ],
-        "ranks": ranks_summary(model),
+        "ranks": ranks_summary(model, hosts or {}),
         "fusion": fusion_summary(model),
         "cycle": cycle_summary(model),
     }
@@ -96,7 +99,7 @@ def steps_summary(model: TimelineModel) -> StepsDoc:
     return out
 
 
-def ranks_summary(model: TimelineModel) -> RanksDoc:
+def ranks_summary(model: TimelineModel, hosts: Mapping[int, str]) -> RanksDoc:
     """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
     scope, lat = model.rank_scope
     rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
@@ -105,6 +108,7 @@ def ranks_summary(model: TimelineModel) -> RanksDoc:
         "ranks": [
             {
                 "rank": r.rank,
+                "host": hosts.get(r.rank),
                 "negotiations": r.negotiations,
                 "last": r.last,
                 "median_lateness_ms": r.median_us / 1e3,

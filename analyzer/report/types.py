@@ -131,6 +131,7 @@ class PhaseDoc(TypedDict):
 
 class RankDoc(TypedDict):
     rank: Count
+    host: Annotated[str | None, Schema({"description": "the host the job's NCCL logs put this rank on"})]
     negotiations: Count
     last: Count
     median_lateness_ms: float

@@ -76,7 +76,8 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
 
 def _headline(status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any]) -> str:
     if top is not None:
-        where = f" ({', '.join(top['hosts'][:3])})" if top.get("hosts") else ""
+        hosts = [h for h in top.get("hosts", [])[:3] if h not in top["title"]]
+        where = f" ({', '.join(hosts)})" if hosts else ""
         return f"{status.capitalize()}: {top['title']}{where}"
     step = f"median step {median * 1e3:,.1f} ms" if median else "no step timing in the inputs"
     notes = f"; {len(findings)} note(s)" if findings else ""

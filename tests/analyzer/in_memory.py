@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from analyzer.config import AnalysisConfig
+from analyzer.nccl.ranks import RankPlace
 from analyzer.timeline.lateness import NO_OFFSET, Lateness, first_last_offsets, table_chunks
 from analyzer.timeline.model import InputIdentity, TimelineModel, model_from_tables
 from parsers.timeline import parse_timeline
@@ -31,6 +32,9 @@ class MemoryEvidence:
 
     def lateness_of_steps(self, model: TimelineModel, first: int, last: int) -> Lateness:
         raise AssertionError("these timeline detectors do not read beyond their model")
+
+    def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
+        return {}  # a timeline alone: no NCCL log names the hosts
 
 
 def model_in_memory(path: Path) -> tuple[TimelineModel, pa.Table]:

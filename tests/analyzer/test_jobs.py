@@ -118,6 +118,12 @@ def test_reports_of_several_jobs_say_so_and_group_findings_by_job(tmp_path: Path
     assert text.index("This run holds 2 jobs") < text.index("Inputs (")
     straggler = text.index("== Job straggler_nocache (")
     fusion = text.index("== Job fusion_off (")
-    assert fusion < text.index("timeline.fusion_fragmented") < straggler < text.index("timeline.straggler")
+    assert text.index("Verdict: ") < fusion  # the verdict is the run's, above the jobs' findings
+    assert (
+        fusion
+        < text.index("timeline.fusion_fragmented", fusion)
+        < straggler
+        < text.index("timeline.straggler", straggler)
+    )
     md = MarkdownRenderer().render(report)
     assert "## Jobs" in md and "## Job straggler\\_nocache (job2): 1 finding(s)" in md
