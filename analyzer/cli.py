@@ -5,6 +5,7 @@ Exit codes: 0 ok; 1 a finding at or above ``--fail-on``; 2 usage or input error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ import click
 from analyzer import __version__, targets
 from analyzer.cli_options import budget_option, errors
 from analyzer.config import parse_size
+from analyzer.errors import UsageError
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.serve_cli import serve as serve_command
@@ -315,6 +317,64 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
         more = f" and {len(tripped) - 8} more" if len(tripped) > 8 else ""
         click.echo(f"hvd-analyze: --fail-on {level}: {len(tripped)} finding(s): {named}{more}", err=True)
         sys.exit(1)
+
+
+@cli.command(name="slice")
+@click.argument("path", type=click.Path(exists=True))
+@click.option(
+    "--steps",
+    "spec",
+    default="median",
+    show_default=True,
+    help="Steps to keep: A:B (A to B-1), A, A:, :B, slowest or median (of the steady steps).",
+)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The Chrome trace to write.")
+@click.option(
+    "--timeline",
+    "which",
+    default=None,
+    metavar="PATH",
+    help="Which timeline of a store (default: the one with most steps).",
+)
+@budget_option
+def slice_command(path: str, spec: str, output: str, which: str | None, memory_budget: str) -> None:
+    """Write some steps of a timeline (a file, a run folder or a store) as a Chrome trace for Perfetto or
+    chrome://tracing, with each rank's readiness as a track; any file size, in bounded memory."""
+    from analyzer.config import AnalysisConfig
+    from analyzer.context import Context
+    from analyzer.slicing import KEYWORDS, chrome_trace, step_range
+    from analyzer.timeline.load import step_starts
+
+    with errors(output):
+        config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
+        store_path = targets.report_store([path])
+        with contextlib.ExitStack() as stack:
+            if store_path is not None:
+                store = RunStore.open(store_path)
+            else:
+                store = stack.enter_context(temporary_store())
+                _ingest((path,), store, quiet=True)
+            ctx = Context(store, config)
+            timelines = [e for e in store.inputs if e["kind"] == "horovod_timeline"]
+            if which is not None:
+                timelines = [e for e in timelines if e["path"] == which or Path(e["path"]).name == which]
+            if not timelines:
+                named = f"named {which} " if which else ""
+                raise UsageError(f"no Horovod timeline {named}in {path}: slice reads a timeline's steps")
+            entry = max(timelines, key=lambda e: e["rows"].get("spans", 0))  # the main one: the most spans
+            if spec in KEYWORDS:  # the step table: the analysis (within --memory-budget)
+                model = next(m for m in ctx.timelines() if m.input_id == entry["id"])
+                window = step_range(entry["path"], model.all_steps["start_us"].to_numpy(), spec, model.all_steps)
+            else:  # the steps' boundaries only
+                window = step_range(entry["path"], step_starts(store, entry), spec)
+
+            def hosts_of(world: int) -> dict[int, str]:
+                return {r: p.host for r, p in ctx.places(entry["id"], world).items()}
+
+            with open(output, "wb") as f:
+                for piece in chrome_trace(store, entry, window, hosts_of):
+                    f.write(piece)
+    click.echo(f"wrote steps {window.first}-{window.last} of {entry['path']} to {output}", err=True)
 
 
 cli.add_command(serve_command)

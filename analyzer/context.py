@@ -79,8 +79,12 @@ class Context:
     def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
         """The host and process of each rank of ``model``'s job, from the job's NCCL logs
         (:func:`analyzer.nccl.ranks.rank_places`); empty without logs or rank ticks."""
-        job = self.jobs().job_of(model.input_id)
         world = int(model.lateness.rank.max()) + 1 if len(model.lateness) else 0
+        return self.places(model.input_id, world)
+
+    def places(self, input_id: str, world: int) -> dict[int, RankPlace]:
+        """:meth:`rank_places` of timeline ``input_id`` with ``world`` ranks."""
+        job = self.jobs().job_of(input_id)
         if job is None or not job.logs or not world:
             return {}
         return rank_places(self.nccl(job), world)

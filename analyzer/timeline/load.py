@@ -187,6 +187,12 @@ def _markers(store: RunStore, input_id: str) -> pd.DataFrame:
     return store.input_table("markers", input_id, ["name", "ts_us"]).to_pandas()
 
 
+def step_starts(store: RunStore, entry: ManifestEntry) -> np.ndarray:
+    """Where each step of a timeline starts (us), without analysing it (``hvd-analyze slice``)."""
+    starts, _, _ = find_steps(_segment_rows(store, entry["id"]))
+    return starts
+
+
 def _segment_rows(store: RunStore, input_id: str) -> pd.DataFrame:
     """The rows :func:`analyzer.timeline.steps.find_steps` reads: negotiations, else ops."""
     for kind in ("negotiate", "op"):

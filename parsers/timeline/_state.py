@@ -69,6 +69,13 @@ KERNEL_ISSUES = (
         "record with a phase Horovod does not write (only M, B, E, X, i); dropped",
     ),
     (
+        T.I_FOREIGN_PH,
+        IssueSeverity.INFO,
+        "timeline.foreign_event",
+        "trace events of kinds Horovod does not write (counters, async, flow), e.g. added by another tool "
+        "or by `hvd-analyze slice`; skipped",
+    ),
+    (
         T.I_BAD_RECORD,
         IssueSeverity.DATA_LOSS,
         "timeline.bad_record",

@@ -76,6 +76,7 @@ I_UNKNOWN_PH = 7  # phase Horovod does not write (dropped)
 I_BAD_RECORD = 8  # record without the fields its phase needs (dropped)
 I_X_NOT_RANK = 9  # X event whose name is not a rank number (dropped)
 I_E_NAMED = 10  # E carrying a name (0.9.2 writer)
+I_FOREIGN_PH = 11  # a trace-event phase of other tools (counter, async, flow, object): skipped
 I_NISS = 12
 
 # --- event rows ---------------------------------------------------------------------
@@ -85,6 +86,8 @@ I_NISS = 12
 EV_PH, EV_PID, EV_TS, EV_A, EV_B, EV_C, EV_OFF = range(7)
 EV_N = 7
 PH_B, PH_E, PH_X, PH_I = 66, 69, 88, 105
+# other tools' trace-event phases: C counter, b/e/n async, s/t/f flow, N/O/D object, P sample, R/c marks
+FOREIGN_PHASES = (67, 98, 101, 110, 115, 116, 102, 78, 79, 68, 80, 82, 99)
 
 # --- metadata rows: the record's byte range in buf, for Python to decode ---------------
 MT_START, MT_END, MT_PH, MT_FLAGS = range(4)
@@ -437,6 +440,8 @@ def tokenize(buf, pos, end, base, ctr, iss, ikeys, ivals, events, metas, newstr,
                 row = True
         elif ph == 0:
             _issue(iss, I_BAD_RECORD, off)
+        elif ph in FOREIGN_PHASES:
+            _issue(iss, I_FOREIGN_PH, off)
         else:
             _issue(iss, I_UNKNOWN_PH, off)
         if row:

@@ -230,15 +230,22 @@ def test_corrupt_record_mid_file_is_skipped_and_counted(tmp_path: Path) -> None:
 
 
 def test_unknown_phases_and_keys_are_counted(tmp_path: Path) -> None:
+    """A phase no trace format has (a damaged byte) is a lost record; another tool's trace events
+    (counters, async, flow: what `hvd-analyze slice` adds) are skipped with a note."""
     text = glued(
         meta(1, "t"),
-        '{"ph": "C", "name": "ctr", "ts": 1, "pid": 1}',
+        '{"ph": "Q", "name": "ctr", "ts": 1, "pid": 1}',
+        '{"ph": "C", "name": "ctr", "ts": 1, "pid": 1, "args": {"a": 1.5}}',
+        '{"ph": "b", "name": "async", "ts": 1, "pid": 1, "id": 7}',
         '{"ph": "B", "name": "ALLREDUCE", "ts": 2, "pid": 1, "tid": 3, "extra": [1, {"a": 2}]}',
         E(3, 1),
     )
     p = parse_timeline(write(tmp_path, text))
     c = codes(p)
-    assert c["timeline.unknown_phase"] == 1 and c["timeline.unknown_key"] == 1
+    assert c["timeline.unknown_phase"] == 1 and c["timeline.foreign_event"] == 2
+    assert c["timeline.unknown_key"] == 2  # B's tid and extra (one record), b's id
+    severity = {i.code: i.severity for i in p.issues}
+    assert severity["timeline.unknown_phase"] == "data_loss" and severity["timeline.foreign_event"] == "info"
     assert len(spans(p)) == 1
 
 
