@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,3 +219,31 @@ def test_report_junit_on_a_real_run_and_its_exit_code(tmp_path: Path) -> None:
     assert 'name="timeline.straggler" time="0"><failure message="Rank 1 is late' in text
     assert 'name="timeline.startup_skew" time="0"><system-out>[INFO]' in text  # below the threshold: output only
     assert '<property name="verdict" value="degraded"/>' in text
+
+
+def test_the_html_report_of_a_capture_is_small_and_draws_its_charts_without_script(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+    from tests.conftest import ROOT
+
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(
+        cli, ["report", str(ROOT / "sample_traces" / "captured" / "straggler_nocache"), "-o", str(out)]
+    )
+    assert res.exit_code == 0
+    text = out.read_text()
+    assert out.stat().st_size < 1.5e6  # small enough to attach to a ticket (plotly inline made it 4.8 MB)
+    assert "<script" not in text and "http" not in text  # nothing to fetch: it opens offline
+    assert text.count("<svg ") == 4  # step time over the run, histogram, phases, rank lateness
+    assert "Step time over the run" in text and "<polyline" in text
+    assert text.index("id='verdict'") < text.index("<svg ")  # the verdict before the charts
+
+
+def test_text_histograms_keep_to_a_readable_number_of_lines() -> None:
+    from analyzer.render.sections import TEXT_BINS, histogram_lines
+
+    section: Any = {"steps": {"histogram": {"counts": [1] * 30, "edges_s": [i / 1e3 for i in range(31)]}}}
+    lines = histogram_lines(section)
+    assert len(lines) <= TEXT_BINS and sum(int(line.split()[-1]) for line in lines) == 30  # no step lost
+    assert lines[0].startswith("     0.0 -      3.0 ms") and lines[-1].split("|")[0].strip().endswith("30.0 ms")

@@ -287,14 +287,3 @@ def transport_matrix(nccl: NcclSection) -> go.Figure:
         **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))},
     )
     return fig
-
-
-def all_figures(section: TimelineSection) -> list[go.Figure]:
-    figs = []
-    if section["steps"]["steady"]:
-        figs.append(step_histogram(section))
-    if section["phases"]:
-        figs.append(phase_breakdown(section))
-    if section["ranks"]["ranks"]:
-        figs.append(rank_lateness(section))
-    return figs

@@ -1,11 +1,10 @@
-"""One self-contained HTML file (inline CSS, no external resources). Every user string is escaped."""
+"""One self-contained HTML file (inline CSS and SVG charts, no script, no external resource): small
+enough to attach to a ticket, and it opens offline. Every user string is escaped."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-
-import plotly.offline
 
 from analyzer.findings import AnalysisReport, Finding
 from analyzer.render import nccl_rows
@@ -18,7 +17,6 @@ from analyzer.render.base import (
     jobs_note,
     verdict_lines,
 )
-from analyzer.render.figures import all_figures
 from analyzer.render.sections import (
     fusion_line,
     phase_rows,
@@ -26,6 +24,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
+from analyzer.render.svg_charts import charts
 from analyzer.report.types import NcclSection, TimelineSection, VerdictDoc
 
 _CSS = """
@@ -38,6 +37,7 @@ code,pre{background:#f4f5f8;border-radius:4px;padding:.1rem .3rem}pre{padding:.6
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #dde;padding:.25rem .5rem;text-align:left;font-size:.9rem}
 .muted{color:#667}
 .note{background:#fff8e1;border-left:4px solid #e6a700;padding:.4rem .8rem}
+figure{margin:1rem 0}svg.chart{width:100%;height:auto;background:#fff}
 .verdict{border:2px solid #888;border-radius:8px;padding:.2rem 1rem;margin:1rem 0}.verdict h2{border:0;margin-top:.6rem}
 .verdict.healthy{border-color:#2e8b57;background:#f1faf4}.verdict.degraded{border-color:#e67e22;background:#fff7ef}
 .verdict.failed{border-color:#c0392b;background:#fdf1f0}
@@ -89,11 +89,7 @@ class HtmlRenderer:
         parts += ["<h2>Inputs</h2><ul>", *[f"<li>{_e(input_line(e))}</li>" for e in report.inputs], "</ul>"]
         if jobs := job_lines(report):
             parts += ["<h2>Jobs</h2><ul>", *[f"<li>{_e(line)}</li>" for line in jobs], "</ul>"]
-        figures = [self._timeline(t) for t in report.timelines]
-        if any(f for f, _ in figures):
-            # plotly.js inline, once: the file stays self-contained and works offline
-            parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
-        parts += [html for _, html in figures]
+        parts += [self._timeline(t) for t in report.timelines]
         if report.nccl:
             parts += _nccl(report.nccl)
         if report.skipped:
@@ -116,13 +112,12 @@ class HtmlRenderer:
         return "\n".join(parts)
 
     @staticmethod
-    def _timeline(section: TimelineSection) -> tuple[bool, str]:
-        figs = all_figures(section)
+    def _timeline(section: TimelineSection) -> str:
         rows = [f"<h2>Timeline {_e(section['path'])}</h2><p>{_e(steps_line(section))}</p>"]
         if (window := window_line(section)) is not None:
             rows.append(f"<p class='note'>{_e(window)}</p>")
         rows.append(f"<p>Fusion: {_e(fusion_line(section))}</p>")
-        rows += [f"<div class='fig'>{fig.to_html(full_html=False, include_plotlyjs=False)}</div>" for fig in figs]
+        rows += [f"<figure>{chart}</figure>" for chart in charts(section) if chart]
         if section["phases"]:
             rows.append("<table><tr><th>phase</th><th>median ms/step</th><th>share of step</th></tr>")
             rows += [f"<tr><td>{_e(n)}</td><td>{m}</td><td>{s}</td></tr>" for n, m, s in phase_rows(section)]
@@ -137,7 +132,7 @@ class HtmlRenderer:
                 for r, last, med, p90 in rank_rows(section)
             ]
             rows.append("</table>")
-        return bool(figs), "".join(rows)
+        return "".join(rows)
 
     @staticmethod
     def _finding(f: Finding) -> str:

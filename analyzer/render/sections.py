@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from analyzer.report.types import TimelineSection
 
+TEXT_BINS = 12  # a terminal's histogram: enough to see the shape, short enough to read
 BAR_WIDTH = 40
 
 
 def histogram_lines(section: TimelineSection) -> list[str]:
-    """One line per bin: ``  80.0 -  85.0 ms | ##########  12``."""
+    """One line per bin, at most :data:`TEXT_BINS` (adjacent bins merged): ``  80.0 -  85.0 ms | ####  12``."""
     hist = section["steps"]["histogram"]
-    counts = hist["counts"]
+    counts = list(hist["counts"])
     if not counts:
         return []
-    top = max(counts) or 1
     edges = [e * 1e3 for e in hist["edges_s"]]
+    k = -(-len(counts) // TEXT_BINS)  # bins merged per line
+    if k > 1:
+        counts = [sum(counts[i : i + k]) for i in range(0, len(counts), k)]
+        edges = edges[::k] + ([edges[-1]] if (len(edges) - 1) % k else [])
+    top = max(counts) or 1
     return [
         f"{a:8.1f} - {b:8.1f} ms | {'#' * round(BAR_WIDTH * c / top):<{BAR_WIDTH}} {c}"
         for a, b, c in zip(edges, edges[1:], counts, strict=False)

@@ -19,6 +19,7 @@ from analyzer.report.types import (
     TimelineSection,
     WindowDoc,
 )
+from analyzer.report.views import step_series
 from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import TimelineModel
 from analyzer.timeline.phases import phase_summary
@@ -41,6 +42,7 @@ def timeline_section(model: TimelineModel, hosts: Mapping[int, str] | None = Non
             "note": seg.note,
         },
         "steps": steps_summary(model),
+        "series": step_series(model),
         "window": window_summary(model),
         "phases": [
             {

@@ -28,6 +28,7 @@ from analyzer.report.nccl_types import ProcessDoc as ProcessDoc
 from analyzer.report.nccl_types import StallDoc as StallDoc
 from analyzer.report.nccl_types import VersionDoc as VersionDoc
 from analyzer.report.nccl_types import WatchdogDoc as WatchdogDoc
+from analyzer.report.view_types import StepSeriesView
 
 # -- inputs ------------------------------------------------------------------------------------
 
@@ -167,6 +168,10 @@ class TimelineSection(TypedDict):
     path: str
     segmentation: SegmentationDoc
     steps: StepsDoc
+    series: Annotated[
+        StepSeriesView,
+        Schema({"description": "step time over the run: every step, or each bucket's fastest and slowest (note)"}),
+    ]
     window: WindowDoc | None
     phases: list[PhaseDoc]
     ranks: RanksDoc

@@ -272,3 +272,25 @@ def test_rename_delete_and_deep_links(page: Any, server: str) -> None:
     page.click("#delete")  # the confirmation dialog is accepted
     page.wait_for_selector("text=Deleted straggler after the fix.")
     assert page.get_by_text("straggler after the fix", exact=True).count() == 0
+
+
+def test_the_html_report_renders_offline(browser: Any, tmp_path: Path) -> None:
+    """The report attached to a ticket opens with no network: every chart drawn, nothing fetched."""
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(cli, ["report", str(REAL_STRAGGLER.parent), "-o", str(out)]).exit_code == 0
+    ctx = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
+    requests: list[str] = []
+    page = ctx.new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    assert requests == [out.as_uri()]  # the file itself, nothing else
+    assert page.locator("svg.chart").count() == 4
+    box = page.locator("svg.chart").first.bounding_box()
+    assert box is not None and box["width"] > 600 and box["height"] > 150  # drawn, at the page's width
+    assert page.locator("#verdict").inner_text().startswith("Degraded: Rank 1 is late")
+    page.screenshot(path=str(ARTIFACTS / "report-offline.png"), full_page=True)
+    ctx.close()
