@@ -9,7 +9,7 @@ functions of numbers the analyzer computed; every label is escaped.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 WIDTH, HEIGHT = 900, 280
@@ -47,13 +47,26 @@ def _frame(title: str, x_title: str, y_title: str, height: int = HEIGHT) -> list
     ]
 
 
-def _y_axis(ticks: list[float], y: object, height: int = HEIGHT) -> list[str]:
+def _y_axis(ticks: list[float], y: Callable[[float], float]) -> list[str]:
     out = []
     for t in ticks:
-        py = y(t)  # type: ignore[operator]
+        py = y(t)
         out.append(f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{py:.1f}' y2='{py:.1f}' stroke='#e4e6eb'/>")
         out.append(f"<text x='{LEFT - 6}' y='{py + 4:.1f}' text-anchor='end' fill='{GREY}'>{_fmt(t)}</text>")
     return out
+
+
+def _scales(lo: float, hi: float, top: float) -> tuple[Callable[[float], float], Callable[[float], float]]:
+    """Pixel x of a value in [lo, hi] and pixel y of a value in [0, top] (clipped), in the plot area."""
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(v: float) -> float:
+        return LEFT + (v - lo) / (hi - lo) * plot_w
+
+    def y(v: float) -> float:
+        return TOP + plot_h - min(v, top) / top * plot_h
+
+    return x, y
 
 
 def histogram(
@@ -64,14 +77,7 @@ def histogram(
         return ""
     lo, hi = edges[0], edges[-1] if edges[-1] > edges[0] else edges[0] + 1
     ticks = nice_ticks(max(counts))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def x(v: float) -> float:
-        return LEFT + (v - lo) / (hi - lo) * plot_w
-
-    def y(v: float) -> float:
-        return TOP + plot_h - v / ticks[-1] * plot_h
-
+    x, y = _scales(lo, hi, ticks[-1])
     out = _frame(title, x_title, "steps") + _y_axis(ticks, y)
     for a, b, c in zip(edges, edges[1:], counts, strict=False):
         out.append(
@@ -143,14 +149,8 @@ def line(
         return ""
     lo, hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1
     ticks = nice_ticks(max(ys))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def x(v: float) -> float:
-        return LEFT + (v - lo) / (hi - lo) * plot_w
-
-    def y(v: float) -> float:
-        return TOP + plot_h - min(v, ticks[-1]) / ticks[-1] * plot_h
-
+    x, y = _scales(lo, hi, ticks[-1])
+    plot_h = HEIGHT - TOP - BOTTOM
     out = _frame(title, x_title, y_title) + _y_axis(ticks, y)
     for a, b, label in spans:
         out.append(
