@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from analyzer.findings import AnalysisReport, Evidence, Finding, Impact, Severity, SourceRef, Suggestion
     from analyzer.render import RENDERERS, renderer_for
     from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.slicing import StepRange, StepTables, chrome_trace, main_timeline, step_tables, step_window
     from analyzer.store.run_store import RunStore, temporary_store
 
 _FACE = {
@@ -40,6 +41,12 @@ _FACE = {
     "UsageError": "analyzer.errors",
     "RENDERERS": "analyzer.render",
     "renderer_for": "analyzer.render",
+    "StepRange": "analyzer.slicing",
+    "StepTables": "analyzer.slicing",
+    "chrome_trace": "analyzer.slicing",
+    "main_timeline": "analyzer.slicing",
+    "step_tables": "analyzer.slicing",
+    "step_window": "analyzer.slicing",
 }
 
 __all__ = [
@@ -64,6 +71,12 @@ __all__ = [
     "UsageError",
     "RENDERERS",
     "renderer_for",
+    "StepRange",
+    "StepTables",
+    "chrome_trace",
+    "main_timeline",
+    "step_tables",
+    "step_window",
 ]
 
 __getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

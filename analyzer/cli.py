@@ -18,7 +18,6 @@ import click
 from analyzer import __version__, targets
 from analyzer.cli_options import budget_option, errors
 from analyzer.config import parse_size
-from analyzer.errors import UsageError
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.serve_cli import serve as serve_command
@@ -334,7 +333,7 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
     "which",
     default=None,
     metavar="PATH",
-    help="Which timeline of a store (default: the one with most steps).",
+    help="Which timeline, by path or file name (default: the one with most spans).",
 )
 @budget_option
 def slice_command(path: str, spec: str, output: str, which: str | None, memory_budget: str) -> None:
@@ -342,8 +341,7 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
     chrome://tracing, with each rank's readiness as a track; any file size, in bounded memory."""
     from analyzer.config import AnalysisConfig
     from analyzer.context import Context
-    from analyzer.slicing import KEYWORDS, chrome_trace, step_range
-    from analyzer.timeline.load import step_starts
+    from analyzer.slicing import chrome_trace, main_timeline, step_window
 
     with errors(output):
         config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
@@ -355,18 +353,8 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
                 store = stack.enter_context(temporary_store())
                 _ingest((path,), store, quiet=True)
             ctx = Context(store, config)
-            timelines = [e for e in store.inputs if e["kind"] == "horovod_timeline"]
-            if which is not None:
-                timelines = [e for e in timelines if e["path"] == which or Path(e["path"]).name == which]
-            if not timelines:
-                named = f"named {which} " if which else ""
-                raise UsageError(f"no Horovod timeline {named}in {path}: slice reads a timeline's steps")
-            entry = max(timelines, key=lambda e: e["rows"].get("spans", 0))  # the main one: the most spans
-            if spec in KEYWORDS:  # the step table: the analysis (within --memory-budget)
-                model = next(m for m in ctx.timelines() if m.input_id == entry["id"])
-                window = step_range(entry["path"], model.all_steps["start_us"].to_numpy(), spec, model.all_steps)
-            else:  # the steps' boundaries only
-                window = step_range(entry["path"], step_starts(store, entry), spec)
+            entry = main_timeline(store, which, path)
+            window = step_window(ctx, entry, spec)
 
             def hosts_of(world: int) -> dict[int, str]:
                 return {r: p.host for r, p in ctx.places(entry["id"], world).items()}

@@ -15,15 +15,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
 
+from analyzer.context import Context
 from analyzer.errors import UsageError
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
+from analyzer.timeline.load import step_starts
 
 #: Records one slice may hold: past it, slice fewer steps (memory follows the slice).
 MAX_RECORDS = 20_000_000
@@ -91,19 +94,8 @@ def chrome_trace(
 ) -> Iterator[bytes]:
     """The slice as the bytes of a JSON array of trace events, in pieces. ``hosts_of(world)``: the
     host of each rank of a job of ``world`` ranks, for the rank tracks' names."""
-    input_id, hi = entry["id"], window.stop_us - 1
-    spans = _table(store, "spans", input_id, _SPAN_COLUMNS, ("start_us", window.start_us, hi))
-    ticks = _table(
-        store, "ticks", input_id, ["pid", "negotiation_id", "rank", "ts_us", "offset"], ("ts_us", window.start_us, hi)
-    )
-    marks = _table(store, "markers", input_id, ["name", "ts_us", "offset"], ("ts_us", window.start_us, hi))
-    records = 2 * spans.num_rows + 2 * ticks.num_rows + marks.num_rows
-    if records > MAX_RECORDS:
-        raise UsageError(
-            f"steps {window.first}-{window.last} hold {records:,} records, over the {MAX_RECORDS:,} one slice may "
-            "hold: slice fewer steps"
-        )
-    names = _tensor_names(store, input_id)
+    tables = step_tables(store, entry, window)
+    spans, ticks, marks, names = tables.spans, tables.ticks, tables.markers, tables.names
     events: list[tuple[int, bytes]] = []
     sp = spans.to_pydict()
     for i in range(spans.num_rows):
@@ -135,6 +127,62 @@ def chrome_trace(
         yield event + b",\n"
     yield _rec({"name": "hvd-analyze slice", "ph": "M", "pid": 0, "args": {"steps": [window.first, window.last]}})
     yield b"\n]\n"
+
+
+@dataclass(frozen=True, slots=True)
+class StepTables:
+    """The records of some steps: spans, rank ticks and markers that start in their window, and
+    the names of the tensors (pid -> name)."""
+
+    spans: pa.Table
+    ticks: pa.Table
+    markers: pa.Table
+    names: dict[int, str]
+
+
+def step_tables(store: RunStore, entry: ManifestEntry, window: StepRange) -> StepTables:
+    """The records of ``window``'s steps, read by the row groups that can hold them.
+
+    Raises:
+        UsageError: more than :data:`MAX_RECORDS` records.
+    """
+    input_id, hi = entry["id"], window.stop_us - 1
+    spans = _table(store, "spans", input_id, _SPAN_COLUMNS, ("start_us", window.start_us, hi))
+    ticks = _table(
+        store, "ticks", input_id, ["pid", "negotiation_id", "rank", "ts_us", "offset"], ("ts_us", window.start_us, hi)
+    )
+    marks = _table(store, "markers", input_id, ["name", "ts_us", "offset"], ("ts_us", window.start_us, hi))
+    records = 2 * spans.num_rows + 2 * ticks.num_rows + marks.num_rows
+    if records > MAX_RECORDS:
+        raise UsageError(
+            f"steps {window.first}-{window.last} hold {records:,} records, over the {MAX_RECORDS:,} one slice may "
+            "hold: slice fewer steps"
+        )
+    return StepTables(spans, ticks, marks, _tensor_names(store, input_id))
+
+
+def main_timeline(store: RunStore, which: str | None = None, where: str | None = None) -> ManifestEntry:
+    """The store's timeline named ``which`` (its path or file name), else the one with most spans.
+
+    Raises:
+        UsageError: no such timeline.
+    """
+    timelines = [e for e in store.inputs if e["kind"] == "horovod_timeline"]
+    if which is not None:
+        timelines = [e for e in timelines if e["path"] == which or Path(e["path"]).name == which]
+    if not timelines:
+        named = f"named {which} " if which else ""
+        raise UsageError(f"no Horovod timeline {named}in {where or store.root}: only a timeline has steps")
+    return max(timelines, key=lambda e: e["rows"].get("spans", 0))
+
+
+def step_window(ctx: Context, entry: ManifestEntry, spec: str) -> StepRange:
+    """:func:`step_range` of a store's timeline: ``slowest`` / ``median`` read the analysed step
+    table (within the context's memory budget), other specs only the steps' boundaries."""
+    if spec in KEYWORDS:
+        model = next(m for m in ctx.timelines() if m.input_id == entry["id"])
+        return step_range(entry["path"], model.all_steps["start_us"].to_numpy(), spec, model.all_steps)
+    return step_range(entry["path"], step_starts(ctx.store, entry), spec)
 
 
 def _table(store: RunStore, name: str, input_id: str, columns: list[str], between: tuple[str, int, int]) -> pa.Table:

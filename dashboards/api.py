@@ -7,6 +7,9 @@
   (202) comes at once with the run's id, its page and its API address.
 - ``GET /api/runs``: every run; ``GET /api/runs/ID``: its status, progress, error and, once
   done, the JSON report (``report.schema.json``); ``DELETE /api/runs/ID`` removes it.
+- Downloads of a finished run: ``/api/runs/ID/report.json``, ``/api/runs/ID/report.html`` and
+  ``/api/runs/ID/slice?steps=A:B`` (some steps of its timeline as a Chrome trace, read from its
+  store by row groups: :mod:`analyzer.slicing`).
 
 Every request, page or API, first passes :func:`refusal`: the ``Host`` allow-list and the
 origin of changes (DNS rebinding), then the access control ``serve`` was started with (a token
@@ -22,8 +25,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, request, send_file
 
+from analyzer import AnalysisConfig, Context, HvdAnalyzeError, chrome_trace, main_timeline, step_window
 from dashboards.runs import RunLibrary
 from dashboards.uploads import UploadError, receive
 
@@ -141,6 +145,45 @@ def install(server: Flask, library: RunLibrary, access: Access) -> None:
             doc = library.document(run_id)
             out["report"] = doc["report"] if doc else None
         return jsonify(out)
+
+    @server.get("/api/runs/<run_id>/report.json")
+    def _report_json(run_id: str) -> Any:
+        doc = library.document(run_id)
+        if doc is None:
+            return jsonify(error=f"run {run_id!r} has no report (unknown, or not done yet)"), 404
+        resp = jsonify(doc["report"])
+        resp.headers["Content-Disposition"] = f'attachment; filename="hvd-analyze-{run_id}.json"'
+        return resp
+
+    @server.get("/api/runs/<run_id>/report.html")
+    def _report_html(run_id: str) -> Any:
+        path = library.report_html(run_id)
+        if path is None:
+            return jsonify(error=f"run {run_id!r} has no HTML report (unknown, not done, or made before it)"), 404
+        return send_file(path, mimetype="text/html", as_attachment=True, download_name=f"hvd-analyze-{run_id}.html")
+
+    @server.get("/api/runs/<run_id>/slice")
+    def _slice(run_id: str) -> Any:
+        """Steps of the run's main timeline as a Chrome trace (``?steps=A:B|slowest|median``)."""
+        store = library.store_of(run_id)
+        if store is None:
+            return jsonify(error=f"run {run_id!r} is unknown or not done"), 404
+        spec = request.args.get("steps", "median")
+        try:
+            entry = main_timeline(store, request.args.get("timeline"), "this run")
+            ctx = Context(store, AnalysisConfig(memory_budget=library.limits.memory_budget))
+            window = step_window(ctx, entry, spec)
+            body = b"".join(
+                chrome_trace(
+                    store, entry, window, lambda world: {r: p.host for r, p in ctx.places(entry["id"], world).items()}
+                )
+            )
+        except HvdAnalyzeError as exc:
+            return jsonify(error=str(exc)), 400
+        name = f"hvd-analyze-{run_id}-steps-{window.first}-{window.last}.json"
+        return Response(
+            body, mimetype="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        )
 
     @server.delete("/api/runs/<run_id>")
     def _delete(run_id: str) -> Any:

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from analyzer import HvdAnalyzeError
-from dashboards import api
+from dashboards import api, stepview
 from dashboards.api import Access
 from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
@@ -191,6 +191,7 @@ def layout(library: RunLibrary) -> html.Div:
                             dcc.Tabs(
                                 id="page", value="overview", children=[dcc.Tab(label=t, value=v) for v, t in PAGES]
                             ),
+                            html.Div(id="downloads", className="downloads"),
                             html.Div(id="run-error", className="error", role="alert"),
                             dcc.Loading(html.Div(id="page-content"), type="dot"),
                         ]
@@ -200,6 +201,7 @@ def layout(library: RunLibrary) -> html.Div:
             ),
             dcc.Interval(id="poll", interval=500, disabled=True),
             dcc.Store(id="job"),
+            dcc.Store(id="step-spec", data="median"),
             dcc.Store(id="opened"),
             dcc.Store(id="linked"),
             dcc.Location(id="url", refresh=False),
@@ -356,11 +358,16 @@ def create_app(
         Input("run-list", "value"),
         Input("page", "value"),
         Input("job-select", "value"),
+        Input("step-spec", "data"),
     )
-    def _page(run_id: str | None, page: str, job: str | None) -> tuple[Any, ...]:
+    def _page(run_id: str | None, page: str, job: str | None, spec: str | None) -> tuple[Any, ...]:
         err = run_error(library, run_id)
         if err:
             return html.Div(), f"This run failed: {err}"
+        if page == "step":
+            return stepview.step_page(library, run_id, spec or "median"), None
         return render_page(page, library.document(run_id) if run_id else None, job), None
+
+    stepview.register(app, library)
 
     return app

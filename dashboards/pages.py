@@ -27,6 +27,7 @@ PAGES = (
     ("ranks", "Ranks"),
     ("phases", "Phases & fusion"),
     ("nccl", "NCCL"),
+    ("step", "Step view"),
 )
 _TABLE_STYLE = {
     "style_table": {"overflowX": "auto"},
@@ -40,9 +41,12 @@ def _graph(fig: Any, gid: str) -> dcc.Graph:
 
 
 def _table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], **extra: Any) -> Any:
+    """A table with an Export button that downloads it as CSV (every row, not only the page shown)."""
     cols = [{"name": h, "id": f"c{i}"} for i, h in enumerate(header)]
     data = [{f"c{i}": v for i, v in enumerate(r)} for r in rows]
-    return dash_table.DataTable(id=tid, columns=cols, data=data, **_TABLE_STYLE, **extra)
+    return dash_table.DataTable(
+        id=tid, columns=cols, data=data, export_format="csv", export_headers="display", **_TABLE_STYLE, **extra
+    )
 
 
 def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, TimelineViews | None]:
@@ -155,7 +159,14 @@ def steps(doc: AnalysisDocument) -> html.Div:
     if st["steady"]:
         parts.append(_graph(figures.step_histogram(section), "step-histogram"))
     if view and view["step_series"]["step"]:
-        parts.append(_graph(figures.step_series(view["step_series"], st["median_s"], st["p90_s"]), "step-series"))
+        series = view["step_series"]
+        parts.append(_graph(figures.step_series(series, st["median_s"], st["p90_s"]), "step-series"))
+        parts.append(html.P("Click a step to open it in the Step view.", className="muted"))
+        rows = [
+            (str(s), f"{ms:.3f}", "yes" if ok else "no")
+            for s, ms, ok in zip(series["step"], series["ms"], series["steady"], strict=True)
+        ]
+        parts.append(_table("step-table", ("step", "step time ms", "steady"), rows, page_size=15, sort_action="native"))
     if not st["steady"]:
         parts.append(_none("No complete steady step: the timeline is too short or cut during the first steps."))
     return html.Div(parts, id="page-steps")
@@ -256,6 +267,8 @@ def phases(doc: AnalysisDocument) -> html.Div:
                 sort_action="native",
                 filter_action="native",
                 page_size=25,
+                export_format="csv",
+                export_headers="display",
                 **_TABLE_STYLE,
             ),
         ]
@@ -326,7 +339,7 @@ def nccl(doc: AnalysisDocument) -> html.Div:
     return html.Div(parts, id="page-nccl")
 
 
-RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases, "nccl": nccl}
+RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases, "nccl": nccl}  # step: stepview.py
 
 
 def render_page(page: str, doc: AnalysisDocument | None, job: str | None = None) -> html.Div:

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from analyzer import HvdAnalyzeError
+from analyzer import HvdAnalyzeError, RunStore
 from dashboards.uploads import Limits
 from dashboards.work import AnalysisDocument, Work
 from dashboards.worker import Budget, Outcome, WorkerPool
@@ -192,6 +192,25 @@ class RunLibrary:
         with self._lock:
             self._docs[run_id] = doc
         return doc
+
+    def store_of(self, run_id: str) -> RunStore | None:
+        """The run store of a finished run (None: unknown, not done, or its store is gone)."""
+        meta = self.meta(run_id)
+        if meta is None or meta["status"] != "done":
+            return None
+        root = Path(meta["store"]) if meta.get("store") else self._dir(run_id) / "store"
+        try:
+            return RunStore.open(root)
+        except HvdAnalyzeError:
+            return None
+
+    def report_html(self, run_id: str) -> Path | None:
+        """The HTML report the run's worker wrote (None: unknown run, or made before reports were kept)."""
+        try:
+            path = self._dir(run_id) / "report.html"
+        except KeyError:
+            return None
+        return path if path.is_file() else None
 
     def job(self, run_id: str) -> dict[str, Any] | None:
         job = self._jobs.get(run_id)

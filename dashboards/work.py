@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any, TypedDict
 
 import orjson
 
-from analyzer import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Context, HvdAnalyzeError
+from analyzer import DEFAULT_MEMORY_BUDGET, RENDERERS, AnalysisConfig, Context, HvdAnalyzeError
 from analyzer.render import jsonreport
 from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
 from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover, recognise
@@ -45,10 +46,15 @@ class AnalysisDocument(TypedDict):
 
 def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:
     """The report document and the views of every timeline: what the app shows of a run."""
+    return analysis_and_html(store, memory_budget)[0]
+
+
+def analysis_and_html(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> tuple[AnalysisDocument, str]:
+    """:func:`analysis_document` and the run's HTML report (what the app offers to download)."""
     ctx = Context(store, AnalysisConfig(memory_budget=memory_budget))
-    doc = jsonreport.to_document(analyze_in(ctx))
+    report = analyze_in(ctx)
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
-    return {"report": doc, "views": views}
+    return {"report": jsonreport.to_document(report), "views": views}, RENDERERS["html"].render(report)
 
 
 def relabel(value: Any, labels: dict[str, str]) -> Any:
@@ -89,8 +95,11 @@ def make_run(work: Work, report: Report) -> None:
                 raise HvdAnalyzeError(f"{work.store}: not a run store (no {MANIFEST})")
             store = RunStore.open(work.store)
         report("stage", "analysing")
-        doc = relabel(analysis_document(store, work.limits.memory_budget), labels)
+        analysis, html_report = analysis_and_html(store, work.limits.memory_budget)
+        doc = relabel(analysis, labels)
         doc["labels"] = labels
+        as_html = {path: escape(label) for path, label in labels.items()}  # a user's name is text, never markup
+        (run_dir / "report.html").write_text(relabel(html_report, as_html), encoding="utf-8")
         write_json(run_dir / "analysis.json", doc)
     except HvdAnalyzeError as exc:
         raise HvdAnalyzeError(relabel(str(exc), labels)) from exc

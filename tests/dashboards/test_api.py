@@ -141,3 +141,50 @@ def test_runs_beyond_the_worker_count_wait_their_turn(tmp_path: Path) -> None:
         time.sleep(0.02)
     assert stages == {"queued"}  # while the first ran, the second had not started
     assert (lib.meta(first) or {})["status"] == (lib.meta(second) or {})["status"] == "done"
+
+
+def test_a_finished_run_offers_its_reports_and_steps_for_download(tmp_path: Path) -> None:
+    from parsers.timeline import parse_timeline
+
+    app = create_app(tmp_path / "app")
+    client = app.server.test_client()
+    made = client.post(
+        "/api/runs?name=timeline.json", data=REAL_STRAGGLER.read_bytes(), content_type="application/octet-stream"
+    ).get_json()
+    assert _until_done(client, made["id"])["status"] == "done"
+    base = f"/api/runs/{made['id']}"
+    as_json = client.get(f"{base}/report.json")
+    assert as_json.status_code == 200 and "attachment" in as_json.headers["Content-Disposition"]
+    assert as_json.get_json()["verdict"]["status"] == "degraded"
+    page = client.get(f"{base}/report.html")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200 and "Rank 1 is late" in text and "<svg " in text
+    assert "input-000" not in text and "timeline.json" in text  # the user's name, not the app's copy
+    sliced = client.get(f"{base}/slice?steps=4:6")
+    assert sliced.status_code == 200 and "steps-4-5" in sliced.headers["Content-Disposition"]
+    out = tmp_path / "slice.json"
+    out.write_bytes(sliced.get_data())
+    assert len(parse_timeline(out).tables["spans"]) > 0
+    assert client.get(f"{base}/slice?steps=999").status_code == 400
+    assert client.get("/api/runs/20260101-000000-abcdef/report.html").status_code == 404
+
+
+def test_the_step_view_draws_every_span_and_rank_tick_of_the_step(tmp_path: Path) -> None:
+    from dashboards.stepview import step_view
+
+    lib = RunLibrary(tmp_path / "app")
+    run_id = post_files(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}).get_json()["id"]
+    for _ in range(1200):
+        if (lib.meta(run_id) or {}).get("status") in ("done", "failed"):
+            break
+        time.sleep(0.05)
+    view = step_view(lib, run_id, "slowest")
+    gantt = next(c for c in view.children if getattr(c, "id", None) == "step-gantt")
+    data = gantt.figure.data
+    ticks = next(t for t in data if t.name == "rank ready")
+    assert sorted(set(ticks.text)) == ["0", "1"] and len(ticks.text) == 2 * 6  # 2 ranks x 6 gradient tensors
+    assert sum(len(t.x) for t in data if t.name != "rank ready") > 12
+    assert view.to_plotly_json()["props"]["data-step"] == gantt.figure.layout.title.text.split()[1]
+    link = next(c for c in view.children if getattr(c, "id", None) == "step-slice")
+    assert link.href.startswith(f"api/runs/{run_id}/slice?steps=")
+    assert "Choose a finished run" in str(step_view(lib, None, "median").to_plotly_json())

@@ -294,3 +294,54 @@ def test_the_html_report_renders_offline(browser: Any, tmp_path: Path) -> None:
     assert page.locator("#verdict").inner_text().startswith("Degraded: Rank 1 is late")
     page.screenshot(path=str(ARTIFACTS / "report-offline.png"), full_page=True)
     ctx.close()
+
+
+def test_the_step_view_opens_on_the_slowest_step_and_its_slice_downloads(page: Any, tmp_path: Path) -> None:
+    from parsers.timeline import parse_timeline
+
+    _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
+    _wait_status(page, "Done")
+    _tab(page, "Step view")
+    page.wait_for_selector("#step-pick")
+    page.locator("#step-pick").click()
+    page.get_by_text("the slowest step", exact=True).click()
+    page.wait_for_function(
+        "() => (document.querySelector('#step-gantt .js-plotly-plot')?.layout?.title?.text || '').includes('slowest')"
+    )
+    ticks = page.evaluate(
+        "() => document.querySelector('#step-gantt .js-plotly-plot').data.find(t => t.name === 'rank ready').text"
+    )
+    assert sorted(set(ticks)) == ["0", "1"] and len(ticks) == 12  # every rank's tick of every gradient
+    step = page.get_attribute("#step-view", "data-step")
+    title = page.evaluate("() => document.querySelector('#step-gantt .js-plotly-plot').layout.title.text")
+    assert step is not None and title.startswith(f"Step {step} (the slowest step)")
+    _shot(page, "step-view")
+    with page.expect_download() as dl:
+        page.click("#step-slice")
+    out = tmp_path / "slice.json"
+    dl.value.save_as(out)
+    spans = parse_timeline(out).tables["spans"]  # valid JSON our own parser reads back
+    assert len(spans) > 0 and len(parse_timeline(out).tables["ticks"]) == 12
+
+
+def test_a_click_on_the_step_chart_opens_that_step_and_tables_export_csv(page: Any, tmp_path: Path) -> None:
+    _upload(page, "timeline.json", REAL_STRAGGLER.read_bytes())
+    _wait_status(page, "Done")
+    _tab(page, "Steps")
+    page.wait_for_selector("#step-table")
+    with page.expect_download() as dl:
+        page.locator("#step-table .export").click()
+    out = tmp_path / "steps.csv"
+    dl.value.save_as(out)
+    lines = out.read_text(encoding="utf-8-sig").splitlines()  # a BOM, so that spreadsheets read UTF-8
+    assert lines[0] == "step,step time ms,steady" and len(lines) == 1 + 29
+    page.wait_for_selector("#step-series .main-svg")
+    page.evaluate(
+        """() => {
+            const gd = document.querySelector('#step-series .js-plotly-plot');
+            gd.emit('plotly_click', {points: [{x: 7, y: gd.data[0].y[6], curveNumber: 0, pointNumber: 6}]});
+        }"""
+    )
+    page.wait_for_selector("#step-view[data-step='7'] .main-svg")
+    title = page.evaluate("() => document.querySelector('#step-gantt .js-plotly-plot').layout.title.text")
+    assert title.startswith("Step 7 (step)")
