@@ -73,12 +73,19 @@ class TimelineDetector:
     why_required = "no Horovod timeline was ingested"
 
     def detect(self, ctx: Context) -> list[Finding]:
+        """:meth:`check` on every timeline; a finding that names ranks also names their hosts when
+        the job's NCCL logs say where they ran (:meth:`Context.rank_places`)."""
         jobs = ctx.jobs()
-        return [
-            replace(f, job=job.id if (job := jobs.job_of(m.input_id)) else None)
-            for m in ctx.timelines()
-            if (f := self.check(m, ctx)) is not None
-        ]
+        out = []
+        for m in ctx.timelines():
+            f = self.check(m, ctx)
+            if f is None:
+                continue
+            job = jobs.job_of(m.input_id)
+            places = ctx.rank_places(m) if f.ranks and not f.hosts else {}
+            hosts = tuple(sorted({places[r].host for r in f.ranks if r in places}))
+            out.append(replace(f, job=job.id if job else None, hosts=f.hosts or hosts))
+        return out
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         raise NotImplementedError

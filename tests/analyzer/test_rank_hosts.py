@@ -66,3 +66,12 @@ def test_a_rank_two_processes_claim_is_left_out() -> None:
     model = _comm_ranks([(0, 2, "a", 1), (1, 2, "b", 2), (1, 2, "c", 3), (0, 4, "z", 9)])
     assert rank_places(model, 2) == {0: RankPlace("a", 1, "job.log")}  # rank 1: two jobs' logs mixed
     assert rank_places(model, 3) == {}
+
+
+def test_every_rank_level_finding_names_the_hosts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(ROOT / "sample_traces" / "synthetic" / "slowdown_rank_late" / "timeline.json", run / "timeline.json")
+    write_nccl_log(run / "job.log", NcclLogSpec(hosts=2, gpus_per_host=2))  # 4 ranks, as the timeline
+    slowdown = next(f for f in _report(run)["findings"] if f["code"] == "timeline.slowdown")
+    assert slowdown["ranks"] == [2] and slowdown["hosts"] == ["gpu-node-001"]
