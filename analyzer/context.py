@@ -82,6 +82,11 @@ class Context:
         world = int(model.lateness.rank.max()) + 1 if len(model.lateness) else 0
         return self.places(model.input_id, world)
 
+    def autotuned(self, model: TimelineModel) -> bool:
+        """Whether ``model``'s job ran Horovod's autotuner (its autotune log is among the job's logs)."""
+        job = self.jobs().job_of(model.input_id)
+        return bool(job is not None and job.logs and not self.nccl(job).tables["autotune"].empty)
+
     def places(self, input_id: str, world: int) -> dict[int, RankPlace]:
         """:meth:`rank_places` of timeline ``input_id`` with ``world`` ranks."""
         job = self.jobs().job_of(input_id)

@@ -1,7 +1,9 @@
 """``horovod.autotune_result`` (info): the best parameters Horovod's autotuner found.
 
 The log's threshold is in MB while ``HOROVOD_FUSION_THRESHOLD`` takes bytes (copying the
-log value gives a threshold of a few bytes), so the suggestion converts it.
+log value gives a threshold of a few bytes), so the suggestion converts it. Only a finished tuning
+yields settings to fix; an unfinished one is reported as the best so far, with advice to let it
+finish. The response cache is never turned off on the tuner's word.
 """
 
 from __future__ import annotations
@@ -27,26 +29,35 @@ class AutotuneResult(LogDetector):
             return []
         threshold = round(best["fusion_threshold_mb"] * 1024 * 1024)
         env = {"HOROVOD_FUSION_THRESHOLD": str(threshold), "HOROVOD_CYCLE_TIME": f"{best['cycle_time_ms']:g}"}
-        if best["cache_enabled"] is False:
-            env["HOROVOD_CACHE_CAPACITY"] = "0"
         if best["hierarchical_allreduce"]:
             env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1"
         if best["hierarchical_allgather"]:
             env["HOROVOD_HIERARCHICAL_ALLGATHER"] = "1"
-        how = (
-            "tuning finished: the last row is the best set"
-            if best["finished"]
-            else "tuning did not finish (no final best row): the highest-scoring row"
-        )
+        # the response cache is never turned off on the tuner's word: off is one of its trials, and
+        # production runs need the cache for fast negotiation
+        if best["finished"]:
+            how = "tuning finished: the last row is the best set"
+            advice = Suggestion(
+                action="Set the tuned values explicitly (the threshold in bytes, not MB) and turn autotuning off.",
+                env=env,
+                rationale="HOROVOD_FUSION_THRESHOLD is parsed as bytes; the log column is MiB.",
+            )
+        else:
+            how = "tuning did not finish (no final best row): the highest-scoring row so far"
+            advice = Suggestion(
+                action=f"Let the tuning finish before fixing values: {best['rows']} sample(s) are too few to choose "
+                "production settings (it stops after its warm-up and HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES "
+                "samples, each HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE steps); run longer with HOROVOD_AUTOTUNE=1.",
+            )
         return [
             Finding(
                 code=CODE,
                 severity=Severity.INFO,
-                title=f"Autotune best: fusion {best['fusion_threshold_mb']:g} MB, cycle {best['cycle_time_ms']:g} ms",
-                summary=(
-                    f"{best['rows']} autotune sample(s); {how} scores {best['score']:g} (bytes/us, higher is "
-                    "better). Fix these values and turn autotuning off for production runs."
+                title=(
+                    f"Autotune {'best' if best['finished'] else 'unfinished, best so far'}: fusion "
+                    f"{best['fusion_threshold_mb']:g} MB, cycle {best['cycle_time_ms']:g} ms"
                 ),
+                summary=f"{best['rows']} autotune sample(s); {how} scores {best['score']:g} (bytes/us, higher is better).",
                 detector=self.name,
                 evidence=(
                     Evidence(
@@ -59,12 +70,6 @@ class AutotuneResult(LogDetector):
                         },
                     ),
                 ),
-                suggestions=(
-                    Suggestion(
-                        action="Set the tuned values explicitly (the threshold in bytes, not MB).",
-                        env=env,
-                        rationale="HOROVOD_FUSION_THRESHOLD is parsed as bytes; the log column is MiB.",
-                    ),
-                ),
+                suggestions=(advice,),
             )
         ]

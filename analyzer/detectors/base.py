@@ -42,6 +42,8 @@ class TimelineEvidence(Protocol):
 
     def rank_places(self, model: TimelineModel) -> Mapping[int, RankPlace]: ...
 
+    def autotuned(self, model: TimelineModel) -> bool: ...
+
 
 class Detector(Protocol):
     @property

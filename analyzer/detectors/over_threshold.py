@@ -5,7 +5,9 @@ bigger than that (bytes from its op's E ``dtype`` and ``shape``) always gets its
 collective. Signal: fusion works elsewhere (some batch holds >= 2 tensors), and a
 gradient tensor (a) runs as a single-tensor batch in at least ``over_threshold.min_alone_share``
 of the steady steps, (b) is larger than the largest fused batch (the threshold's lower
-bound), and (c) either is at least the threshold's upper bound, or is more than twice the
+bound), and (c) either is at least the threshold's upper bound (Horovod's default for the file's
+release range, 128 MiB since 0.21 and 64 MiB before, when no batch bounds it from above: the
+finding says it assumed so), or is more than twice the
 largest fused batch and was not alone for lack of company: in at least
 ``over_threshold.min_company_share`` of those steps another op of the same type was already ready
 when it started, yet ran separately. (A tensor just under the threshold, like 1024-byte
@@ -27,6 +29,7 @@ from analyzer.timeline.cycles import DEFAULT_CYCLE_US
 from analyzer.timeline.fusion import (
     MIB,
     batch_overhead_us,
+    default_threshold,
     expected_batches,
     steady_ops,
     suggested_threshold,
@@ -61,6 +64,11 @@ class TensorOverFusionThreshold(TimelineDetector):
             return None
         per["company"] = _company_share(grads[grads["pid"].isin(per.index)], ops).reindex(per.index).fillna(0.0)
         upper = est.upper_bytes
+        assumed = None
+        if upper is None:  # the run shows no batch over the threshold: Horovod's default, if it fits
+            default, release = default_threshold(model.facts)
+            if est.lower_bytes <= default:
+                upper, assumed = default, (default, release)
         certain = per["bytes"] >= upper if upper is not None else False
         likely = (per["bytes"] > 2 * est.lower_bytes) & (per["company"] >= t.min_company_share)
         over = per[certain | likely]
@@ -93,8 +101,14 @@ class TensorOverFusionThreshold(TimelineDetector):
             title=f"{len(over)} tensor(s) larger than the fusion threshold always run alone",
             summary=(
                 f"{model.path}: {names}{' ...' if len(over) > 3 else ''} ({over['bytes'].max() / MIB:.1f} MiB "
-                f"largest) exceed the fusion threshold in effect ({est.text()}), so each takes its own "
-                f"collective while other gradients ready at the same time go in another."
+                f"largest) exceed the fusion threshold in effect ({est.text()}"
+                + (
+                    f"; assumed Horovod's default of {assumed[0] // MIB} MiB for {assumed[1]}, since the run shows "
+                    "no other setting"
+                    if assumed
+                    else ""
+                )
+                + "), so each takes its own collective while other gradients ready at the same time go in another."
             ),
             detector=self.name,
             evidence=tuple(

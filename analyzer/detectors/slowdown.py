@@ -19,6 +19,7 @@ the run (medium confidence: medians, and it assumes the cause can be removed).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -57,7 +58,10 @@ class StepSlowdown(TimelineDetector):
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         found = model.slowdown
-        return None if found is None else self._finding(ctx, model, found)
+        if found is None:
+            return None
+        finding = self._finding(ctx, model, found)
+        return _autotune_trials(finding, found) if ctx.autotuned(model) else finding
 
     def _finding(self, ctx: TimelineEvidence, model: TimelineModel, s: Slowdown) -> Finding:
         t = ctx.config.thresholds.slowdown
@@ -273,3 +277,25 @@ class StepSlowdown(TimelineDetector):
                 "their gradients.",
             ),
         )
+
+
+def _autotune_trials(f: Finding, s: Slowdown) -> Finding:
+    """The slowdown of a run whose job ran Horovod's autotuner: its step-time changes are the tuner
+    trying cycle times and thresholds, not a regression; info, no rank blamed, no advice but to
+    judge the run once tuning is over."""
+    return replace(
+        f,
+        severity=Severity.INFO,
+        title=f"Step time changed while Horovod's autotuner tried parameters ({len(s.slow)} slower stretch(es))",
+        summary=f.summary.split(" The added ")[0]
+        + " The job ran Horovod's autotuner (its autotune log is in the run): it samples cycle times and fusion "
+        "thresholds for a few steps each, and these stretches are its trials, not a slowdown of the job.",
+        impact=None,
+        ranks=(),
+        suggestions=(
+            Suggestion(
+                action="Judge the step time once tuning is over (horovod.autotune_result says whether it finished), "
+                "or in a run with the tuned values fixed and HOROVOD_AUTOTUNE unset."
+            ),
+        ),
+    )

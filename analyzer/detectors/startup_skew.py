@@ -4,7 +4,9 @@ Before the first step, ``broadcast_parameters`` / ``broadcast_optimizer_state`` 
 until every rank has called them; a long ``NEGOTIATE_BROADCAST`` there is start-up skew
 (imports, data set indexing, model construction on some ranks), paid once. Signal: a
 negotiation before the first step lasting at least ``startup.min_skew_us``. Rank ticks are
-present there (first negotiation of each tensor), so the last rank is named.
+present there (first negotiation of each tensor); the last rank is named only when its lateness
+accounts for at least half of the wait (when rank 0 processes every request at once, the ticks
+come together and cannot say who arrived last).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.startup_skew"
+#: a rank is named only when its ticks account for this share of the wait
+SHARE_TO_NAME = 0.5
 
 
 class StartupSkew(TimelineDetector):
@@ -44,7 +48,7 @@ class StartupSkew(TimelineDetector):
         lat = model.lateness
         ranks = rank_summary(lat.where_negotiations(lat.neg_step < 0))
         who: tuple[int, ...] = ()
-        if ranks and ranks[0].median_us > 0:
+        if ranks and ranks[0].median_us >= SHARE_TO_NAME * skew:
             r = ranks[0]
             who = (r.rank,)
             evidence.append(
@@ -52,6 +56,15 @@ class StartupSkew(TimelineDetector):
                     summary=f"rank {r.rank} was the last to arrive in {r.last}/{r.negotiations} of "
                     f"them, median {ms(r.median_us)} after the first",
                     metrics={"rank": float(r.rank), "median_lateness_ms": r.median_us / 1e3},
+                )
+            )
+        elif ranks:  # the ticks came together: they cannot say who kept the others waiting
+            evidence.append(
+                Evidence(
+                    summary=f"the ranks' ready ticks came within {ms(ranks[0].median_us)} of each other (median), "
+                    f"far less than the {ms(skew)} wait: rank 0 records them when it processes the requests, so "
+                    "they do not tell which rank arrived last",
+                    metrics={"tick_spread_ms": ranks[0].median_us / 1e3},
                 )
             )
         return Finding(

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -18,6 +21,19 @@ from analyzer.timeline.model import TimelineModel
 
 MIB = 1024 * 1024
 DEFAULT_THRESHOLD = 128 * MIB  # HOROVOD_FUSION_THRESHOLD default since 0.21 (64 MiB before)
+OLD_DEFAULT_THRESHOLD = 64 * MIB  # before 0.21
+
+
+def default_threshold(facts: Mapping[str, Any]) -> tuple[int, str]:
+    """Horovod's default ``HOROVOD_FUSION_THRESHOLD`` for the release range a timeline allows, and
+    how that range was read. A range across 0.21 gives the larger default: a tensor over it is over
+    either."""
+    version = facts.get("horovod_version") or {}
+    high = tuple(int(p) for p in str(version.get("high", "99")).split(".") if p.isdigit())
+    text = str(version.get("text") or "a Horovod release the file does not narrow down")
+    if high and high < (0, 21):
+        return OLD_DEFAULT_THRESHOLD, text
+    return DEFAULT_THRESHOLD, text
 
 
 def steady_ops(model: TimelineModel) -> pd.DataFrame:

@@ -36,6 +36,9 @@ class MemoryEvidence:
     def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
         return {}  # a timeline alone: no NCCL log names the hosts
 
+    def autotuned(self, model: TimelineModel) -> bool:
+        return False  # a timeline alone: no autotune log
+
 
 def model_in_memory(path: Path) -> tuple[TimelineModel, pa.Table]:
     """The whole model of the timeline at ``path`` and its ticks table, parsed in memory."""

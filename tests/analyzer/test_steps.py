@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -155,3 +156,39 @@ def test_single_pass_and_empty_files(tmp_path: Path) -> None:
     assert one.segmentation.method == "single" and len(one.steps) == 1 and one.steady.empty
     empty = _model(tmp_path / "b")
     assert empty.segmentation.method == "none" and empty.steps.empty and empty.median_step_us is None
+
+
+def test_startup_skew_names_a_rank_only_when_its_lateness_explains_the_wait(tmp_path: Path) -> None:
+    """Boundary of startup.SHARE_TO_NAME: ticks 0.2 ms apart in a 500 ms wait name nobody."""
+    from analyzer.detectors.startup_skew import SHARE_TO_NAME, StartupSkew
+    from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
+
+    def skew(late_us: int) -> Any:
+        records = [meta(1, "broadcast.w"), B("NEGOTIATE_BROADCAST", 0, 1), X(0, 500_000 - late_us, 1), X(1, 500_000, 1)]
+        records += [E(500_000, 1), B("BROADCAST", 500_010, 1), E(500_100, 1)]
+        for step in range(4):  # a few steps after it, so that the broadcast comes before the first step
+            t = 600_000 + step * 100_000
+            records += [B("NEGOTIATE_ALLREDUCE", t, 2), X(0, t, 2), X(1, t + 10, 2), E(t + 20, 2)]
+            records += [B("ALLREDUCE", t + 30, 2), E(t + 90, 2, "float32", "[4]")]
+        path = write(tmp_path, glued(meta(2, "grad"), *records), f"skew{late_us}.json")
+        model, ticks = model_in_memory(path)
+        return StartupSkew().check(model, MemoryEvidence(ticks))
+
+    named = skew(int(500_000 * SHARE_TO_NAME) + 1000)
+    assert named is not None and named.ranks == (1,)
+    anonymous = skew(200)
+    assert anonymous is not None and anonymous.ranks == () and "do not tell which rank" in str(anonymous.evidence)
+
+
+def test_horovods_default_fusion_threshold_follows_the_release_range() -> None:
+    """What the over-threshold check assumes when no batch bounds the threshold from above (the real
+    run f_manysmall_onebig of the corpus exercises the finding: tests/analyzer/test_diagnosis_corpus_more.py)."""
+    from analyzer.timeline.fusion import DEFAULT_THRESHOLD, OLD_DEFAULT_THRESHOLD, default_threshold
+
+    def version(low: str, high: str) -> dict[str, Any]:
+        return {"horovod_version": {"low": low, "high": high, "text": f"{low} - {high}", "evidence": []}}
+
+    assert default_threshold(version("0.16.0", "0.20.0")) == (OLD_DEFAULT_THRESHOLD, "0.16.0 - 0.20.0")
+    assert default_threshold(version("0.22.0", "0.28.1"))[0] == DEFAULT_THRESHOLD == 128 << 20
+    assert default_threshold(version("0.20.1", "0.28.1"))[0] == DEFAULT_THRESHOLD  # across 0.21: the larger
+    assert default_threshold({})[0] == DEFAULT_THRESHOLD  # nothing known: the larger, a tensor over it is over both

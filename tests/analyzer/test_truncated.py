@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from analyzer.detectors import ALL_DETECTORS
 from analyzer.findings import Severity
@@ -57,3 +58,32 @@ def test_e1_sigkill_run(corpus: Path, tmp_path: Path) -> None:
     cut = [f for f in report.findings if f.code == "timeline.truncated"]
     assert [f.evidence[0].sources[0].file for f in cut] == [str(e1)]
     assert cut[0].evidence[0].metrics["count"] == 1
+
+
+def _without_last_ends(path: Path, k: int) -> None:
+    """Drop the last ``k`` records (E events) of a glued timeline and close it again: what Horovod
+    0.28.1 leaves when its writer is not drained at exit."""
+    text = path.read_text().rstrip().removesuffix("]")
+    cut = len(text)
+    for _ in range(k):
+        cut = text.rindex(',{"ph": "E"', 0, cut)
+    path.write_text(text[:cut] + "]")
+
+
+def test_a_lost_writer_tail_is_info_and_a_cut_step_is_a_warning(tmp_path: Path) -> None:
+    from analyzer.store.run_store import temporary_store
+
+    def truncated(path: Path) -> Any:
+        with temporary_store() as store:
+            store.ingest(*discover([path]))
+            return next(f for f in analyze(store).findings if f.code == "timeline.truncated")
+
+    tail = tmp_path / "tail.json"
+    write_timeline(tail, TimelineSpec(ranks=2, tensors=4, steps=6, cache=False))
+    _without_last_ends(tail, 2)  # the last op of the last step never closed: every earlier step complete
+    f = truncated(tail)
+    assert f.severity is Severity.INFO and "writer's unflushed tail" in f.title
+    cut = tmp_path / "cut.json"
+    write_timeline(cut, TimelineSpec(ranks=2, tensors=4, steps=6, cache=False, truncate_at=0.6))
+    f = truncated(cut)  # cut in the middle of the run: steps are missing
+    assert f.severity is Severity.WARNING and "the end of the run is missing" in f.title
