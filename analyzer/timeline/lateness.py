@@ -5,7 +5,8 @@ resolution is one Horovod cycle, and ranks processed in the same cycle tick in a
 order a few us apart. For each negotiation with a tick from every rank:
 
 * ``lateness_us`` = tick - the first-ready rank's tick;
-* ``last`` = the tick falls within one cycle (:data:`SAME_CYCLE_US`) of the last tick;
+* ``last`` = the tick falls within one cycle (:data:`SAME_CYCLE_US`) of the last tick and more
+  than one cycle after the first (ranks that all ticked in one cycle tie: none of them is last);
 * ``vs_median_us`` = tick - the median tick of the ranks that were not last (what the
   job would save if this rank were as early as a typical on-time rank; 0 when every rank
   ticked in the last cycle).
@@ -156,6 +157,9 @@ def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, ne
     for ids, rank, ts in chunks(("negotiation_id", "rank", "ts_us")):
         scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
     vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
+    # ties: in a negotiation whose ranks all ticked within one cycle, nobody was late, so nobody is
+    # "last" (else in a healthy 64-rank run every rank was last in most negotiations)
+    last &= ts_out > SAME_CYCLE_US
     return Lateness(
         bounds,
         counts,

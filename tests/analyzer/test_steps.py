@@ -192,3 +192,23 @@ def test_horovods_default_fusion_threshold_follows_the_release_range() -> None:
     assert default_threshold(version("0.22.0", "0.28.1"))[0] == DEFAULT_THRESHOLD == 128 << 20
     assert default_threshold(version("0.20.1", "0.28.1"))[0] == DEFAULT_THRESHOLD  # across 0.21: the larger
     assert default_threshold({})[0] == DEFAULT_THRESHOLD  # nothing known: the larger, a tensor over it is over both
+
+
+def test_ranks_that_tick_in_one_cycle_tie_and_none_of_them_is_last(tmp_path: Path) -> None:
+    """Rank 0 processes a cycle's requests in rank order, a few us apart: that order is no lateness."""
+    from analyzer.timeline.lateness import SAME_CYCLE_US
+    from tests.analyzer.in_memory import model_in_memory
+
+    def lasts(late_us: int) -> dict[int, int]:
+        records = [meta(1, "grad")]
+        for step in range(8):
+            t = step * 100_000
+            ticks = [X(r, t + 5 * r + (late_us if r == 3 else 0), 1) for r in range(4)]
+            records += [B("NEGOTIATE_ALLREDUCE", t, 1), *ticks, E(t + 20 + late_us, 1)]
+            records += [B("ALLREDUCE", t + 40 + late_us, 1), E(t + 90 + late_us, 1, "float32", "[4]")]
+        model, _ = model_in_memory(write(tmp_path, glued(*records), f"ties{late_us}.json"))
+        return {r.rank: r.last for r in rank_summary(model.lateness)}
+
+    assert set(lasts(0).values()) == {0}  # all in one cycle: a tie, nobody last
+    late = lasts(SAME_CYCLE_US + 500)
+    assert late[3] == 8 and late[0] == late[1] == late[2] == 0
