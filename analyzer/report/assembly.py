@@ -12,6 +12,8 @@ from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.jobs import Job
 from analyzer.report.nccl_section import nccl_section
+from analyzer.report.relations import relate
+from analyzer.report.skips import skip_reason
 from analyzer.report.timeline_section import timeline_section
 from analyzer.report.types import InputDoc, InputKindName, JobDoc, TimelineFactsDoc
 from analyzer.store.manifest import ManifestEntry
@@ -32,11 +34,14 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for det in detectors:
-        missing = [t for t in det.requires if not store.has_table(t)]
-        if missing:
-            skipped.append(Skipped(det.name, f"needs table(s) {', '.join(missing)}: {det.why_required}"))
+        reason = skip_reason(tuple(det.requires), store, det.why_required)
+        if reason is not None:
+            skipped.append(Skipped(det.name, reason))
             continue
-        findings += det.detect(ctx)
+        if all(store.has_table(t) for t in det.requires):  # else: its logs had nothing of the kind
+            findings += det.detect(ctx)
+    with_logs: set[str | None] = {j.id for j in ctx.jobs().jobs if j.logs}
+    findings = relate(findings, with_logs)
     findings.sort(key=Finding.sort_key)
     models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
     issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])

@@ -95,3 +95,33 @@ def test_the_verdict_comes_first_in_every_format(fmt: str, verdict_mark: str, fi
     out = res.stdout
     assert res.exit_code == 0
     assert 0 <= out.index(verdict_mark) < out.index(findings_mark) < out.index("Inputs")
+
+
+def test_logs_without_a_warn_pass_the_error_check_instead_of_skipping_it() -> None:
+    doc = _doc(SYNTHETIC / "nccl_healthy_ib")
+    skipped = {s["detector"]: s["reason"] for s in doc["skipped_detectors"]}
+    assert "nccl_error" not in skipped and "ib_disabled" not in skipped  # ran: the logs had nothing to report
+    assert {"no NCCL error", "InfiniBand is not disabled by NCCL_IB_DISABLE"} <= set(doc["verdict"]["passed"])
+    assert skipped["straggler"].endswith("no Horovod timeline was ingested")
+
+
+def test_a_job_log_without_nccl_records_says_so_when_the_nccl_checks_skip(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(
+        "[rank1]:[E1206 18:44:12.715 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600021 milliseconds before timing out.\n"
+    )
+    doc = _doc(log)
+    skipped = {s["detector"]: s["reason"] for s in doc["skipped_detectors"]}
+    assert "the job logs hold no NCCL_DEBUG=INFO records" in skipped["socket_fallback"]
+    assert "no NCCL_DEBUG=INFO log was ingested" not in str(skipped)  # one was: it had no NCCL records
+
+
+def test_a_long_queue_names_the_socket_fallback_that_explains_it() -> None:
+    doc = _doc(SYNTHETIC / "nccl_socket_fallback")
+    queue = next(f for f in doc["findings"] if f["code"] == "timeline.long_queue")
+    assert any("nccl.socket_fallback in the same job explains it" in e["summary"] for e in queue["evidence"])
+    first = queue["suggestions"][0]
+    assert first["action"].startswith("Fix the transport first (nccl.socket_fallback)")
+    assert "rerun with NCCL_DEBUG=INFO" not in str(queue["suggestions"])  # the logs are already in the run

@@ -1,0 +1,54 @@
+"""Findings that explain one another say so.
+
+Detectors judge their own evidence; some findings of one job are one story told twice. A long
+Horovod QUEUE (``timeline.long_queue``: collectives wait for the GPU stream or the network) next to
+``nccl.socket_fallback`` in the same job is the socket fallback's doing: the queue names it and
+points to its fix instead of asking for NCCL logs the run already holds. With the job's NCCL logs
+ingested and no fallback in them, the queue's advice says that too, rather than asking for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from analyzer.findings import Evidence, Finding, Suggestion
+
+QUEUE, FALLBACK = "timeline.long_queue", "nccl.socket_fallback"
+
+
+def relate(findings: Iterable[Finding], jobs_with_logs: set[str | None]) -> list[Finding]:
+    """``findings`` with the long queue tied to its cause in the same job."""
+    found = list(findings)
+    fallback = {f.job: f for f in found if f.code == FALLBACK}
+    out = []
+    for f in found:
+        if f.code == QUEUE and f.job in fallback:
+            cause = fallback[f.job]
+            first = cause.suggestions[0] if cause.suggestions else None
+            f = replace(
+                f,
+                evidence=(*f.evidence, Evidence(f"{FALLBACK} in the same job explains it: {cause.title}")),
+                suggestions=(
+                    Suggestion(
+                        action=f"Fix the transport first ({FALLBACK}): "
+                        + (first.action if first else "see that finding"),
+                        env=dict(first.env) if first else {},
+                    ),
+                    *f.suggestions[1:],
+                ),
+            )
+        elif f.code == QUEUE and f.job in jobs_with_logs:
+            f = replace(
+                f,
+                suggestions=(
+                    Suggestion(
+                        action="The job's NCCL logs show no socket fallback (the NCCL section lists each host's "
+                        "network and interfaces): look at the network's load and the GPU stream instead, or pin "
+                        "the fast fabric with NCCL_SOCKET_IFNAME / NCCL_IB_HCA if a host chose another.",
+                    ),
+                    *f.suggestions[1:],
+                ),
+            )
+        out.append(f)
+    return out
