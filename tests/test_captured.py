@@ -59,3 +59,44 @@ def test_capture_script_runs_only_with_horovod(tmp_path: Path) -> None:
         check=False,
     )
     assert out.returncode != 0 and "build_horovod.sh" in out.stderr
+
+
+def _settings(folder: Path) -> dict[str, str]:
+    """The HOROVOD_* settings a capture ran with (its env.txt)."""
+    out = {}
+    for line in (folder / "env.txt").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.startswith("HOROVOD_"):
+            out[key] = value
+    return out
+
+
+def _report_doc(folder: Path) -> dict:
+    with temporary_store() as store:
+        store.ingest(*discover([folder]))
+        return dict(to_document(analyze(store)))
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_cycle_time_is_the_configured_one_or_unknown(name: str) -> None:
+    """Within 25% of HOROVOD_CYCLE_TIME (1 ms by default), or reported as unknown (low confidence)."""
+    folder = CAPTURED / name
+    configured = float(_settings(folder).get("HOROVOD_CYCLE_TIME", "1"))
+    cycle = _report_doc(folder)["timeline"]["cycle"]
+    if cycle is not None and cycle["confidence"] == "high":
+        assert cycle["cycle_ms"] == pytest.approx(configured, rel=0.25)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_no_advice_contradicts_the_settings_the_run_shows(name: str) -> None:
+    """A suggested setting changes what the run used: never the value already in effect, and a cycle
+    time advised to be raised is above the configured one."""
+    folder = CAPTURED / name
+    settings = _settings(folder)
+    doc = _report_doc(folder)
+    for f in doc["findings"]:
+        for s in f["suggestions"]:
+            for key, value in s["env"].items():
+                assert settings.get(key) != value, (f["code"], key, value)
+                if key == "HOROVOD_CYCLE_TIME" and "raise" in s["action"]:
+                    assert float(value) > float(settings.get(key, "1")), (f["code"], s["action"])

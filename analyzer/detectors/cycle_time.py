@@ -34,8 +34,8 @@ class CycleTimeHigh(TimelineDetector):
         t = ctx.config.thresholds.cycle
         step_us = model.median_step_us
         cycle = model.cycle
-        if not step_us or cycle is None or cycle.regularity < t.min_regularity:
-            return None
+        if not step_us or cycle is None or not cycle.confident or cycle.regularity < t.min_regularity:
+            return None  # only markers measure the cycle (analyzer.timeline.cycles.CycleEstimate.confident)
         if cycle.cycle_us < max(t.min_cycle_us, t.min_step_share * step_us):
             return None
         new_ms = suggested_cycle_ms(step_us)

@@ -48,7 +48,8 @@ class FusionFragmented(TimelineDetector):
         if tensors < t.min_tensors or per_step < t.min_batch_ratio * tensors or singles < t.min_singleton_share:
             return None
         est = model.fusion_estimate
-        cycle_us = model.cycle.cycle_us if model.cycle else DEFAULT_CYCLE_US
+        known = model.cycle is not None and model.cycle.confident
+        cycle_us = model.cycle.cycle_us if model.cycle is not None and known else DEFAULT_CYCLE_US
         small = est.upper_bytes is not None and est.upper_bytes < t.small_threshold
         step_bytes = float(steady["bytes"].median()) if steady["bytes"].notna().any() else 0.0
         if small or est.fused_batches == 0:
@@ -61,14 +62,22 @@ class FusionFragmented(TimelineDetector):
             )
             expected = expected_batches(model, threshold, cycle_us)
             cause = f"the fusion threshold in effect is {est.text()}"
-        else:
+        elif known:  # the cycle in effect is measured: the advice raises it, never lowers it
             new_cycle = max(t.late_cycle_ms, 2 * cycle_us / 1e3)
             env = {"HOROVOD_CYCLE_TIME": f"{new_cycle:g}"}
             action = (
-                f"Tensors arrive one cycle apart, so each cycle has one ready: raise HOROVOD_CYCLE_TIME to "
-                f"{new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune)."
+                f"Tensors arrive one cycle apart, so each cycle has one ready: raise HOROVOD_CYCLE_TIME from "
+                f"{cycle_us / 1e3:g} to {new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune)."
             )
             expected = expected_batches(model, 1 << 40, new_cycle * 1e3)
+        else:  # no markers: the cycle in effect is unknown, so no value is advised
+            env = {"HOROVOD_TIMELINE_MARK_CYCLES": "1"}
+            action = (
+                "Tensors arrive in separate cycles, so each cycle has one ready. This timeline does not show the "
+                "cycle time in effect: rerun with HOROVOD_TIMELINE_MARK_CYCLES=1 to record it, then raise "
+                "HOROVOD_CYCLE_TIME above it so that a cycle collects several (or try horovodrun --autotune)."
+            )
+            expected = None
             cause = f"the threshold ({est.text()}) is not the limit: tensors are ready one cycle apart"
         overhead = batch_overhead_us(model)
         saved = 0.0

@@ -71,6 +71,8 @@ def fusion_line(section: TimelineSection) -> str:
             f"({f['singleton_share']:.0%} single-tensor)"
         )
     parts.append(f"fusion threshold in effect {f['threshold_text']}")
-    if c is not None:
-        parts.append(f"cycle {c['cycle_ms']:.2f} ms ({c['method']})")
+    if c is not None and c.get("confidence", "high") == "high":
+        parts.append(f"cycle {c['cycle_ms']:.2f} ms (markers)")
+    else:
+        parts.append("cycle time unknown (no regular CYCLE_START markers: HOROVOD_TIMELINE_MARK_CYCLES=1 records them)")
     return "; ".join(parts)

@@ -140,4 +140,10 @@ def cycle_summary(model: TimelineModel) -> CycleDoc | None:
     c = model.cycle
     if c is None:
         return None
-    return {"cycle_ms": c.cycle_us / 1e3, "method": c.method, "samples": c.samples, "regularity": c.regularity}
+    return {
+        "cycle_ms": c.cycle_us / 1e3,
+        "method": c.method,
+        "samples": c.samples,
+        "regularity": c.regularity,
+        "confidence": "high" if c.confident else "low",
+    }

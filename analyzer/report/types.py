@@ -159,6 +159,10 @@ class CycleDoc(TypedDict):
     method: Literal["markers", "bursts"]
     samples: Count
     regularity: float
+    confidence: Annotated[
+        Literal["high", "low"],
+        Schema({"description": "high: regular CYCLE_START markers; low: the file's rhythm only (read as unknown)"}),
+    ]
 
 
 class TimelineSection(TypedDict):

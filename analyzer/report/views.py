@@ -231,7 +231,7 @@ def cadence(model: TimelineModel) -> CadenceView:
         "gaps": len(gaps),
         "edges_ms": [],
         "counts": [],
-        "cycle_ms": c.cycle_us / 1e3 if c else None,
+        "cycle_ms": c.cycle_us / 1e3 if c and c.confident else None,  # a burst estimate is no cycle time
         "regularity": c.regularity if c else None,
     }
     if len(gaps):
