@@ -205,7 +205,8 @@ def ranks(doc: AnalysisDocument) -> html.Div:
     if view and view["rank_box"]["ranks"]:
         parts.append(_graph(figures.lateness_box(view["rank_box"]), "rank-box"))
     if view and view["heatmap"]["z"]:
-        parts.append(_graph(figures.rank_heatmap(view["heatmap"]), "rank-heatmap"))
+        step_ms = section["steps"]["median_s"] * 1e3 if section["steps"]["median_s"] else None
+        parts.append(_graph(figures.rank_heatmap(view["heatmap"], step_ms), "rank-heatmap"))
     if section["ranks"]["ranks"]:
         rows = [
             (

@@ -247,3 +247,26 @@ def test_text_histograms_keep_to_a_readable_number_of_lines() -> None:
     lines = histogram_lines(section)
     assert len(lines) <= TEXT_BINS and sum(int(line.split()[-1]) for line in lines) == 30  # no step lost
     assert lines[0].startswith("     0.0 -      3.0 ms") and lines[-1].split("|")[0].strip().endswith("30.0 ms")
+
+
+def test_app_charts_start_at_zero_and_put_the_problem_transport_in_red() -> None:
+    from analyzer.render import figures
+    from analyzer.report.assembly import analyze
+    from analyzer.store.discovery import discover
+    from analyzer.store.run_store import temporary_store
+    from tests.conftest import ROOT
+
+    healthy: Any = {"z": [[0.1, 0.27], [0.2, 0.15]], "steps": [1, 2], "ranks": [0, 1], "note": None}
+    heat = figures.rank_heatmap(healthy, step_ms=100.0).data[0]
+    assert heat.zmin == 0 and heat.zmax == 25.0  # 0.27 ms of a 100 ms step is pale, not the scale's top
+    with temporary_store() as store:
+        store.ingest(*discover([ROOT / "sample_traces" / "synthetic" / "nccl_socket_fallback" / "job.log"]))
+        report = analyze(store)
+    assert report.nccl is not None
+    blue, red = figures.transport_matrix(report.nccl).data
+    assert red.colorscale[-1][1] != blue.colorscale[-1][1]
+    column = list(red.x).index("network Socket")
+    socket_cells = [row[column] for row in red.z]
+    finding = next(f for f in report.findings if f.code == "nccl.socket_fallback")
+    assert sum(socket_cells) == finding.evidence[0].metrics["processes"] == 16  # the chart agrees with the finding
+    assert all(row[column] is None for row in blue.z)

@@ -175,14 +175,19 @@ def lateness_box(view: RankBoxView) -> go.Figure:
     return fig
 
 
-def rank_heatmap(view: HeatmapView) -> go.Figure:
-    """Mean lateness per rank (rows) and step (columns)."""
+def rank_heatmap(view: HeatmapView, step_ms: float | None = None) -> go.Figure:
+    """Mean lateness per rank (rows) and step (columns). The colours start at 0 and reach full red
+    at a quarter of the median step ``step_ms`` (or the largest lateness, if more): a healthy run's
+    0.1-0.3 ms is pale, not solid red as a scale fitted to the data made it."""
+    top = max((v for row in view["z"] for v in row if v is not None), default=0.0)
     fig = go.Figure(
         go.Heatmap(
             z=view["z"],
             x=[str(s) for s in view["steps"]],
             y=[str(r) for r in view["ranks"]],
             colorscale="Reds",
+            zmin=0,
+            zmax=max(top, 0.25 * step_ms if step_ms else 0.0, 1e-3),
             colorbar={"title": "ms"},
             hovertemplate="rank %{y}, step %{x}: %{z:.1f} ms<extra></extra>",
         )
@@ -259,8 +264,14 @@ def cadence_histogram(view: CadenceView) -> go.Figure:
     return fig
 
 
+#: Transports that are a problem where RDMA was expected: the socket fallback's network
+PROBLEM_TRANSPORTS = ("network Socket",)
+
+
 def transport_matrix(nccl: NcclSection) -> go.Figure:
-    """Processes per host (rows) and transport (columns), from NCCL's connection lines."""
+    """Processes per host (rows) and transport (columns), from NCCL's connection lines and the network
+    each process chose. The socket network is drawn in red, the others in blue, so the problem is
+    the loudest cell, not the palest."""
     uses = Counter(
         (p["host"] or "?", t)
         for p in nccl["processes"]
@@ -269,20 +280,29 @@ def transport_matrix(nccl: NcclSection) -> go.Figure:
     hosts = sorted({h for h, _ in uses} | {p["host"] or "?" for p in nccl["processes"]})
     transports = sorted({t for _, t in uses})
     z = [[uses[h, t] for t in transports] for h in hosts]  # one pass over the processes, not one per cell
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=transports,
-            y=[escape(h) for h in hosts],
-            colorscale="Blues",
-            showscale=False,
-            text=z,
-            texttemplate="%{text}",
-            hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>",
+    traces = []
+    for problem, scale in ((False, "Blues"), (True, "Reds")):
+        masked = [
+            [v if (t in PROBLEM_TRANSPORTS) == problem and v else None for v, t in zip(row, transports, strict=True)]
+            for row in z
+        ]
+        traces.append(
+            go.Heatmap(
+                z=masked,
+                x=transports,
+                y=[escape(h) for h in hosts],
+                colorscale=scale,
+                zmin=0,
+                zmax=max((v for row in z for v in row), default=1),
+                showscale=False,
+                text=masked,
+                texttemplate="%{text}",
+                hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>",
+            )
         )
-    )
+    fig = go.Figure(traces)
     fig.update_layout(
-        title="NCCL transports per host (processes)",
+        title="NCCL transports per host (processes; the socket network in red)",
         xaxis_type="category",
         yaxis_type="category",
         **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))},
