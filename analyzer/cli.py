@@ -11,20 +11,21 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from analyzer import __version__, targets
+from analyzer import __version__
 from analyzer.cli_options import budget_option, errors
 from analyzer.config import parse_size
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
 from analyzer.serve_cli import serve as serve_command
-from analyzer.store.discovery import InputFile, discover
-from analyzer.store.ingest import ingest_pieces, ingest_runner
-from analyzer.store.parallel import Executor, executor_from_options
-from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
+
+if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
+    from analyzer.store.discovery import InputFile
+    from analyzer.store.parallel import Executor
+    from analyzer.store.run_store import IngestReport, RunStore
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +41,9 @@ def _ingest(
     executor: Executor | None = None,
     also: list[InputFile] | None = None,
 ) -> IngestReport:
+    from analyzer.store.discovery import discover
+    from analyzer.store.ingest import ingest_pieces, ingest_runner
+
     inputs, skipped = discover(list(paths)) if paths else ([], [])
     inputs += [i for i in also or [] if i.path not in {j.path for j in inputs}]
     total = sum(i.size for i in inputs)
@@ -125,6 +129,9 @@ def ingest(
     consistent, and running it again continues with the files not yet in the store."""
     if not paths and not repair:
         raise click.UsageError("give the files or folders to ingest (or --repair to repair the store)")
+    from analyzer.store.parallel import executor_from_options
+    from analyzer.store.run_store import MANIFEST, RunStore
+
     began = time.perf_counter()
     with errors(f"the store {store_dir}"):
         executor = executor_from_options(jobs, scheduler, dask_workers)
@@ -201,8 +208,10 @@ def report(
 ) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
     # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
+    from analyzer import targets
     from analyzer.config import AnalysisConfig
     from analyzer.report.assembly import analyze
+    from analyzer.store.run_store import RunStore, temporary_store
 
     with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
         renderer = renderer_for(fmt, output, fail_on)
@@ -268,6 +277,7 @@ def batch(
     """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary.
     Each worker analyses one run at a time within --memory-budget."""
     from analyzer.fleet import run_batch
+    from analyzer.store.parallel import executor_from_options
 
     with errors(out_dir):
         budget = parse_size(memory_budget, "--memory-budget")
@@ -339,9 +349,11 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
 def slice_command(path: str, spec: str, output: str, which: str | None, memory_budget: str) -> None:
     """Write some steps of a timeline (a file, a run folder or a store) as a Chrome trace for Perfetto or
     chrome://tracing, with each rank's readiness as a track; any file size, in bounded memory."""
+    from analyzer import targets
     from analyzer.config import AnalysisConfig
     from analyzer.context import Context
     from analyzer.slicing import chrome_trace, main_timeline, step_window
+    from analyzer.store.run_store import RunStore, temporary_store
 
     with errors(output):
         config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))

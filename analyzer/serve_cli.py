@@ -9,7 +9,6 @@ import click
 
 from analyzer.cli_options import budget_option, errors
 from analyzer.config import parse_size
-from analyzer.store.run_store import MANIFEST
 
 
 @click.command()
@@ -113,6 +112,8 @@ def serve(
             memory_budget=parse_size(memory_budget, "--memory-budget"),
         )
         budget = Budget(workers=workers, seconds=job_timeout, memory=parse_size(job_memory, "--job-memory"))
+        from analyzer.store.run_store import MANIFEST
+
         stores = [p for p in paths if (Path(p) / MANIFEST).is_file()]
         files = [p for p in paths if p not in stores]
         served = () if host in ("0.0.0.0", "::") else (host,)  # a wildcard address names no host

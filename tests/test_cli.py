@@ -373,3 +373,18 @@ def test_serve_runs_on_a_production_wsgi_server(tmp_path: Path, monkeypatch: pyt
     assert res.exit_code == 0, res.output
     assert (seen["host"], seen["port"], seen["threads"]) == ("127.0.0.1", 8123, 4)
     assert seen["max_request_body_size"] == seen["app"].config["MAX_CONTENT_LENGTH"]  # type: ignore[attr-defined]
+
+
+HEAVY = ("pyarrow", "pandas", "numba", "scipy", "ruptures", "plotly", "dash", "dask", "waitress")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["report", "--help"], ["slice", "--help"], ["serve", "--help"]])
+def test_help_imports_no_heavy_library(args: list[str]) -> None:
+    """Start-up is what a user waits for on every command: --help loads none of the analysis stack."""
+    script = (
+        "import sys\nfrom analyzer.cli import main\nsys.argv = ['hvd-analyze', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
+    assert res.stdout.strip().splitlines()[-1] == "[]"
