@@ -17,7 +17,19 @@ from tests.builders import truth_steps
 from tests.conftest import ROOT, Validate
 
 CAPTURED = ROOT / "sample_traces" / "captured"
+STABILITY = ROOT / "sample_traces" / "stability"  # repeats of the scenarios (capture.py --repeat)
 START_UP = {"timeline.startup_skew", "timeline.init_overhead"}
+
+
+def _captures() -> list[tuple[str, Path]]:
+    """Every capture of every scenario: the first (captured/) and its repeats (stability/)."""
+    out = [(name, CAPTURED / name) for name in sorted(SCENARIOS)]
+    out += [(name, tag) for name in sorted(SCENARIOS) for tag in sorted((STABILITY / name).glob("*/")) if tag.is_dir()]
+    return out
+
+
+CAPTURES = _captures()
+IDS = [f"{name}/{folder.name}" if folder.parent.name == name else name for name, folder in CAPTURES]
 
 
 def test_every_scenario_was_captured() -> None:
@@ -27,10 +39,11 @@ def test_every_scenario_was_captured() -> None:
         assert (CAPTURED / name / "command.sh").read_text().count("horovodrun --gloo") == 1
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_captured_scenario_meets_expected(name: str, validated: Validate) -> None:
+@pytest.mark.parametrize(("name", "folder"), CAPTURES, ids=IDS)
+def test_captured_scenario_meets_expected(name: str, folder: Path, validated: Validate) -> None:
+    """Every capture of a scenario, repeats included, gives exactly its EXPECTED.md findings: the
+    verdict holds on real timing, not on one lucky run."""
     sc = SCENARIOS[name]
-    folder = CAPTURED / name
     with temporary_store() as store:
         store.ingest(*discover([folder]))
         report = analyze(store)
@@ -77,21 +90,19 @@ def _report_doc(folder: Path) -> dict:
         return dict(to_document(analyze(store)))
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_the_cycle_time_is_the_configured_one_or_unknown(name: str) -> None:
+@pytest.mark.parametrize(("name", "folder"), CAPTURES, ids=IDS)
+def test_the_cycle_time_is_the_configured_one_or_unknown(name: str, folder: Path) -> None:
     """Within 25% of HOROVOD_CYCLE_TIME (1 ms by default), or reported as unknown (low confidence)."""
-    folder = CAPTURED / name
     configured = float(_settings(folder).get("HOROVOD_CYCLE_TIME", "1"))
     cycle = _report_doc(folder)["timeline"]["cycle"]
     if cycle is not None and cycle["confidence"] == "high":
         assert cycle["cycle_ms"] == pytest.approx(configured, rel=0.25)
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_no_advice_contradicts_the_settings_the_run_shows(name: str) -> None:
+@pytest.mark.parametrize(("name", "folder"), CAPTURES, ids=IDS)
+def test_no_advice_contradicts_the_settings_the_run_shows(name: str, folder: Path) -> None:
     """A suggested setting changes what the run used: never the value already in effect, and a cycle
     time advised to be raised is above the configured one."""
-    folder = CAPTURED / name
     settings = _settings(folder)
     doc = _report_doc(folder)
     for f in doc["findings"]:

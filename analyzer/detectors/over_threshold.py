@@ -65,10 +65,10 @@ class TensorOverFusionThreshold(TimelineDetector):
         per["company"] = _company_share(grads[grads["pid"].isin(per.index)], ops).reindex(per.index).fillna(0.0)
         upper = est.upper_bytes
         assumed = None
-        if upper is None:  # the run shows no batch over the threshold: Horovod's default, if it fits
-            default, release = default_threshold(model.facts)
-            if est.lower_bytes <= default:
-                upper, assumed = default, (default, release)
+        default, release = default_threshold(model.facts)
+        if est.lower_bytes <= default and (upper is None or default < upper):
+            # the run's batches allow Horovod's default and nothing shows another setting: assume it
+            upper, assumed = default, (default, release)
         certain = per["bytes"] >= upper if upper is not None else False
         likely = (per["bytes"] > 2 * est.lower_bytes) & (per["company"] >= t.min_company_share)
         over = per[certain | likely]

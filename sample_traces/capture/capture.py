@@ -2,6 +2,7 @@
 
     sample_traces/capture/build_horovod.sh            # once: Horovod 0.28.1 + torch CPU in a venv
     python -m sample_traces.capture [--venv DIR] [--out sample_traces/captured] [SCENARIO ...]
+    python -m sample_traces.capture --repeat r2 [SCENARIO ...]   # into sample_traces/stability/<scenario>/r2/
 
 Each scenario runs ``horovodrun --gloo -np N -H localhost:N`` with ``train.py`` and writes to
 ``OUT/<scenario>/``: the rank-0 ``timeline.json`` (gzipped when over 1 MB), ``stdout.txt``,
@@ -10,6 +11,10 @@ time, Horovod/torch versions), ``steps.csv`` (every rank's measured steps: ``ran
 step_time_s,start_epoch_us,end_epoch_us,sleep_s``), ``autotune.csv`` where the scenario
 tunes, and ``EXPECTED.md`` (what the analyzer must find; ``tests/test_captured.py`` checks it).
 The outputs are committed as they come out; nothing is edited afterwards.
+
+``--repeat TAG`` captures a scenario again into ``sample_traces/stability/<scenario>/<TAG>/`` with its
+timeline always gzipped: the stability set (``tests/test_stability.py``), where every capture of a
+scenario must give the same verdict as the first.
 """
 
 from __future__ import annotations
@@ -92,6 +97,15 @@ SCENARIOS: dict[str, Scenario] = {
         ("--big-layer", "8192"),
         {"HOROVOD_FUSION_THRESHOLD": "16777216", "HOROVOD_CYCLE_TIME": "20"},
     ),
+    "over_default": Scenario(
+        2,
+        "An MLP with two 147 MB gradients (a 36000-wide layer) and Horovod's default fusion threshold (128 MiB): "
+        "nothing in the run sets it, so only Horovod's default says they are over it. The huge layers' backward "
+        "keeps the other gradients far apart, so even a 5 ms cycle fuses few of them: fusion is fragmented too.",
+        ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"),
+        ("--big-layer", "36000", "--steps", "20", "--batch", "8"),
+        {"HOROVOD_CYCLE_TIME": "5"},
+    ),
     "collectives_mix": Scenario(2, "allgather, broadcast and alltoall after every step.", (), ("--extra-collectives",)),
     "killed_sigkill": Scenario(
         2,
@@ -142,8 +156,8 @@ def expected_md(name: str, sc: Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(name: str, sc: Scenario, venv: Path, out_root: Path) -> None:
-    out = out_root / name
+def run(name: str, sc: Scenario, venv: Path, out_root: Path, tag: str | None = None) -> None:
+    out = out_root / name / tag if tag else out_root / name
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -186,7 +200,7 @@ def run(name: str, sc: Scenario, venv: Path, out_root: Path) -> None:
     _steps(work, out / "steps.csv")
     shutil.rmtree(work)
     for f in out.glob("*.json"):
-        if f.stat().st_size > GZIP_OVER:
+        if f.stat().st_size > (0 if tag else GZIP_OVER):  # a repeat keeps the stability set small
             with open(f, "rb") as src, gzip.GzipFile(f.with_suffix(".json.gz"), "wb", mtime=0) as dst:
                 shutil.copyfileobj(src, dst)
             f.unlink()
@@ -230,12 +244,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--out", type=Path, default=HERE.parent / "captured")
+    ap.add_argument("--repeat", metavar="TAG", help="capture again into sample_traces/stability/<scenario>/TAG/")
     ap.add_argument("scenarios", nargs="*", default=list(SCENARIOS))
     a = ap.parse_args()
     if not (a.venv / "bin" / "horovodrun").exists():
         sys.exit(f"{a.venv}: no Horovod there; run sample_traces/capture/build_horovod.sh {a.venv} first")
+    out = HERE.parent / "stability" if a.repeat else a.out
     for name in a.scenarios:
-        run(name, SCENARIOS[name], a.venv, a.out)
+        run(name, SCENARIOS[name], a.venv, out, a.repeat)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+HOROVOD_AUTOTUNE=1 HOROVOD_AUTOTUNE_LOG=/work/main/sample_traces/stability/autotune/r2/autotune.csv HOROVOD_TIMELINE=/work/main/sample_traces/stability/autotune/r2/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --steps 400 --batch 8 --out /work/main/sample_traces/stability/autotune/r2/.work

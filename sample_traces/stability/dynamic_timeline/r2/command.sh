@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=DYNAMIC /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --dynamic-timeline /work/main/sample_traces/stability/dynamic_timeline/r2/timeline.json --batch 256 --out /work/main/sample_traces/stability/dynamic_timeline/r2/.work

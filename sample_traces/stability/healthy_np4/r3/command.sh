@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=/work/main/sample_traces/stability/healthy_np4/r3/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 4 -H localhost:4 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --model cnn --steps 30 --out /work/main/sample_traces/stability/healthy_np4/r3/.work

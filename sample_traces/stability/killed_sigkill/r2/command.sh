@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=/work/main/sample_traces/stability/killed_sigkill/r2/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --steps 100000 --out /work/main/sample_traces/stability/killed_sigkill/r2/.work

@@ -1,0 +1,1 @@
+HOROVOD_CYCLE_TIME=20 HOROVOD_FUSION_THRESHOLD=16777216 HOROVOD_TIMELINE=/work/main/sample_traces/stability/over_threshold/r2/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --big-layer 8192 --out /work/main/sample_traces/stability/over_threshold/r2/.work
