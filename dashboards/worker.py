@@ -106,13 +106,14 @@ class WorkerPool:
                     report(kind, value)
                 elif not proc.is_alive():
                     ended = _death(proc)
-                elif time.monotonic() - start > self.budget.seconds:
+                # the limits are checked on every turn: a worker that reports often cannot outrun them
+                if ended is None and time.monotonic() - start > self.budget.seconds:
                     ended = (
                         f"the analysis ran past the time limit of {self.budget.seconds:.0f} s per run and was "
                         "stopped; ingest it with `hvd-analyze ingest` on a machine of your own, or start the "
                         "app with a larger --job-timeout"
                     )
-                elif (rss := _rss(proc.pid or 0)) > memory:
+                elif ended is None and (rss := _rss(proc.pid or 0)) > memory:
                     ended = (
                         f"the analysis used {_human(rss)} of memory, over the limit of {_human(memory)} per run, "
                         "and was stopped; start the app with a larger --job-memory, or a smaller --memory-budget "
