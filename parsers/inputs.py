@@ -204,6 +204,12 @@ _LOG_SIGNALS = (
     ),
     (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
     (
+        re.compile(
+            rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank"
+        ),
+        "a launcher's report of a worker's exit",
+    ),
+    (
         re.compile(rb"Missing ranks:|Stalled ranks:|Stalled ops:|One or more tensors were submitted to be"),
         "Horovod stall-inspector warnings",
     ),

@@ -303,6 +303,21 @@ LOG_TABLES: dict[str, TableSpec] = {
             ),
         ),
         TableSpec(
+            "worker_exits",
+            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun, srun).",
+            (
+                _INPUT,
+                _LINE,
+                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | srun"),
+                _c("rank", pa.int32(), "the worker's rank (torchrun: its local rank; srun: its task)", null=True),
+                _c("host", pa.string(), "the node it ran on, when the launcher names it", null=True),
+                _c("pid", pa.int64(), "its process id, when the launcher names it", null=True),
+                _c("exit_code", pa.int32(), "exit code as reported (torchrun: -N for signal N)", null=True),
+                _c("signal", pa.int32(), "the signal that ended it (named, or exit code 128+N / -N)", null=True),
+                _c("text", pa.string(), "the launcher's line"),
+            ),
+        ),
+        TableSpec(
             "horovod_stalls",
             "Horovod stall-inspector warnings: one row per missing rank per warning.",
             (

@@ -22,6 +22,7 @@ from analyzer.detectors.slowdown import StepSlowdown
 from analyzer.detectors.startup_skew import StartupSkew
 from analyzer.detectors.straggler import Straggler
 from analyzer.detectors.truncated import TruncatedTimeline
+from analyzer.detectors.worker_exit import WorkerExit
 
 ALL_DETECTORS: tuple[Detector, ...] = (
     TruncatedTimeline(),
@@ -42,6 +43,7 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     InitIncomplete(),
     NcclError(),
     WatchdogTimeout(),
+    WorkerExit(),
     HorovodStall(),
     AutotuneResult(),
 )

@@ -27,6 +27,7 @@ LOG_TABLES = (
     "nccl_errors",
     "nccl_collectives",
     "watchdog_timeouts",
+    "worker_exits",
     "horovod_stalls",
     "autotune",
 )

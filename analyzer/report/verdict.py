@@ -13,7 +13,9 @@ from typing import Any, Literal
 from analyzer.report.types import LossDoc, VerdictDoc
 
 #: Findings that mean the job failed or hung (at critical severity), not that it ran slowly.
-FAILURE_CODES = frozenset({"nccl.error", "nccl.watchdog_timeout", "horovod.stall", "nccl.init_incomplete"})
+FAILURE_CODES = frozenset(
+    {"nccl.error", "nccl.watchdog_timeout", "horovod.stall", "nccl.init_incomplete", "job.worker_exit"}
+)
 
 #: What each detector's silence means, and which evidence it needs to mean it: a detector that
 #: ran without a finding passed its check (its ``detector`` name -> (needs, text)).
@@ -37,7 +39,7 @@ PASSED: dict[str, tuple[str, str]] = {
 }
 #: Detectors whose silence says nothing worth listing (their tables exist only when they fire,
 #: or they judge wording, not health).
-NOT_A_CHECK = frozenset({"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result"})
+NOT_A_CHECK = frozenset({"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit"})
 
 TOP_LOSSES = 3
 

@@ -8,6 +8,10 @@
   shutdown time; the list stops after six names with `` ...``).
 * Horovod autotune CSV logs (three header layouts; threshold in MB; the last row is the
   best one when tuning finished).
+* Launchers' reports of a worker that ended: ``horovodrun`` (``Process 1 exit with status code
+  137.``), Open MPI's ``mpirun noticed that process rank 1 with PID ... on node ... exited on signal
+  9 (Killed).``, torchrun's ``failed (exitcode: -9) local_rank: 1 (pid: 4242)``, Slurm's ``srun: error:
+  node7: task 3: Killed``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from parsers.nccl.rows import ExitRow
 
 WATCHDOG = re.compile(
     r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
@@ -43,6 +49,44 @@ AUTOTUNE_LAYOUTS = {
     "hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,cycle_time_ms,"
     "tensor_fusion_threshold,score": "0.26.0",
 }
+
+
+#: (launcher, pattern): a worker's end as each launcher reports it
+EXITS = (
+    ("horovodrun", re.compile(r"\bProcess (?P<rank>\d+) exit with status code (?P<code>-?\d+)")),
+    (
+        "mpirun",
+        re.compile(
+            r"mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+) "
+            r"exited on signal (?P<sig>\d+)"
+        ),
+    ),
+    ("torchrun", re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)")),
+    (
+        "srun",
+        re.compile(
+            r"srun: error: (?P<host>[^\s:]+): task (?P<rank>\d+): (?:(?P<killed>Killed)|Exited with exit code (?P<code>\d+))"
+        ),
+    ),
+)
+EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
+
+
+def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
+    """A launcher's report that a worker ended, with the signal that ended it when the report or the
+    exit code says (128 + N, or -N for torchrun)."""
+    for launcher, rx in EXITS:
+        m = rx.search(line)
+        if m is None:
+            continue
+        d = m.groupdict()
+        code = int(d["code"]) if d.get("code") else None
+        sig = int(d["sig"]) if d.get("sig") else 9 if d.get("killed") else None
+        if sig is None and code is not None:
+            sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
+        pid = int(d["pid"]) if d.get("pid") else None
+        return ExitRow(lineno, launcher, int(d["rank"]), d.get("host"), pid, code, sig, line.strip()[:300])
+    return None
 
 
 @dataclass(frozen=True, slots=True)

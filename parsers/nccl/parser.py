@@ -52,6 +52,7 @@ class JobLogParser:
         self.colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter] = {}
         self._fast_colls: dict[tuple[str, str, str, str], rows.FastColl] = {}
         self.watchdog: list[dict[str, Any]] = []
+        self.exits: list[rows.ExitRow] = []
         self.stalls: list[rows.StallRow] = []
         self.autotune: list[joblog.AutotuneRow] = []
         self._autotune_layout: str | None = None
@@ -228,6 +229,9 @@ class JobLogParser:
                 self.failures.framework(lineno, err.src, err.message, err.result_code)
             if version is not None or err is not None:
                 return
+        if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
+            self.exits.append(ended)
+            return
         if "Watchdog caught" in line:
             w = joblog.parse_watchdog(line)
             if w is not None:
@@ -381,7 +385,7 @@ class JobLogParser:
                 "export with repeated columns): read once",
                 count=self.counts["doubled"],
             )
-        if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune):
+        if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune or self.exits):
             self.sink.add(
                 IssueSeverity.INFO,
                 "log.no_signals",

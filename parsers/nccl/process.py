@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from parsers.nccl.messages import Version, classify
-from parsers.nccl.rows import BareVersion, CommRankRow, EnvRow, StallRow, VersionRow
+from parsers.nccl.rows import BareVersion, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
 from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
@@ -270,6 +270,8 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
         cols["watchdog_timeouts"] = {n: [w[n] for w in p.watchdog] for n in names}
     if p.stalls:
         cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
+    if p.exits:
+        cols["worker_exits"] = _columns(p.exits, ExitRow._fields)
     if p.autotune:
         layout = p._autotune_layout
         cols["autotune"] = {

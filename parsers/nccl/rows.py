@@ -55,6 +55,19 @@ class StallRow(NamedTuple):
     more: bool
 
 
+class ExitRow(NamedTuple):
+    """A worker's exit as its launcher reported it (``worker_exits``)."""
+
+    line: int
+    launcher: str  # horovodrun | mpirun | torchrun | srun
+    rank: int | None
+    host: str | None
+    pid: int | None
+    exit_code: int | None
+    signal: int | None  # the signal that ended it: named by the launcher, or exit code 128+N / -N
+    text: str
+
+
 class BareVersion(NamedTuple):
     """A version line without a record header, attributed to a process at the end of the log."""
 

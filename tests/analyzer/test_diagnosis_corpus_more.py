@@ -87,3 +87,10 @@ def test_n_the_writers_lost_tail_is_a_note_not_a_warning(corpus: Path) -> None:
     assert f.severity is Severity.INFO and "every step before the last is complete" in f.summary
     assert report.timelines[0]["steps"]["count"] == 500
     assert report.verdict()["status"] == "healthy"
+
+
+def test_e2_says_rank_1_was_killed_from_the_launchers_output(corpus: Path) -> None:
+    report = _run(corpus, "e2")
+    f = _by_code(report)["job.worker_exit"]
+    assert f.ranks == (1,) and "SIGKILL" in f.title and "137" in f.title
+    assert report.verdict()["status"] == "failed"

@@ -1,0 +1,97 @@
+"""``job.worker_exit``: a worker died, and its launcher said how.
+
+Signal: the launcher's report of a worker's end (``worker_exits``): ``horovodrun``'s ``Process N
+exit with status code C``, Open MPI's ``mpirun noticed that process rank N ... exited on signal S``,
+torchrun's ``failed (exitcode: -S)``, Slurm's ``srun: error: NODE: task N: Killed``. The first
+abnormal end (a signal, or a nonzero exit code) is the cause; the ends after it are the launcher
+tearing the job down (SIGTERM, exit 143) and are listed as consequences. SIGKILL without a
+traceback is most often the kernel's out-of-memory killer, or the scheduler.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import pandas as pd
+
+from analyzer.detectors._logs import src
+from analyzer.detectors.base import LogDetector
+from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.nccl.model import NcclModel
+
+CODE = "job.worker_exit"
+#: why a signal ends a worker, as an SRE reads it
+CAUSES = {
+    signal.SIGKILL: "SIGKILL: the kernel's out-of-memory killer, the scheduler (time or memory limit) or a user; "
+    "a process cannot catch it, so it leaves no traceback",
+    signal.SIGTERM: "SIGTERM: asked to stop (the launcher after another worker failed, or the scheduler)",
+    signal.SIGSEGV: "SIGSEGV: a crash in native code (a framework, a driver, a custom op)",
+    signal.SIGABRT: "SIGABRT: the process aborted itself (a C++ exception, an assertion, NCCL's abort)",
+    signal.SIGBUS: "SIGBUS: a bad memory access, often /dev/shm full in a container",
+}
+
+
+def _how(row: pd.Series) -> str:
+    sig = row["signal"]
+    if pd.notna(sig) and int(sig) in signal.valid_signals():
+        s = signal.Signals(int(sig))
+        return CAUSES.get(s, s.name)
+    return f"exit code {int(row['exit_code'])}" if pd.notna(row["exit_code"]) else "ended"
+
+
+class WorkerExit(LogDetector):
+    name = "worker_exit"
+    code = CODE
+    requires = ("worker_exits",)
+    why_required = (
+        "no job log with a launcher's report of a worker's end (horovodrun, mpirun, torchrun, srun) was ingested"
+    )
+
+    def check(self, model: NcclModel) -> list[Finding]:
+        w = model.worker_exits
+        if w.empty:
+            return []
+        bad = w[(w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)].sort_values(["file", "line"])
+        if bad.empty:
+            return []
+        first = bad.iloc[0]
+        rank = None if pd.isna(first["rank"]) else int(first["rank"])
+        where = f" on {first['host']}" if isinstance(first["host"], str) else ""
+        code = "" if pd.isna(first["exit_code"]) else f", exit code {int(first['exit_code'])}"
+        who = f"Rank {rank}" if rank is not None else "A worker"
+        after = bad.iloc[1:]
+        evidence = [
+            Evidence(
+                summary=f"{first['launcher']}: {first['text']}",
+                sources=(src(first["file"], first["line"]),),
+                metrics={"rank": float(rank if rank is not None else -1)},
+            )
+        ]
+        if len(after):
+            evidence.append(
+                Evidence(
+                    summary=f"then {len(after)} other worker(s) ended as the job was torn down: "
+                    + "; ".join(f"rank {int(r['rank'])}: {_how(r).split(':')[0]}" for _, r in after.head(8).iterrows())
+                )
+            )
+        return [
+            Finding(
+                code=CODE,
+                severity=Severity.CRITICAL,
+                title=f"{who} died{where}: {_how(first).split(':')[0]}{code}",
+                summary=(
+                    f"{first['file']}: the launcher ({first['launcher']}) reports that {who.lower()}{where} ended "
+                    f"first: {_how(first)}. The job stopped because of it."
+                ),
+                detector=self.name,
+                evidence=tuple(evidence),
+                suggestions=(
+                    Suggestion(
+                        action=f"Look at {'rank ' + str(rank) if rank is not None else 'that worker'}'s host at that "
+                        "time: the kernel log (dmesg: 'Out of memory: Killed process'), the scheduler's record of "
+                        "the job (time and memory limits), and the worker's own last lines."
+                    ),
+                ),
+                ranks=() if rank is None else (rank,),
+            )
+        ]
