@@ -16,7 +16,7 @@ from dash import dash_table, dcc, html
 
 from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
-from analyzer.render.base import export_lines, format_impact, verdict_lines
+from analyzer.render.base import export_lines, format_impact, verdict_text
 from analyzer.render.sections import fusion_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
 from dashboards.work import AnalysisDocument
@@ -89,19 +89,17 @@ def finding_card(f: FindingDoc, i: int) -> html.Div:
 def verdict_box(rep: Any) -> html.Section:
     """What to read first: the status, the key numbers, the one thing to do, the checks passed."""
     v = rep.get("verdict") or verdict_of(rep)  # a run analysed before verdicts has none stored
-    headline, *rest = verdict_lines(v)
-    body: list[Any] = [html.H3(headline.removeprefix("Verdict: "))]
-    exports = [line.strip() for line in rest if line.startswith("  export ")]
-    for line in rest:
-        if line.startswith("checks passed"):
-            head, _, checks = line.partition(": ")
-            body += [html.P(head + ":"), html.Ul([html.Li(c) for c in checks.split("; ")])]
-        elif not line.startswith("  export "):
-            body.append(html.P(line))
-    if exports:
+    t = verdict_text(v)
+    body: list[Any] = [html.H3(t.headline), *(html.P(line) for line in (t.numbers, t.action) if line)]
+    if t.passed:
+        body += [html.P(t.passed_head + ":"), html.Ul([html.Li(c) for c in t.passed])]
+    if t.exports:
         body.append(
             html.Div(
-                [html.Pre("\n".join(exports), id="verdict-env"), dcc.Clipboard(target_id="verdict-env", title="copy")],
+                [
+                    html.Pre("\n".join(t.exports), id="verdict-env"),
+                    dcc.Clipboard(target_id="verdict-env", title="copy"),
+                ],
                 className="env",
             )
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from analyzer.findings import AnalysisReport, Finding
@@ -101,9 +101,23 @@ def one_line(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-def verdict_lines(v: VerdictDoc) -> list[str]:
-    """The verdict as plain lines: the headline, the numbers, the one thing to do, the checks passed."""
-    out = [f"Verdict: {v['headline']}"]
+@dataclass(frozen=True, slots=True)
+class VerdictText:
+    """The verdict in words, piece by piece, for every renderer and the app to lay out."""
+
+    headline: str
+    numbers: str | None  # median step, steps/s, time lost per step
+    action: str | None  # "do first: ..."
+    exports: list[str]  # its export lines
+    passed: list[str]  # the checks that passed
+
+    @property
+    def passed_head(self) -> str:
+        return f"checks passed ({len(self.passed)})"
+
+
+def verdict_text(v: VerdictDoc) -> VerdictText:
+    """The verdict's headline, numbers, first action with its exports, and checks passed, as text."""
     numbers = []
     if v["median_step_ms"] is not None:
         numbers.append(f"median step {v['median_step_ms']:,.1f} ms ({v['steps_per_s']:,.2f} steps/s)")
@@ -114,11 +128,21 @@ def verdict_lines(v: VerdictDoc) -> list[str]:
             for loss in v["losses"]
         )
         numbers.append(f"lost per step: {lost}")
-    if numbers:
-        out.append("; ".join(numbers))
-    if v["action"]:
-        out.append(f"do first: {v['action']}")
-        out += [f"  {line}" for line in export_lines([v["action_env"]])]
-    if v["passed"]:
-        out.append(f"checks passed ({len(v['passed'])}): " + "; ".join(v["passed"]))
+    return VerdictText(
+        headline=v["headline"],
+        numbers="; ".join(numbers) or None,
+        action=f"do first: {v['action']}" if v["action"] else None,
+        exports=export_lines([v["action_env"]]) if v["action"] else [],
+        passed=list(v["passed"]),
+    )
+
+
+def verdict_lines(v: VerdictDoc) -> list[str]:
+    """The verdict as plain lines: the headline, the numbers, the one thing to do, the checks passed."""
+    t = verdict_text(v)
+    out = [f"Verdict: {t.headline}", *([t.numbers] if t.numbers else [])]
+    if t.action:
+        out += [t.action, *(f"  {line}" for line in t.exports)]
+    if t.passed:
+        out.append(f"{t.passed_head}: " + "; ".join(t.passed))
     return out

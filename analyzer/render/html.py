@@ -15,7 +15,7 @@ from analyzer.render.base import (
     input_line,
     job_lines,
     jobs_note,
-    verdict_lines,
+    verdict_text,
 )
 from analyzer.render.sections import (
     fusion_line,
@@ -46,20 +46,13 @@ figure{margin:1rem 0}svg.chart{width:100%;height:auto;background:#fff}
 
 def _verdict(v: VerdictDoc) -> str:
     """The verdict box: status, headline, numbers, the one thing to do, the checks passed."""
-    headline, *rest = verdict_lines(v)
-    items = []
-    for line in rest:
-        if line.startswith("  export "):
-            items.append(f"<pre>{_e(line.strip())}</pre>")
-        elif line.startswith("checks passed"):
-            head, _, checks = line.partition(": ")
-            items.append(f"<p>{_e(head)}:</p><ul>" + "".join(f"<li>{_e(c)}</li>" for c in checks.split("; ")) + "</ul>")
-        else:
-            items.append(f"<p>{_e(line)}</p>")
+    t = verdict_text(v)
+    items = [f"<p>{_e(line)}</p>" for line in (t.numbers, t.action) if line]
+    items += [f"<pre>{_e(line)}</pre>" for line in t.exports]
+    if t.passed:
+        items.append(f"<p>{_e(t.passed_head)}:</p><ul>" + "".join(f"<li>{_e(c)}</li>" for c in t.passed) + "</ul>")
     return (
-        f"<section class='verdict {v['status']}' id='verdict'><h2>{_e(headline.removeprefix('Verdict: '))}</h2>"
-        + "".join(items)
-        + "</section>"
+        f"<section class='verdict {v['status']}' id='verdict'><h2>{_e(t.headline)}</h2>" + "".join(items) + "</section>"
     )
 
 
