@@ -33,7 +33,8 @@ def skip_reason(requires: tuple[str, ...], store: RunStore, why_required: str) -
     missing = [t for t in missing if not (has_logs and t in EVENT_TABLES)]
     if not missing:
         return None
-    reasons = [_WHY.get(t, why_required) if (t != "nccl_processes" or has_logs) else why_required for t in missing]
     if "spans" in missing or (not has_logs and any(t.startswith("nccl") for t in missing)):
-        reasons = [why_required]
+        reasons = [why_required]  # no input of the kind at all: the detector's own words
+    else:
+        reasons = [_WHY.get(t, why_required) for t in missing]
     return f"needs table(s) {', '.join(missing)}: {'; '.join(dict.fromkeys(reasons))}"
