@@ -26,7 +26,7 @@ from analyzer.context import Context
 from analyzer.errors import UsageError
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
-from analyzer.timeline.load import step_starts
+from analyzer.timeline.load import analysed_model, step_starts
 
 #: Records one slice may hold: past it, slice fewer steps (memory follows the slice).
 MAX_RECORDS = 20_000_000
@@ -179,8 +179,8 @@ def main_timeline(store: RunStore, which: str | None = None, where: str | None =
 def step_window(ctx: Context, entry: ManifestEntry, spec: str) -> StepRange:
     """:func:`step_range` of a store's timeline: ``slowest`` / ``median`` read the analysed step
     table (within the context's memory budget), other specs only the steps' boundaries."""
-    if spec in KEYWORDS:
-        model = next(m for m in ctx.timelines() if m.input_id == entry["id"])
+    if spec in KEYWORDS:  # this timeline's model only, not every timeline of the store
+        model = analysed_model(ctx.store, entry, ctx.config.memory_budget)
         return step_range(entry["path"], model.all_steps["start_us"].to_numpy(), spec, model.all_steps)
     return step_range(entry["path"], step_starts(ctx.store, entry), spec)
 
