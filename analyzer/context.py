@@ -38,6 +38,7 @@ class Context:
     _nccl: dict[str | None, NcclModel] = field(default_factory=dict, repr=False)
     _jobs: JobPlan | None = field(default=None, repr=False)
     _offsets: dict[tuple[str, int, bytes], np.ndarray] = field(default_factory=dict, repr=False)
+    _places: dict[tuple[str, int], dict[int, RankPlace]] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -88,11 +89,14 @@ class Context:
         return bool(job is not None and job.logs and not self.nccl(job).tables["autotune"].empty)
 
     def places(self, input_id: str, world: int) -> dict[int, RankPlace]:
-        """:meth:`rank_places` of timeline ``input_id`` with ``world`` ranks."""
+        """:meth:`rank_places` of timeline ``input_id`` with ``world`` ranks, read once (the detectors,
+        the hosts of their findings and the report's rank table all ask)."""
         job = self.jobs().job_of(input_id)
         if job is None or not job.logs or not world:
             return {}
-        return rank_places(self.nccl(job), world)
+        if (input_id, world) not in self._places:
+            self._places[input_id, world] = rank_places(self.nccl(job), world)
+        return self._places[input_id, world]
 
     def first_last_offset(self, model: TimelineModel, lat: Lateness, rank: int) -> int | None:
         """File offset of the earliest tick of ``lat`` (a view of ``model``'s ticks) in which
