@@ -19,6 +19,7 @@ or an authenticating proxy's header).
 from __future__ import annotations
 
 import hmac
+import itertools
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,13 +174,13 @@ def install(server: Flask, library: RunLibrary, access: Access) -> None:
             entry = main_timeline(store, request.args.get("timeline"), "this run")
             ctx = Context(store, AnalysisConfig(memory_budget=library.limits.memory_budget))
             window = step_window(ctx, entry, spec)
-            body = b"".join(
-                chrome_trace(
-                    store, entry, window, lambda world: {r: p.host for r, p in ctx.places(entry["id"], world).items()}
-                )
+            pieces = chrome_trace(
+                store, entry, window, lambda world: {r: p.host for r, p in ctx.places(entry["id"], world).items()}
             )
+            first = next(pieces)  # the slice's records are read here: an error is still an answer
         except HvdAnalyzeError as exc:
             return jsonify(error=str(exc)), 400
+        body = itertools.chain([first], pieces)  # streamed: the trace is never held whole a second time
         name = f"hvd-analyze-{run_id}-steps-{window.first}-{window.last}.json"
         return Response(
             body, mimetype="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'}
