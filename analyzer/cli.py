@@ -17,6 +17,7 @@ import click
 
 from analyzer import __version__
 from analyzer.cli_options import budget_option, errors
+from analyzer.compare_cli import compare as compare_command
 from analyzer.config import parse_size
 from analyzer.findings import Finding, Severity
 from analyzer.render import RENDERERS, renderer_for
@@ -378,6 +379,7 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
 
 
 cli.add_command(serve_command)
+cli.add_command(compare_command)
 
 #: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).
 INTERNAL_ERROR = 3

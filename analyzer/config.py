@@ -107,6 +107,22 @@ class StartupThresholds:
 
 
 @dataclass(frozen=True, slots=True)
+class CompareThresholds:
+    """``hvd-analyze compare``: when a change of the step time is more than noise, and a fix check's verdict."""
+
+    alpha: float = _t(0.01, "a change is significant when the Mann-Whitney p-value is below this ...")
+    min_effect: float = _t(
+        0.474,
+        "... and |Cliff's delta| is at least this (a large effect: runs on shared machines drift, so a small "
+        "consistent shift is not called a regression) ...",
+    )
+    min_steps: int = _t(5, "... with at least this many steady steps on each side")
+    as_predicted: float = _t(0.5, "a fix saved 'as predicted' when it saved at least this share of the prediction")
+    bootstrap: int = _t(1000, "bootstrap resamples of the median and p90 intervals")
+    max_sample: int = _t(4000, "steps per side the tests read (evenly spaced beyond this)")
+
+
+@dataclass(frozen=True, slots=True)
 class Thresholds:
     straggler: StragglerThresholds = field(default_factory=StragglerThresholds)
     negotiation_wait: NegotiationWaitThresholds = field(default_factory=NegotiationWaitThresholds)
@@ -116,6 +132,7 @@ class Thresholds:
     over_threshold: OverThresholdThresholds = field(default_factory=OverThresholdThresholds)
     cycle: CycleThresholds = field(default_factory=CycleThresholds)
     startup: StartupThresholds = field(default_factory=StartupThresholds)
+    compare: CompareThresholds = field(default_factory=CompareThresholds)
 
 
 @dataclass(frozen=True, slots=True)

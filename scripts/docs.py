@@ -5,6 +5,7 @@
   threshold of :class:`analyzer.config.Thresholds`, its default and its meaning.
 * docs/schema.md: the store's tables (:mod:`parsers.schema`).
 * analyzer/report/report.schema.json: the report's JSON Schema (:mod:`analyzer.report.json_schema`).
+* analyzer/compare/compare.schema.json: the JSON Schema of ``compare -f json``.
 
 Usage: ``python scripts/docs.py`` (write) or ``python scripts/docs.py --check`` (exit 1 and name
 what differs).
@@ -22,7 +23,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.config import Thresholds
-from analyzer.report.json_schema import report_schema
+from analyzer.report.json_schema import compare_schema, report_schema
 from parsers.schema import render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +77,7 @@ def generated() -> dict[Path, str]:
         ROOT / "README.md": readme,
         ROOT / "docs" / "schema.md": render_markdown(),
         ROOT / "analyzer" / "report" / "report.schema.json": json.dumps(report_schema(), indent=1) + "\n",
+        ROOT / "analyzer" / "compare" / "compare.schema.json": json.dumps(compare_schema(), indent=1) + "\n",
     }
 
 

@@ -68,7 +68,7 @@ def test_format_follows_the_output_extension(tmp_path: Path, cut: Path, ext: str
 
 def test_unknown_extension_is_a_usage_error(tmp_path: Path, cut: Path) -> None:
     code, _, err = run("report", str(cut), "-o", str(tmp_path / "r.pdf"))
-    assert code == 2 and "cannot tell the report format" in err
+    assert code == 2 and "cannot tell the format" in err
 
 
 @pytest.mark.parametrize(("fail_on", "expected"), [("warning", 1), ("info", 1), ("critical", 0), (None, 0)])

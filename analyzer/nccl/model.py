@@ -52,10 +52,13 @@ class NcclModel:
     @cached_property
     def processes(self) -> pd.DataFrame:
         """``nccl_processes`` plus ``ranks``, ``nranks``, ``init_complete``, ``transports``,
-        ``net`` (the inter-node network the process used or chose) and ``gdrdma``."""
+        ``net`` (the inter-node network the process used or chose), ``gdrdma`` and ``env`` (the
+        ``NCCL_*`` variables it echoed as set by the environment)."""
         p = self.tables["nccl_processes"].copy()
         if p.empty:
-            return p.assign(ranks=[], nranks=[], init_complete=[], transports=[], net=[], gdrdma=[], ib_disabled=[])
+            return p.assign(
+                ranks=[], nranks=[], init_complete=[], transports=[], net=[], gdrdma=[], ib_disabled=[], env=[]
+            )
         cr, conns, env = (_by_process(self.tables[n]) for n in ("nccl_comm_ranks", "nccl_connections", "nccl_env"))
         empty = {n: self.tables[n].iloc[:0] for n in ("nccl_comm_ranks", "nccl_connections", "nccl_env")}
         old = _pre_bootstrap_files(p, self.tables["nccl_versions"])
@@ -77,6 +80,7 @@ class NcclModel:
                     "ib_disabled": bool(((mine_env["var"] == "NCCL_IB_DISABLE") & (mine_env["value"] == "1")).any())
                     if not mine_env.empty
                     else False,
+                    "env": dict(zip(mine_env["var"], mine_env["value"], strict=True)) if not mine_env.empty else {},
                 }
             )
         return pd.concat([p.reset_index(drop=True), pd.DataFrame(rows)], axis=1)

@@ -38,17 +38,22 @@ def renderer_for(fmt: str | None, output: str | None, fail_on: str | None = None
 
 
 def _chosen(fmt: str | None, output: str | None) -> str:
+    return format_for(fmt, output, _EXTENSIONS)
+
+
+def format_for(fmt: str | None, output: str | None, extensions: dict[str, str]) -> str:
+    """``--format`` wins; else the ``-o`` extension (one of ``extensions``); else text."""
     if fmt:
         return fmt
     if output and output != "-":
         ext = Path(output).suffix.lower()
-        if ext not in _EXTENSIONS:
+        if ext not in extensions:
             raise UsageError(
-                f"cannot tell the report format from {output!r}; use an extension "
-                f"({', '.join(sorted(_EXTENSIONS))}) or --format {'|'.join(RENDERERS)}"
+                f"cannot tell the format from {output!r}; use an extension "
+                f"({', '.join(sorted(extensions))}) or --format {'|'.join(dict.fromkeys(extensions.values()))}"
             )
-        return _EXTENSIONS[ext]
+        return extensions[ext]
     return "text"
 
 
-__all__ = ["RENDERERS", "Renderer", "renderer_for"]
+__all__ = ["RENDERERS", "Renderer", "renderer_for", "format_for"]

@@ -27,7 +27,7 @@ from analyzer.render.sections import (
 from analyzer.render.svg_charts import charts
 from analyzer.report.types import NcclSection, TimelineSection, VerdictDoc
 
-_CSS = """
+CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
 h1{font-size:1.6rem}h2{border-bottom:1px solid #dde;padding-bottom:.2rem;margin-top:2rem}
 .f{border:1px solid #dde;border-left:6px solid #888;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
@@ -68,7 +68,7 @@ class HtmlRenderer:
         parts = [
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
             "<meta name='viewport' content='width=device-width,initial-scale=1'>",
-            f"<title>hvd-analyze report</title><style>{_CSS}</style></head><body>",
+            f"<title>hvd-analyze report</title><style>{CSS}</style></head><body>",
             f"<h1>hvd-analyze report</h1><p class='muted'>hvd-analyze {_e(report.tool_version)}</p>",
             _verdict(report.verdict()),
             *([f"<p class='note'>{_e(note)}</p>"] if (note := jobs_note(report)) is not None else []),

@@ -56,6 +56,15 @@ def _y_axis(ticks: list[float], y: Callable[[float], float]) -> list[str]:
     return out
 
 
+def _x_axis(lo: float, hi: float, x: Callable[[float], float], n: int) -> list[str]:
+    """About ``n`` round tick labels under the plot, from ``lo`` to ``hi``."""
+    return [
+        f"<text x='{x(lo + v):.1f}' y='{HEIGHT - BOTTOM + 16}' text-anchor='middle' fill='{GREY}'>{_fmt(lo + v)}</text>"
+        for v in nice_ticks(hi - lo, n)
+        if lo + v <= hi
+    ]
+
+
 def _scales(lo: float, hi: float, top: float) -> tuple[Callable[[float], float], Callable[[float], float]]:
     """Pixel x of a value in [lo, hi] and pixel y of a value in [0, top] (clipped), in the plot area."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -84,12 +93,7 @@ def histogram(
             f"<rect x='{x(a) + 0.5:.1f}' y='{y(c):.1f}' width='{max(x(b) - x(a) - 1, 1):.1f}' "
             f"height='{y(0) - y(c):.1f}' fill='{BLUE}'><title>{_fmt(a)} - {_fmt(b)}: {c}</title></rect>"
         )
-    for v in nice_ticks(hi - lo, 6):
-        if lo + v <= hi:
-            px = x(lo + v)
-            out.append(
-                f"<text x='{px:.1f}' y='{HEIGHT - BOTTOM + 16}' text-anchor='middle' fill='{GREY}'>{_fmt(lo + v)}</text>"
-            )
+    out += _x_axis(lo, hi, x, 6)
     if mark is not None and lo <= mark <= hi:
         out.append(
             f"<line x1='{x(mark):.1f}' x2='{x(mark):.1f}' y1='{TOP}' y2='{y(0):.1f}' stroke='{RED}' "
@@ -170,9 +174,32 @@ def line(
             f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y(v):.1f}' y2='{y(v):.1f}' stroke='{RED}' stroke-dasharray='5 4'/>"
             f"<text {at} y='{y(v) - 4:.1f}' fill='{RED}'>{_e(label)}</text>"
         )
-    for v in nice_ticks(hi - lo, 8):
-        if lo + v <= hi:
-            out.append(
-                f"<text x='{x(lo + v):.1f}' y='{HEIGHT - BOTTOM + 16}' text-anchor='middle' fill='{GREY}'>{_fmt(lo + v)}</text>"
-            )
+    out += _x_axis(lo, hi, x, 8)
+    return "".join([*out, "</svg>"])
+
+
+def overlay(
+    edges: Sequence[float], series: Sequence[tuple[str, Sequence[float], str]], title: str, x_title: str
+) -> str:
+    """Distributions over the same bins ``edges`` drawn over each other: one translucent bar set per
+    series ``(name, shares, colour)``, shares in percent on y."""
+    if len(edges) < 2 or not series:
+        return ""
+    lo, hi = edges[0], edges[-1] if edges[-1] > edges[0] else edges[0] + 1
+    top = max((v for _, vs, _ in series for v in vs), default=0.0) * 100
+    ticks = nice_ticks(top)
+    x, y = _scales(lo, hi, ticks[-1])
+    out = _frame(title, x_title, "% of steps") + _y_axis(ticks, y)
+    for name, shares, colour in series:
+        for a, b, v in zip(edges, edges[1:], shares, strict=False):
+            if v > 0:
+                out.append(
+                    f"<rect class='bar' x='{x(a) + 0.5:.1f}' y='{y(v * 100):.1f}' width='{max(x(b) - x(a) - 1, 1):.1f}' "
+                    f"height='{y(0) - y(v * 100):.1f}' fill='{colour}' fill-opacity='0.55'>"
+                    f"<title>{_e(name)} {_fmt(a)} - {_fmt(b)}: {v:.0%}</title></rect>"
+                )
+    out += _x_axis(lo, hi, x, 6)
+    for j, (name, _, colour) in enumerate(series):
+        out.append(f"<rect x='{WIDTH - 200 + 100 * j}' y='10' width='10' height='10' fill='{colour}'/>")
+        out.append(f"<text x='{WIDTH - 186 + 100 * j}' y='19'>{_e(name)}</text>")
     return "".join([*out, "</svg>"])

@@ -1,6 +1,7 @@
 """The JSON Schema of the report, generated from :mod:`analyzer.report.types`.
 
-``python -m analyzer.report.json_schema > analyzer/report/report.schema.json`` writes it;
+``python -m analyzer.report.json_schema > analyzer/report/report.schema.json`` writes it (and
+:func:`compare_schema` the one of ``compare -f json``, ``analyzer/compare/compare.schema.json``);
 ``tests/test_docs.py`` fails when the committed file differs. The types use a small part of
 Python's typing, and this module converts exactly that part: TypedDicts (every key
 required: the report always writes every key), ``list[X]``, ``dict[str, X]``, ``X | None``,
@@ -28,13 +29,25 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 
 def report_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of :class:`analyzer.report.types.ReportDocument`."""
+    return schema_of(report_types.ReportDocument, "report.schema.json", "hvd-analyze report")
+
+
+def compare_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`analyzer.compare.types.CompareDocument` (``compare -f json``)."""
+    from analyzer.compare.types import CompareDocument
+
+    return schema_of(CompareDocument, "compare.schema.json", "hvd-analyze compare")
+
+
+def schema_of(root_type: Any, name: str, title: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the TypedDict ``root_type``."""
     defs: dict[str, Any] = {}
-    root = _typeddict(report_types.ReportDocument, defs)
-    defs.pop("ReportDocument")
+    root = _typeddict(root_type, defs)
+    defs.pop(root_type.__name__)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://hvd-analyze/report.schema.json",
-        "title": "hvd-analyze report",
+        "$id": f"https://hvd-analyze/{name}",
+        "title": title,
         **root,
         "$defs": dict(sorted(defs.items())),
     }

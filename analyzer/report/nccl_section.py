@@ -62,6 +62,7 @@ def _process(r: Any) -> ProcessDoc:
         "gdrdma": bool(r.gdrdma) if isinstance(r.gdrdma, bool) else None,
         "init_complete": bool(r.init_complete),
         "warns": int(r.warns),
+        "env": {str(k): str(v) for k, v in r.env.items()},
     }
 
 

@@ -27,6 +27,9 @@ class ProcessDoc(TypedDict):
     gdrdma: bool | None
     init_complete: bool
     warns: Count
+    env: Annotated[
+        dict[str, str], Schema({"description": "NCCL_* variables the process echoed ('... set by environment to ...')"})
+    ]
 
 
 class VersionDoc(TypedDict):

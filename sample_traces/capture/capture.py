@@ -12,6 +12,9 @@ step_time_s,start_epoch_us,end_epoch_us,sleep_s``), ``autotune.csv`` where the s
 tunes, and ``EXPECTED.md`` (what the analyzer must find; ``tests/test_captured.py`` checks it).
 The outputs are committed as they come out; nothing is edited afterwards.
 
+``--pair NAME`` captures the two scenarios of a compare pair back to back into
+``sample_traces/compare/NAME/{before,after}/`` (:mod:`sample_traces.capture.pairs`).
+
 ``--repeat TAG`` captures a scenario again into ``sample_traces/stability/<scenario>/<TAG>/`` with its
 timeline always gzipped: the stability set (``tests/test_stability.py``), where every capture of a
 scenario must give the same verdict as the first.
@@ -106,6 +109,27 @@ SCENARIOS: dict[str, Scenario] = {
         ("--big-layer", "36000", "--steps", "20", "--batch", "8"),
         {"HOROVOD_CYCLE_TIME": "5"},
     ),
+    # the "after" halves of the compare pairs (sample_traces/compare/): a finding's fix applied
+    "straggler_fixed": Scenario(
+        2,
+        "straggler_nocache with its slow rank fixed: no rank sleeps; HOROVOD_CACHE_CAPACITY=0 as before.",
+        (),
+        ("--steps", "30"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+    ),
+    "fusion_default": Scenario(
+        2,
+        "fusion_tiny and fusion_off with the fusion threshold back at Horovod's default: CNN, 2 ranks, defaults.",
+        (),
+        ("--model", "cnn"),
+    ),
+    "cycle_default": Scenario(
+        2,
+        "cycle_long with the cycle time back at Horovod's default (1 ms), cycle markers on.",
+        (),
+        ("--batch", "8"),
+        {"HOROVOD_TIMELINE_MARK_CYCLES": "1"},
+    ),
     "collectives_mix": Scenario(2, "allgather, broadcast and alltoall after every step.", (), ("--extra-collectives",)),
     "killed_sigkill": Scenario(
         2,
@@ -156,8 +180,8 @@ def expected_md(name: str, sc: Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(name: str, sc: Scenario, venv: Path, out_root: Path, tag: str | None = None) -> None:
-    out = out_root / name / tag if tag else out_root / name
+def run(name: str, sc: Scenario, venv: Path, out_root: Path, tag: str | None = None, into: Path | None = None) -> None:
+    out = into or (out_root / name / tag if tag else out_root / name)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -240,15 +264,33 @@ def _steps(work: Path, dest: Path) -> None:
         w.writerows(rows)
 
 
+def capture_pair(name: str, venv: Path) -> None:
+    """Both scenarios of the compare pair ``name``, one right after the other."""
+    from sample_traces.capture.pairs import PAIRS
+    from sample_traces.capture.pairs import expected_md as pair_md
+
+    pair = PAIRS[name]
+    folder = HERE.parent / "compare" / name
+    for side, scenario in (("before", pair.before), ("after", pair.after)):
+        run(scenario, SCENARIOS[scenario], venv, folder, into=folder / side)
+    (folder / "EXPECTED.md").write_text(pair_md(name, pair))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--out", type=Path, default=HERE.parent / "captured")
     ap.add_argument("--repeat", metavar="TAG", help="capture again into sample_traces/stability/<scenario>/TAG/")
+    ap.add_argument(
+        "--pair", metavar="NAME", help="capture a compare pair back to back into sample_traces/compare/NAME/"
+    )
     ap.add_argument("scenarios", nargs="*", default=list(SCENARIOS))
     a = ap.parse_args()
     if not (a.venv / "bin" / "horovodrun").exists():
         sys.exit(f"{a.venv}: no Horovod there; run sample_traces/capture/build_horovod.sh {a.venv} first")
+    if a.pair:
+        capture_pair(a.pair, a.venv)
+        return
     out = HERE.parent / "stability" if a.repeat else a.out
     for name in a.scenarios:
         run(name, SCENARIOS[name], a.venv, out, a.repeat)

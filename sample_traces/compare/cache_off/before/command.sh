@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=/work/main/sample_traces/compare/cache_off/before/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --sleep-rank 1 --sleep-s 0.1 --steps 30 --out /work/main/sample_traces/compare/cache_off/before/.work
