@@ -69,12 +69,14 @@ def job_lines(report: AnalysisReport) -> list[str]:
 
 
 def jobs_note(report: AnalysisReport) -> str | None:
-    """What a report of several jobs says first: each finding rests on its own job; batch for unrelated runs."""
+    """What a report of several jobs says first: each finding rests on its own job; batch for unrelated
+    runs, compare for two runs of one job."""
     if len(report.jobs) < 2:
         return None
     return (
         f"This run holds {len(report.jobs)} jobs (by folder; see Jobs): each finding uses the evidence of its own "
-        "job only. For unrelated runs, `hvd-analyze batch FOLDER -o OUT` writes one report per run."
+        "job only. For unrelated runs, `hvd-analyze batch FOLDER -o OUT` writes one report per run; to see "
+        "what changed between two runs of a job, `hvd-analyze compare BEFORE AFTER`."
     )
 
 

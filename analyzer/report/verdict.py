@@ -47,12 +47,12 @@ TOP_LOSSES = 3
 def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
     """The verdict of a report document (its ``verdict`` key is not read)."""
     findings: list[Mapping[str, Any]] = list(doc["findings"])
-    timeline = doc.get("timeline")
-    median = timeline["steps"]["median_s"] if timeline else None
     serious = [f for f in findings if f["severity"] in ("warning", "critical")]
     failed = [f for f in serious if f["severity"] == "critical" and f["code"] in FAILURE_CODES]
     status: Literal["healthy", "degraded", "failed"] = "failed" if failed else "degraded" if serious else "healthy"
     top = (failed or serious)[0] if serious else None
+    timeline, job = _timeline_of(doc, top)
+    median = timeline["steps"]["median_s"] if timeline else None
     losses = [
         LossDoc(
             code=f["code"],
@@ -66,7 +66,7 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
     action = next((f["suggestions"][0] for f in (failed or serious) if f["suggestions"]), None)
     return {
         "status": status,
-        "headline": _headline(status, top, median, findings),
+        "headline": _headline(status, top, median, findings) + (f" (job {job})" if job else ""),
         "median_step_ms": None if median is None else round(median * 1e3, 3),
         "steps_per_s": None if not median else round(1.0 / median, 3),
         "losses": losses,
@@ -74,6 +74,19 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
         "action_env": {} if action is None else dict(action["env"]),
         "passed": passed_checks(doc),
     }
+
+
+def _timeline_of(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+    """The timeline whose step time the verdict quotes: in a run of several jobs, the main timeline of
+    the top finding's job (and that job's name), so that a number never comes from another job."""
+    jobs = doc.get("jobs", [])
+    if len(jobs) < 2 or top is None or top.get("job") is None:
+        return doc.get("timeline"), None
+    job = next((j for j in jobs if j["id"] == top["job"]), None)
+    if job is None:
+        return doc.get("timeline"), None
+    mine = [t for t in [doc.get("timeline"), *doc.get("other_timelines", [])] if t and t["path"] in job["timelines"]]
+    return (mine[0] if mine else None), job["name"]
 
 
 def _headline(status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any]) -> str:

@@ -125,3 +125,14 @@ def test_a_long_queue_names_the_socket_fallback_that_explains_it() -> None:
     first = queue["suggestions"][0]
     assert first["action"].startswith("Fix the transport first (nccl.socket_fallback)")
     assert "rerun with NCCL_DEBUG=INFO" not in str(queue["suggestions"])  # the logs are already in the run
+
+
+def test_in_a_run_of_several_jobs_the_verdict_quotes_the_step_time_of_its_findings_job() -> None:
+    """Two run folders reported together: the worst finding is the slow job's, and so must be the
+    median step the verdict quotes (the run's main timeline is the other job's)."""
+    pair = ROOT / "sample_traces" / "compare" / "cycle_default"
+    doc = _doc(pair / "before", pair / "after")
+    slow = next(t for t in [doc["timeline"], *doc["other_timelines"]] if "before" in t["path"])
+    v = doc["verdict"]
+    assert v["headline"].endswith("(job before)") and "cycle" in v["headline"]
+    assert v["median_step_ms"] == pytest.approx(slow["steps"]["median_s"] * 1e3, abs=1e-3)
