@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from analyzer import HvdAnalyzeError
-from dashboards import api, stepview
+from dashboards import api, compareview, stepview
 from dashboards.api import Access
 from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
@@ -366,8 +366,11 @@ def create_app(
             return html.Div(), f"This run failed: {err}"
         if page == "step":
             return stepview.step_page(library, run_id, spec or "median"), None
+        if page == "compare":
+            return compareview.compare_page(library, run_id), None
         return render_page(page, library.document(run_id) if run_id else None, job), None
 
     stepview.register(app, library)
+    compareview.register(app, library)
 
     return app

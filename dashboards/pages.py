@@ -28,6 +28,7 @@ PAGES = (
     ("phases", "Phases & fusion"),
     ("nccl", "NCCL"),
     ("step", "Step view"),
+    ("compare", "Compare"),
 )
 _TABLE_STYLE = {
     "style_table": {"overflowX": "auto"},
@@ -36,11 +37,11 @@ _TABLE_STYLE = {
 }
 
 
-def _graph(fig: Any, gid: str) -> dcc.Graph:
+def graph(fig: Any, gid: str) -> dcc.Graph:
     return dcc.Graph(id=gid, figure=fig, config={"displaylogo": False}, className="fig")
 
 
-def _table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], **extra: Any) -> Any:
+def table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], **extra: Any) -> Any:
     """A table with an Export button that downloads it as CSV (every row, not only the page shown)."""
     cols = [{"name": h, "id": f"c{i}"} for i, h in enumerate(header)]
     data = [{f"c{i}": v for i, v in enumerate(r)} for r in rows]
@@ -56,7 +57,7 @@ def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, TimelineViews 
     return section, doc.get("views", {}).get(section["input_id"])
 
 
-def _none(text: str) -> html.Div:
+def none_page(text: str) -> html.Div:
     return html.Div(html.P(text), className="empty")
 
 
@@ -140,7 +141,7 @@ def overview(doc: AnalysisDocument) -> html.Div:
         ]
         parts += [
             html.H3("Parse issues (records dropped or tolerated)"),
-            _table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows),
+            table("parse-issues", ("severity", "code", "count", "file", "byte", "message"), rows),
         ]
     return html.Div(parts, id="page-overview")
 
@@ -149,24 +150,24 @@ def overview(doc: AnalysisDocument) -> html.Div:
 def steps(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
-        return _none("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
+        return none_page("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
     st = section["steps"]
     parts: list[Any] = [html.P(steps_line(section), id="steps-line")]
     if (window := window_line(section)) is not None:
         parts.append(html.P(window, id="window-note", className="note"))
     if st["steady"]:
-        parts.append(_graph(figures.step_histogram(section), "step-histogram"))
+        parts.append(graph(figures.step_histogram(section), "step-histogram"))
     if view and view["step_series"]["step"]:
         series = view["step_series"]
-        parts.append(_graph(figures.step_series(series, st["median_s"], st["p90_s"]), "step-series"))
+        parts.append(graph(figures.step_series(series, st["median_s"], st["p90_s"]), "step-series"))
         parts.append(html.P("Click a step to open it in the Step view.", className="muted"))
         rows = [
             (str(s), f"{ms:.3f}", "yes" if ok else "no")
             for s, ms, ok in zip(series["step"], series["ms"], series["steady"], strict=True)
         ]
-        parts.append(_table("step-table", ("step", "step time ms", "steady"), rows, page_size=15, sort_action="native"))
+        parts.append(table("step-table", ("step", "step time ms", "steady"), rows, page_size=15, sort_action="native"))
     if not st["steady"]:
-        parts.append(_none("No complete steady step: the timeline is too short or cut during the first steps."))
+        parts.append(none_page("No complete steady step: the timeline is too short or cut during the first steps."))
     return html.Div(parts, id="page-steps")
 
 
@@ -181,7 +182,7 @@ NO_TICKS = (
 def ranks(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
-        return _none("This run has no Horovod timeline: per-rank lateness comes from its negotiation ticks.")
+        return none_page("This run has no Horovod timeline: per-rank lateness comes from its negotiation ticks.")
     scope = section["ranks"]["scope"]
     parts: list[Any] = []
     if scope != "steady":
@@ -201,10 +202,10 @@ def ranks(doc: AnalysisDocument) -> html.Div:
             )
         ]
     if view and view["rank_box"]["ranks"]:
-        parts.append(_graph(figures.lateness_box(view["rank_box"]), "rank-box"))
+        parts.append(graph(figures.lateness_box(view["rank_box"]), "rank-box"))
     if view and view["heatmap"]["z"]:
         step_ms = section["steps"]["median_s"] * 1e3 if section["steps"]["median_s"] else None
-        parts.append(_graph(figures.rank_heatmap(view["heatmap"], step_ms), "rank-heatmap"))
+        parts.append(graph(figures.rank_heatmap(view["heatmap"], step_ms), "rank-heatmap"))
     if section["ranks"]["ranks"]:
         rows = [
             (
@@ -219,7 +220,7 @@ def ranks(doc: AnalysisDocument) -> html.Div:
             for r in section["ranks"]["ranks"]
         ]
         parts.append(
-            _table(
+            table(
                 "rank-table",
                 ("rank", "host", "last ready", "negotiations", "median ms", "p90 ms", "vs median rank ms"),
                 rows,
@@ -234,15 +235,15 @@ def ranks(doc: AnalysisDocument) -> html.Div:
 def phases(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
     if section is None:
-        return _none("This run has no Horovod timeline.")
+        return none_page("This run has no Horovod timeline.")
     parts: list[Any] = [html.P(f"Fusion: {fusion_line(section)}")]
     if section["phases"]:
-        parts.append(_graph(figures.phase_breakdown(section), "phase-breakdown"))
+        parts.append(graph(figures.phase_breakdown(section), "phase-breakdown"))
     if view:
         if view["batch_sizes"]["counts"]:
-            parts.append(_graph(figures.batch_size_histogram(view["batch_sizes"]), "batch-sizes"))
+            parts.append(graph(figures.batch_size_histogram(view["batch_sizes"]), "batch-sizes"))
         if view["cadence"]["counts"]:
-            parts.append(_graph(figures.cadence_histogram(view["cadence"]), "cadence"))
+            parts.append(graph(figures.cadence_histogram(view["cadence"]), "cadence"))
         t = view["tensors"]
         cols = [
             {"name": n, "id": c, "type": ty}
@@ -278,15 +279,15 @@ def phases(doc: AnalysisDocument) -> html.Div:
 def nccl(doc: AnalysisDocument) -> html.Div:
     n = doc["report"].get("nccl")
     if not n or not (n["processes"] or n["errors"] or n["watchdog_timeouts"] or n["horovod_stalls"]):
-        return _none(
+        return none_page(
             "This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
             "upload to see transports per host, versions and communicators."
         )
     parts: list[Any] = [html.P(nccl_rows.summary_line(n))]
     if n["processes"]:
         parts += [
-            _graph(figures.transport_matrix(n), "transport-matrix"),
-            _table("nccl-hosts", nccl_rows.HOST_HEADER, nccl_rows.host_rows(n), sort_action="native"),
+            graph(figures.transport_matrix(n), "transport-matrix"),
+            table("nccl-hosts", nccl_rows.HOST_HEADER, nccl_rows.host_rows(n), sort_action="native"),
         ]
     if n["versions"]:
         by_host: dict[str, set[str]] = {}
@@ -294,7 +295,7 @@ def nccl(doc: AnalysisDocument) -> html.Div:
             by_host.setdefault(v["host"] or "?", set()).add(v["version"])
         parts += [
             html.H3("NCCL versions per host"),
-            _table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()]),
+            table("nccl-versions", ("host", "versions"), [(h, ", ".join(sorted(vs))) for h, vs in by_host.items()]),
         ]
     if n["communicators"]:
         comm_rows = [
@@ -309,7 +310,7 @@ def nccl(doc: AnalysisDocument) -> html.Div:
         ]
         parts += [
             html.H3("Communicators"),
-            _table(
+            table(
                 "nccl-comms",
                 ("communicator", "ranks", "Init COMPLETE", "missing (started, never completed)"),
                 comm_rows,
@@ -328,12 +329,12 @@ def nccl(doc: AnalysisDocument) -> html.Div:
         ]
         parts += [
             html.H3("Errors"),
-            _table("nccl-errors", ("class", "process", "line", "message", "remediation"), error_rows),
+            table("nccl-errors", ("class", "process", "line", "message", "remediation"), error_rows),
         ]
     if n["watchdog_timeouts"]:
         parts += [
             html.H3("Watchdog timeouts"),
-            _table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n)),
+            table("nccl-watchdog", nccl_rows.WATCHDOG_HEADER, nccl_rows.watchdog_rows(n)),
         ]
     return html.Div(parts, id="page-nccl")
 
@@ -344,7 +345,7 @@ RENDER = {"overview": overview, "steps": steps, "ranks": ranks, "phases": phases
 def render_page(page: str, doc: AnalysisDocument | None, job: str | None = None) -> html.Div:
     """Page ``page`` of a run, of its job ``job`` when the run holds several."""
     if doc is None:
-        return _none("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
+        return none_page("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
     narrowed: AnalysisDocument = {"report": report_for_job(doc["report"], job), "views": doc.get("views", {})}
     return RENDER.get(page, overview)(narrowed)
 

@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import orjson
 
 from analyzer import DEFAULT_MEMORY_BUDGET, RENDERERS, AnalysisConfig, Context, HvdAnalyzeError
+from analyzer.compare import step_samples
 from analyzer.render import jsonreport
 from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
 from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover, recognise
@@ -38,10 +39,12 @@ Report = Callable[[str, Any], None]
 
 
 class AnalysisDocument(TypedDict):
-    """What the app shows of a run: the JSON report and the views of each timeline (by input id)."""
+    """What the app shows of a run: the JSON report, the views of each timeline (by input id) and
+    their steady step times in seconds (what the compare page tests; absent in runs made before it)."""
 
     report: ReportDocument
     views: dict[str, TimelineViews]
+    steps_s: NotRequired[dict[str, list[float]]]
 
 
 def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:
@@ -54,7 +57,8 @@ def analysis_and_html(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGE
     ctx = Context(store, AnalysisConfig(memory_budget=memory_budget))
     report = analyze_in(ctx)
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
-    return {"report": jsonreport.to_document(report), "views": views}, RENDERERS["html"].render(report)
+    doc: AnalysisDocument = {"report": jsonreport.to_document(report), "views": views, "steps_s": step_samples(ctx)}
+    return doc, RENDERERS["html"].render(report)
 
 
 def relabel(value: Any, labels: dict[str, str]) -> Any:

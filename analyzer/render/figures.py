@@ -16,6 +16,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from analyzer.compare.types import StepShiftDoc
 from analyzer.report.types import NcclSection, TimelineSection
 from analyzer.report.view_types import (
     BatchSizesView,
@@ -55,6 +56,36 @@ def step_histogram(section: TimelineSection) -> go.Figure:
         xaxis_title="step time (ms)",
         yaxis_title="steps",
         bargap=0.05,
+        **_LAYOUT,
+    )
+    return fig
+
+
+def compare_overlay(steps: StepShiftDoc) -> go.Figure:
+    """Both runs' step-time distributions over the same bins (% of each run's steps), medians marked."""
+    edges = steps["overlay"]["edges_ms"]
+    fig = go.Figure()
+    for name, shares, colour in (
+        ("before", steps["overlay"]["before_share"], "#3b6ea5"),
+        ("after", steps["overlay"]["after_share"], "#c0392b"),
+    ):
+        fig.add_bar(
+            x=[(a + b) / 2 for a, b in pairwise(edges)],
+            y=[v * 100 for v in shares],
+            width=[b - a for a, b in pairwise(edges)],
+            name=name,
+            marker_color=colour,
+            opacity=0.55,
+            hovertemplate=name + " %{x:.1f} ms: %{y:.0f}% of steps<extra></extra>",
+        )
+    if (m := steps["median"]) is not None:
+        for x, colour in ((m["before_ms"], "#3b6ea5"), (m["after_ms"], "#c0392b")):
+            fig.add_vline(x=x, line_dash="dash", line_color=colour)
+    fig.update_layout(
+        title="Step time: before and after",
+        xaxis_title="step time (ms)",
+        yaxis_title="% of steps",
+        barmode="overlay",
         **_LAYOUT,
     )
     return fig

@@ -17,6 +17,7 @@ import pytest
 from dashboards.app import create_app
 from tests.dashboards.helpers import (
     REAL_STRAGGLER,
+    ROOT,
     SOCKET_LOG,
     XSS,
     hostile_timeline,
@@ -345,3 +346,30 @@ def test_a_click_on_the_step_chart_opens_that_step_and_tables_export_csv(page: A
     page.wait_for_selector("#step-view[data-step='7'] .main-svg")
     title = page.evaluate("() => document.querySelector('#step-gantt .js-plotly-plot').layout.title.text")
     assert title.startswith("Step 7 (step)")
+
+
+def test_the_compare_page_overlays_two_runs_and_checks_the_fix(page: Any) -> None:
+    pair = ROOT / "sample_traces" / "compare" / "straggler_removed"
+    _upload(page, "before.json", (pair / "before" / "timeline.json").read_bytes())
+    _wait_status(page, "Done")
+    _upload(page, "after.json", (pair / "after" / "timeline.json").read_bytes())
+    _wait_status(page, "Done")
+    _tab(page, "Compare")
+    page.wait_for_selector("#compare-overlay .js-plotly-plot")
+    names = page.evaluate("() => document.querySelector('#compare-overlay .js-plotly-plot').data.map(t => t.name)")
+    assert names == ["before", "after"]
+    shares = page.evaluate(
+        "() => document.querySelector('#compare-overlay .js-plotly-plot').data.map(t => t.y.reduce((a, b) => a + b, 0))"
+    )
+    assert [round(s) for s in shares] == [100, 100]  # each run's steps, as shares
+    assert "AFTER is faster" in page.inner_text("#compare-headline")
+    fix = page.inner_text("#fix-check")
+    assert "timeline.straggler" in fix and "finding resolved" in fix and "as predicted" in fix
+    _shot(page, "compare")
+    # the pickers swap the runs: now AFTER is the slower one
+    picked = page.locator("#page-content")
+    page.locator("#compare-before").click()
+    picked.get_by_role("option", name="after.json").click()
+    page.locator("#compare-after").click()
+    picked.get_by_role("option", name="before.json").click()
+    page.wait_for_function("() => document.querySelector('#compare-headline')?.innerText.includes('AFTER is slower')")
