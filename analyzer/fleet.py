@@ -6,8 +6,10 @@ with ``--keep-stores``, into ``REPORTS_DIR/stores/<run>``, whose tables are part
 that all of them read as one dataset), analyse, write ``REPORTS_DIR/runs/<name>.json`` and
 return a small summary. The fleet summary (``fleet.json``, ``fleet.md``) says which runs fell
 back to sockets, which had stragglers, which failed to analyse, every run with a finding at
-warning or above, and the worst step-time regressions within a run: its ``timeline.slowdown``
-findings (:mod:`analyzer.timeline.changepoints`), by the time the slow steps lost.
+warning or above, the worst step-time regressions within a run: its ``timeline.slowdown``
+findings (:mod:`analyzer.timeline.changepoints`), by the time the slow steps lost, and the
+step time of each job found in several runs, with the run where it regressed
+(:mod:`analyzer.compare.trend`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict
 
+from analyzer.compare.sides import step_samples
+from analyzer.compare.trend import JobSteps, JobTrend, job_steps, job_trends
 from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors.slowdown import CODE as SLOWDOWN
@@ -65,6 +69,7 @@ class RunSummary(TypedDict):
     median_step_ms: NotRequired[float | None]
     p90_step_ms: NotRequired[float | None]
     slowdown: NotRequired[SlowdownBrief | None]
+    jobs: NotRequired[list[JobSteps]]  # for the trends; not written to fleet.json
 
 
 class CodeHit(TypedDict):
@@ -108,6 +113,7 @@ class FleetSummary(TypedDict):
     stragglers: list[CodeHit]
     worst_regressions: list[Regression]
     slowest_steps: list[SlowRun]
+    trends: list[JobTrend]
 
 
 def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
@@ -149,7 +155,7 @@ def analyze_run(
     config = AnalysisConfig(memory_budget=memory_budget)
     try:
         if (Path(path) / MANIFEST).is_file():
-            summary = _summarize(name, RunStore.open(path), out_dir, config)
+            summary = _summarize(name, RunStore.open(path), out_dir, config, None)
         else:
             inputs, skipped = discover([path])
             if not inputs:
@@ -162,7 +168,7 @@ def analyze_run(
                 else temporary_store(run)
             ) as store:
                 store.ingest(inputs, skipped)
-                summary = _summarize(name, store, out_dir, config)
+                summary = _summarize(name, store, out_dir, config, path)
     except HvdAnalyzeError as exc:
         return {"run": name, "status": "failed", "error": str(exc)}
     return summary
@@ -172,7 +178,7 @@ def analyze_runs(group: list[tuple[str, str, str, bool, int]]) -> list[RunSummar
     return [analyze_run(*args) for args in group]
 
 
-def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig) -> RunSummary:
+def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig, path: str | None) -> RunSummary:
     ctx = Context(store, config)
     report = analyze_in(ctx)
     doc = jsonreport.to_document(report)
@@ -196,6 +202,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig)
         "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
         "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
         "slowdown": slowdown,
+        "jobs": job_steps(doc, step_samples(ctx), path),
     }
 
 
@@ -255,6 +262,7 @@ def fleet_summary(summaries: Sequence[RunSummary]) -> FleetSummary:
             {"run": s["run"], "median_step_ms": s["median_step_ms"]}
             for s in sorted((s for s in ok if s["run"] in median), key=lambda s: -median[s["run"]])[:TOP]
         ],
+        "trends": job_trends([(s["run"], s.get("jobs", [])) for s in ok]),
     }
 
 
@@ -293,7 +301,26 @@ def fleet_markdown(fleet: FleetSummary) -> str:
         [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}" for r in fleet["with_findings"]],
     )
     section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])
+    section("Step time per job over the runs (in run-name order)", trend_lines(fleet["trends"]))
     return "\n".join(lines)
+
+
+def trend_lines(trends: Sequence[JobTrend]) -> list[str]:
+    """A line per job found in several runs: its median step run by run, arrows where it changed
+    significantly, and where a regression started."""
+    out = []
+    for tr in trends:
+        arrows = {"slower": " ▲", "faster": " ▼"}
+        points = " → ".join(
+            f"{p['run']} {p['median_step_ms']:.3g} ms{arrows.get(p['vs_previous'], '')}"
+            if p["median_step_ms"] is not None
+            else f"{p['run']} -"
+            for p in tr["runs"]
+        )
+        where = f"; regression started at `{tr['regression_started']}`" if tr["regression_started"] else ""
+        back = f", recovered at `{tr['recovered']}`" if tr["recovered"] else ""
+        out.append(f"- job `{tr['job']}`: {points}{where}{back}")
+    return out
 
 
 def run_batch(
@@ -315,7 +342,8 @@ def run_batch(
     tasks = [(n, p, str(out), keep_stores, memory_budget) for n, p in runs]
     summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
     fleet = fleet_summary(summaries)
-    (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": summaries}, indent=1) + "\n", encoding="utf-8")
+    runs_out = [{k: v for k, v in s.items() if k != "jobs"} for s in summaries]  # the step samples stay out
+    (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": runs_out}, indent=1) + "\n", encoding="utf-8")
     (out / "fleet.md").write_text(fleet_markdown(fleet), encoding="utf-8")
     return fleet
 
