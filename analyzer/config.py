@@ -113,8 +113,8 @@ class CompareThresholds:
     alpha: float = _t(0.01, "a change is significant when the Mann-Whitney p-value is below this ...")
     min_effect: float = _t(
         0.474,
-        "... and |Cliff's delta| is at least this (a large effect: runs on shared machines drift, so a small "
-        "consistent shift is not called a regression) ...",
+        "... and Cliff's delta is at least this far from 0 (a large effect: runs on shared machines drift, so a "
+        "small consistent shift is not called a regression; compare --min-effect) ...",
     )
     min_steps: int = _t(5, "... with at least this many steady steps on each side")
     as_predicted: float = _t(0.5, "a fix saved 'as predicted' when it saved at least this share of the prediction")

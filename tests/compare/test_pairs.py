@@ -130,3 +130,13 @@ def test_declared_settings_and_bad_arguments(tmp_path: Path) -> None:
     assert code == 2 and "nothing to analyse" in err
     code, _, err = _compare(pair / "before", pair / "after", "--before-job", "nope")
     assert code == 2 and "no job 'nope'" in err and "before" in err
+
+
+def test_a_lower_effect_bar_calls_a_smaller_shift_a_change() -> None:
+    """The captures of healthy_np2 taken apart: a small effect (Cliff's delta 0.46) is noise by default
+    and a regression for a user whose machines are quiet enough to lower the bar."""
+    before, after = CAPTURED / "healthy_np2", STABILITY / "healthy_np2" / "r2"
+    assert _json(before, after)["steps"]["direction"] == "unchanged"
+    doc = _json(before, after, "--min-effect", "0.33")
+    assert (doc["steps"]["direction"], doc["steps"]["significant"]) == ("slower", True)
+    assert "0.33" in doc["steps"]["rule"]
