@@ -12,7 +12,7 @@ from typing import Any
 from dash import Dash, Input, Output, dcc, html
 
 from analyzer import Context
-from analyzer.compare import Side, compare_sides, step_samples
+from analyzer.compare import Side, compare_sides, step_parts, step_samples
 from analyzer.render import figures
 from analyzer.render.compare import compare_sections, side_line
 from dashboards.pages import graph, none_page, table
@@ -33,7 +33,10 @@ def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
         if store is None:
             return f"{label}: the store of run {meta['name']} is gone"
         steps = step_samples(Context(store))
-    return Side(label, meta["name"], doc["report"], steps)
+    parts = doc.get("step_parts")
+    if parts is None and (store := library.store_of(run_id)) is not None:
+        parts = step_parts(Context(store))
+    return Side(label, meta["name"], doc["report"], steps, parts=parts or {})
 
 
 def compare_content(library: RunLibrary, before: str | None, after: str | None) -> html.Div:
@@ -54,9 +57,8 @@ def compare_content(library: RunLibrary, before: str | None, after: str | None) 
         graph(figures.compare_overlay(doc["steps"]), "compare-overlay"),
     ]
     for sec in compare_sections(doc):
-        slug = sec.title.split(":")[0].split("(")[0].strip().lower().replace(" ", "-")
         parts.append(html.H3(sec.title))
-        tid = slug if slug == "fix-check" else f"compare-{slug}"
+        tid = sec.slug if sec.slug == "fix-check" else f"compare-{sec.slug}"
         parts.append(table(tid, sec.header, sec.rows) if sec.rows else html.P("(nothing)", id=tid, className="muted"))
         parts += [html.P(n, className="muted") for n in sec.notes]
     return html.Div(parts)

@@ -14,7 +14,7 @@ from typing import Any, NotRequired, TypedDict
 import orjson
 
 from analyzer import DEFAULT_MEMORY_BUDGET, RENDERERS, AnalysisConfig, Context, HvdAnalyzeError
-from analyzer.compare import step_samples
+from analyzer.compare import step_parts, step_samples
 from analyzer.render import jsonreport
 from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
 from analyzer.store import MANIFEST, InputFile, RunStore, SkippedFile, discover, recognise
@@ -40,11 +40,13 @@ Report = Callable[[str, Any], None]
 
 class AnalysisDocument(TypedDict):
     """What the app shows of a run: the JSON report, the views of each timeline (by input id) and
-    their steady step times in seconds (what the compare page tests; absent in runs made before it)."""
+    their steady step times in seconds and mean step split (what the compare page tests; absent in runs
+    made before it)."""
 
     report: ReportDocument
     views: dict[str, TimelineViews]
     steps_s: NotRequired[dict[str, list[float]]]
+    step_parts: NotRequired[dict[str, dict[str, float]]]
 
 
 def analysis_document(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AnalysisDocument:
@@ -58,6 +60,7 @@ def analysis_and_html(store: RunStore, memory_budget: int = DEFAULT_MEMORY_BUDGE
     report = analyze_in(ctx)
     views = {m.input_id: timeline_views(m) for m in ctx.timelines()}
     doc: AnalysisDocument = {"report": jsonreport.to_document(report), "views": views, "steps_s": step_samples(ctx)}
+    doc["step_parts"] = step_parts(ctx)
     return doc, RENDERERS["html"].render(report)
 
 

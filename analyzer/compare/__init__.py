@@ -10,7 +10,7 @@ from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
     from analyzer.compare.build import Side, compare_sides
-    from analyzer.compare.sides import side_of, step_samples
+    from analyzer.compare.sides import side_of, step_parts, step_samples
     from analyzer.compare.types import CompareDocument
 
 _FACE = {
@@ -18,9 +18,10 @@ _FACE = {
     "compare_sides": "analyzer.compare.build",
     "side_of": "analyzer.compare.sides",
     "step_samples": "analyzer.compare.sides",
+    "step_parts": "analyzer.compare.sides",
     "CompareDocument": "analyzer.compare.types",
 }
 
-__all__ = ["Side", "compare_sides", "side_of", "step_samples", "CompareDocument"]
+__all__ = ["Side", "compare_sides", "side_of", "step_samples", "step_parts", "CompareDocument"]
 
 __getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

@@ -17,6 +17,7 @@ from analyzer.compare.diff import (
     lateness_changes,
     nccl_changes,
     phase_changes,
+    value_change,
 )
 from analyzer.compare.fixcheck import fix_checks
 from analyzer.compare.settings import setting_changes, shown_settings
@@ -40,6 +41,7 @@ class Side:
     steps_s: Mapping[str, Sequence[float]]
     job: str | None = None
     declared: Mapping[str, str] = field(default_factory=dict)
+    parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def narrowed(self) -> tuple[ReportDocument, str | None]:
         """The report of the compared job, and that job's id."""
@@ -53,6 +55,11 @@ class Side:
         main = self.doc["timeline"]
         job = next((j for j in jobs if main and main["path"] in j["timelines"]), jobs[0] if jobs else None)
         return (report_for_job(self.doc, job["id"]), job["id"]) if job else (self.doc, None)
+
+    def split(self, doc: ReportDocument) -> Mapping[str, float]:
+        """The mean step of ``doc``'s main timeline split into its parts (empty: not known)."""
+        tl = doc["timeline"]
+        return self.parts.get(tl["input_id"], {}) if tl else {}
 
     def steps(self, doc: ReportDocument) -> np.ndarray:
         tl = doc["timeline"]
@@ -89,6 +96,11 @@ def compare_sides(before: Side, after: Side, t: CompareThresholds | None = None)
         "before": _side_doc(before, doc_b, job_b, len(steps_b)),
         "after": _side_doc(after, doc_a, job_a, len(steps_a)),
         "steps": shift,
+        "step_split": [
+            value_change(n, sb.get(n), sa.get(n))
+            for sb, sa in [(before.split(doc_b), after.split(doc_a))]
+            for n in dict.fromkeys([*sb, *sa])
+        ],
         "phases": phase_changes(doc_b, doc_a),
         "fusion": fusion_changes(doc_b, doc_a),
         "cycle": cycle_changes(doc_b, doc_a),

@@ -184,6 +184,15 @@ class CompareDocument(TypedDict):
     before: SideDoc
     after: SideDoc
     steps: StepShiftDoc
+    step_split: Annotated[
+        list[ValueChangeDoc],
+        Schema(
+            {
+                "description": "the mean steady step (ms) split into the wait for the last rank at the end of "
+                "backward, the communication after it that nothing overlaps, and the rest; empty without steps"
+            }
+        ),
+    ]
     phases: Annotated[list[ValueChangeDoc], Schema({"description": "mean ms per step of each phase"})]
     fusion: list[ValueChangeDoc]
     cycle: list[ValueChangeDoc]

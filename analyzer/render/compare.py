@@ -4,6 +4,7 @@ the same sections (:func:`compare_sections`); the HTML page adds the overlay cha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,11 @@ class Section:
     header: tuple[str, ...]
     rows: Sequence[tuple[str, ...]]
     notes: list[str]
+
+    @property
+    def slug(self) -> str:
+        """The section's id: its title up to a parenthesis, in lower case words joined by ``-``."""
+        return "-".join(re.findall(r"[a-z0-9]+", self.title.split("(")[0].lower()))
 
 
 def _n(v: float | None, digits: int = 3) -> str:
@@ -63,6 +69,12 @@ def compare_sections(doc: CompareDocument) -> list[Section]:
             ("", "before", "after", "change", "95% interval"),
             step_rows,
             [verdict, *tests, f"rule: {s['rule']}"],
+        ),
+        Section(
+            "Where the change comes from: the step (mean ms)",
+            ("part", "before", "after", "change"),
+            _values(doc["step_split"]),
+            [],
         ),
         Section(
             "Where the change comes from: phases (mean ms per step)",

@@ -36,8 +36,7 @@ def render_html(doc: CompareDocument) -> str:
         f"<figure id='overlay'>{chart}</figure>" if chart else "",
     ]
     for sec in compare_sections(doc):
-        ident = sec.title.split(":")[0].split("(")[0].strip().lower().replace(" ", "-")
-        out.append(f"<h2 id='{_e(ident)}'>{_e(sec.title)}</h2>")
+        out.append(f"<h2 id='{sec.slug}'>{_e(sec.title)}</h2>")
         if sec.rows:
             out.append(
                 "<table><tr>"
