@@ -176,7 +176,10 @@ def expected_md(name: str, sc: Scenario) -> str:
         else f"- no finding {besides}."
     )
     if sc.median_check:
-        lines.append("- a median step time within 10% of steps.csv's (the slowest rank per step, steps >= 1).")
+        lines.append(
+            "- a median step time within 10% of steps.csv's (steps >= 1: the interval between the ends of "
+            "consecutive steps on the rank that ended last)."
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=/work/main/sample_traces/stability/cycle_default/r3/timeline.json HOROVOD_TIMELINE_MARK_CYCLES=1 /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --batch 8 --out /work/main/sample_traces/stability/cycle_default/r3/.work

@@ -1,0 +1,1 @@
+HOROVOD_TIMELINE=/work/main/sample_traces/stability/fusion_default/r3/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --model cnn --out /work/main/sample_traces/stability/fusion_default/r3/.work

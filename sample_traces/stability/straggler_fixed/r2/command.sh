@@ -1,0 +1,1 @@
+HOROVOD_CACHE_CAPACITY=0 HOROVOD_TIMELINE=/work/main/sample_traces/stability/straggler_fixed/r2/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --steps 30 --out /work/main/sample_traces/stability/straggler_fixed/r2/.work
