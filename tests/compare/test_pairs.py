@@ -140,3 +140,27 @@ def test_a_lower_effect_bar_calls_a_smaller_shift_a_change() -> None:
     doc = _json(before, after, "--min-effect", "0.33")
     assert (doc["steps"]["direction"], doc["steps"]["significant"]) == ("slower", True)
     assert "0.33" in doc["steps"]["rule"]
+
+
+SYNTHETIC = ROOT / "sample_traces" / "synthetic"
+
+
+def test_nccl_changes_per_host_and_new_errors() -> None:
+    """IB with GPUDirect RDMA before, TCP sockets after: per host, the network, transports and GDRDMA
+    changed, and the hosts only one run has are named; an IB error only the second run has is new."""
+    doc = _json(SYNTHETIC / "nccl_healthy_ib", SYNTHETIC / "nccl_socket_fallback")
+    changes = {(c["host"], c["field"]): (c["before"], c["after"]) for c in doc["nccl"]["changes"]}
+    assert changes[("gpu-node-000", "network")] == (["IB"], ["Socket"])
+    assert changes[("gpu-node-001", "gdrdma")] == (["on"], ["off"])
+    assert changes[("gpu-node-003", "present")] == (["no"], ["yes"])
+    assert "nccl.socket_fallback" in {f["code"] for f in doc["findings"] if f["change"] == "new"}
+    failed = _json(SYNTHETIC / "nccl_healthy_ib", SYNTHETIC / "nccl_init_failure")
+    assert [(e["error_class"], e["change"]) for e in failed["nccl"]["errors"]] == [("ib_completion_error", "new")]
+    assert failed["steps"]["direction"] == "unknown" and failed["headline"].startswith("Cannot tell")
+
+
+def test_nccl_env_echoes_are_settings_the_run_shows() -> None:
+    doc = _json(SYNTHETIC / "nccl_healthy_ib", SYNTHETIC / "nccl_ib_disabled")
+    row = next(s for s in doc["settings"] if s["name"] == "NCCL_IB_DISABLE")
+    assert row["before"] is None and row["after"] == {"text": "1", "source": "nccl log"}
+    assert row["changed"] == "unknown"  # the first run's logs do not say
