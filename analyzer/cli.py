@@ -208,7 +208,7 @@ def report(
     paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool, memory_budget: str
 ) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
-    # imported here: pandas, numba and the detectors take 0.3 s, which ingest does not need
+    # imported here: pandas and the detectors take 0.3 s, which ingest does not need
     from analyzer import targets
     from analyzer.config import AnalysisConfig
     from analyzer.report.assembly import analyze

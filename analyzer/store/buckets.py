@@ -272,7 +272,7 @@ def _parse(
             parser = JobLogParser(item.path, display_name=str(item.path))
             batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())
         else:
-            # imported here: it loads numba (0.2 s), which a worker parsing only logs never needs
+            # imported here: the timeline parser, which a worker parsing only logs never needs
             from parsers.timeline.parser import TimelineParser
 
             parser = TimelineParser(item.path, display_name=str(item.path))

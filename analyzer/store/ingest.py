@@ -107,7 +107,7 @@ def chunkable(item: InputFile, chunk_bytes: int = CHUNK_BYTES) -> bool:
 def ranged(item: InputFile, range_bytes: int | None = None) -> bool:
     """Whether ``item`` is a timeline big enough to tokenize in ranges at once
     (:mod:`parsers.timeline.tokens`; uncompressed, two ranges or more)."""
-    # imported here: it loads numba, which reading logs never needs
+    # imported here: the timeline parser, which reading logs never needs
     from parsers.timeline.tokens import RANGE_BYTES
 
     return (

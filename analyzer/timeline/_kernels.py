@@ -1,18 +1,43 @@
-"""Sequential loops over spans that numpy cannot vectorise, compiled with numba.
+# cython: infer_types=True, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Sequential loops over spans and ticks that numpy cannot vectorise, compiled by Cython at install.
 
-Each kernel walks arrays once (O(n)); the callers sort and prepare the inputs. They are
-here, not in the modules that use them, so that numba's compile cache covers one file.
+Each kernel walks arrays once (O(n)); the callers sort and prepare the inputs. They are here,
+not in the modules that use them, so that one compiled module holds them all. Cython's
+pure-Python mode: this file, uncompiled, is the reference the tests check the compiled module
+against. Each public kernel takes numpy arrays of any integer or bool dtype (read-only ones
+too: Arrow's) and views them as the C types of its loops (:func:`_i64`, :func:`_i32`, :func:`_u8`),
+copying only an array of another dtype.
 """
 
 from __future__ import annotations
 
+import cython
 import numpy as np
-from numba import njit
 
+#: the compiled module (False: this file runs as the plain-Python reference)
+COMPILED = cython.compiled
 NO_LIMIT = np.iinfo(np.int64).max
 
+I64 = cython.typedef(cython.longlong[::1])
+CI64 = cython.typedef(cython.const[cython.longlong][::1])
+CI32 = cython.typedef(cython.const[cython.int][::1])
+CU8 = cython.typedef(cython.const[cython.uchar][::1])
+F64 = cython.typedef(cython.double[::1])
+CF64 = cython.typedef(cython.const[cython.double][::1])
 
-@njit(cache=True, nogil=True)
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _i32(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _u8(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.bool_).view(np.uint8)
+
+
 def assign_recurrence(codes: np.ndarray, n_codes: int) -> np.ndarray:
     """Step index of each occurrence, for occurrences sorted by time.
 
@@ -20,19 +45,21 @@ def assign_recurrence(codes: np.ndarray, n_codes: int) -> np.ndarray:
     step. Horovod negotiates every gradient once per step, and a step's negotiations all
     start after the previous step's ops ended, so the first repeat is the next step's first.
     """
-    out = np.empty(codes.shape[0], np.int64)
-    last = np.full(n_codes, -1, np.int64)
-    step = -1
-    for i in range(codes.shape[0]):
-        c = codes[i]
-        if step < 0 or last[c] == step:
+    c: CI64 = _i64(codes)
+    out_a = np.empty(len(codes), np.int64)
+    last_a = np.full(n_codes, -1, np.int64)
+    out: I64 = out_a
+    last: I64 = last_a
+    step: cython.longlong = -1
+    for i in range(c.shape[0]):
+        k = c[i]
+        if step < 0 or last[k] == step:
             step += 1
-        last[c] = step
+        last[k] = step
         out[i] = step
-    return out
+    return out_a
 
 
-@njit(cache=True, nogil=True)
 def union_by_group(
     group: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_groups: int
 ) -> np.ndarray:
@@ -41,16 +68,22 @@ def union_by_group(
     Rows must be sorted by (group, start). Overlapping spans (a fused batch's copies on
     several pids) count once. Returns an int64 array of length ``n_groups``.
     """
-    total = np.zeros(n_groups, np.int64)
-    cur_g = -1
-    cur_s = 0
-    cur_e = 0
-    for i in range(group.shape[0]):
-        g = group[i]
+    gr: CI64 = _i64(group)
+    st: CI64 = _i64(start)
+    en: CI64 = _i64(end)
+    lo_: CI64 = _i64(lo)
+    hi_: CI64 = _i64(hi)
+    total_a = np.zeros(n_groups, np.int64)
+    total: I64 = total_a
+    cur_g: cython.longlong = -1
+    cur_s: cython.longlong = 0
+    cur_e: cython.longlong = 0
+    for i in range(gr.shape[0]):
+        g = gr[i]
         if g < 0:
             continue
-        s = max(start[i], lo[g])
-        e = min(end[i], hi[g])
+        s = max(st[i], lo_[g])
+        e = min(en[i], hi_[g])
         if e <= s:
             continue
         if g != cur_g:
@@ -64,10 +97,9 @@ def union_by_group(
             cur_e = e
     if cur_g >= 0:
         total[cur_g] += cur_e - cur_s
-    return total
+    return total_a
 
 
-@njit(cache=True, nogil=True)
 def group_batches(
     name: np.ndarray, start_us: np.ndarray, start_off: np.ndarray, exec_off: np.ndarray, max_spread_us: int
 ) -> np.ndarray:
@@ -78,43 +110,54 @@ def group_batches(
     before the batch began executing (``exec_off``: the first activity B or op E of any
     member). A later op, or one of another type, starts a new batch.
     """
-    out = np.empty(name.shape[0], np.int64)
-    batch = -1
-    cur_name = -1
-    cur_exec = NO_LIMIT
-    cur_start = 0
-    for i in range(name.shape[0]):
-        if batch < 0 or name[i] != cur_name or start_off[i] > cur_exec or start_us[i] - cur_start > max_spread_us:
+    nm: CI64 = _i64(name)
+    su: CI64 = _i64(start_us)
+    so: CI64 = _i64(start_off)
+    eo: CI64 = _i64(exec_off)
+    spread: cython.longlong = max_spread_us
+    out_a = np.empty(len(name), np.int64)
+    out: I64 = out_a
+    batch: cython.longlong = -1
+    cur_name: cython.longlong = -1
+    cur_exec: cython.longlong = NO_LIMIT
+    cur_start: cython.longlong = 0
+    for i in range(nm.shape[0]):
+        if batch < 0 or nm[i] != cur_name or so[i] > cur_exec or su[i] - cur_start > spread:
             batch += 1
-            cur_name = name[i]
-            cur_exec = exec_off[i]
-            cur_start = start_us[i]
-        elif exec_off[i] < cur_exec:
-            cur_exec = exec_off[i]
+            cur_name = nm[i]
+            cur_exec = eo[i]
+            cur_start = su[i]
+        elif eo[i] < cur_exec:
+            cur_exec = eo[i]
         out[i] = batch
-    return out
+    return out_a
 
 
-@njit(cache=True, nogil=True)
-def _negotiation(span_id: int, lut: np.ndarray) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _negotiation(span_id: cython.longlong, lut: CI64) -> cython.longlong:
     """Negotiation index of a tick's ``negotiation_id`` (``lut[span_id]``), -1 when none."""
     return lut[span_id] if 0 <= span_id < lut.shape[0] else -1
 
 
-@njit(cache=True, nogil=True)
 def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.ndarray, max_rank: int) -> int:
     """Add one chunk of ticks to ``counts`` (per negotiation index, ``lut[span_id]``; -1:
     not a negotiation). Returns the highest rank seen so far."""
-    for i in range(ids.shape[0]):
-        g = _negotiation(ids[i], lut)
+    ii: CI64 = _i64(ids)
+    rk: CI32 = _i32(rank)
+    lt: CI64 = _i64(lut)
+    cn: I64 = counts
+    top: cython.longlong = max_rank
+    for i in range(ii.shape[0]):
+        g = _negotiation(ii[i], lt)
         if g < 0:
             continue
-        counts[g] += 1
-        max_rank = max(max_rank, rank[i])
-    return max_rank
+        cn[g] += 1
+        top = max(top, rk[i])
+    return int(top)
 
 
-@njit(cache=True, nogil=True)
 def scatter_ticks(
     ids: np.ndarray,
     rank: np.ndarray,
@@ -126,17 +169,24 @@ def scatter_ticks(
     out_ts: np.ndarray,
 ) -> None:
     """Copy one chunk's ticks of fully ticked negotiations to their group's next free slot."""
-    for i in range(ids.shape[0]):
-        g = _negotiation(ids[i], lut)
-        if g < 0 or not full[g]:
+    ii: CI64 = _i64(ids)
+    rk: CI32 = _i32(rank)
+    tt: CI64 = _i64(ts)
+    lt: CI64 = _i64(lut)
+    fl: I64 = fill
+    fu: CU8 = _u8(full)
+    orank: cython.int[::1] = out_rank
+    ots: I64 = out_ts
+    for i in range(ii.shape[0]):
+        g = _negotiation(ii[i], lt)
+        if g < 0 or not fu[g]:
             continue
-        j = fill[g]
-        fill[g] = j + 1
-        out_rank[j] = rank[i]
-        out_ts[j] = ts[i]
+        j = fl[g]
+        fl[g] = j + 1
+        orank[j] = rk[i]
+        ots[j] = tt[i]
 
 
-@njit(cache=True, nogil=True)
 def first_last_offsets(
     ids: np.ndarray,
     rank: np.ndarray,
@@ -151,52 +201,109 @@ def first_last_offsets(
     """The same walk as :func:`scatter_ticks` (same chunks, same ``fill`` start): per rank,
     the smallest file offset of a tick that was last, in a negotiation where ``keep`` holds
     (``out`` starts at the largest int64)."""
-    for i in range(ids.shape[0]):
-        g = _negotiation(ids[i], lut)
-        if g < 0 or not full[g]:
+    ii: CI64 = _i64(ids)
+    rk: CI32 = _i32(rank)
+    of: CI64 = _i64(offset)
+    lt: CI64 = _i64(lut)
+    fl: I64 = fill
+    fu: CU8 = _u8(full)
+    kp: CU8 = _u8(keep)
+    ls: CU8 = _u8(last)
+    o: I64 = out
+    for i in range(ii.shape[0]):
+        g = _negotiation(ii[i], lt)
+        if g < 0 or not fu[g]:
             continue
-        j = fill[g]
-        fill[g] = j + 1
-        if keep[g] and last[j] and offset[i] < out[rank[i]]:
-            out[rank[i]] = offset[i]
+        j = fl[g]
+        fl[g] = j + 1
+        if kp[g] and ls[j] and of[i] < o[rk[i]]:
+            o[rk[i]] = of[i]
 
 
-@njit(cache=True, nogil=True)
+@cython.cfunc
+@cython.exceptval(check=False)
+def _sort(buf: I64, m: cython.Py_ssize_t) -> cython.void:
+    """Sort ``buf[:m]`` in place: insertion sort for a few values, else heapsort (no allocation)."""
+    if m <= 32:
+        for k in range(1, m):
+            v = buf[k]
+            j = k - 1
+            while j >= 0 and buf[j] > v:
+                buf[j + 1] = buf[j]
+                j -= 1
+            buf[j + 1] = v
+        return
+    start: cython.Py_ssize_t = m // 2 - 1
+    while start >= 0:
+        _sift(buf, start, m)
+        start -= 1
+    end: cython.Py_ssize_t = m - 1
+    while end > 0:
+        buf[0], buf[end] = buf[end], buf[0]
+        _sift(buf, 0, end)
+        end -= 1
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _sift(buf: I64, root: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.void:
+    """Move ``buf[root]`` down the max-heap ``buf[:n]`` to its place."""
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and buf[child] < buf[child + 1]:
+            child += 1
+        if buf[root] >= buf[child]:
+            return
+        buf[root], buf[child] = buf[child], buf[root]
+        root = child
+
+
 def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tuple[np.ndarray, np.ndarray]:
     """For ticks grouped by negotiation (``bounds``): replaces each tick in ``ts`` by its
     lateness behind the group's first tick, and returns its distance from the median tick of
     the ranks that were not last (0.0 when all were) and whether it was last (within
     ``same_cycle_us`` of the group's last tick)."""
-    n = ts.shape[0]
-    vs = np.empty(n, np.float64)
-    last = np.empty(n, np.bool_)
-    widest = 0
-    for g in range(bounds.shape[0] - 1):
-        widest = max(widest, bounds[g + 1] - bounds[g])
-    buf = np.empty(widest, np.int64)
-    for g in range(bounds.shape[0] - 1):
-        a, b = bounds[g], bounds[g + 1]
+    bd: CI64 = _i64(bounds)
+    t: I64 = ts
+    cycle: cython.longlong = same_cycle_us
+    n = len(ts)
+    vs_a = np.empty(n, np.float64)
+    last_a = np.empty(n, np.bool_)
+    vs: F64 = vs_a
+    last: cython.uchar[::1] = last_a.view(np.uint8)
+    widest: cython.longlong = 0
+    for g in range(bd.shape[0] - 1):
+        widest = max(widest, bd[g + 1] - bd[g])
+    buf: I64 = np.empty(widest, np.int64)
+    typical: cython.double
+    for g in range(bd.shape[0] - 1):
+        a, b = bd[g], bd[g + 1]
         if a == b:
             continue
-        lo = ts[a]
-        hi = ts[a]
+        lo = t[a]
+        hi = t[a]
         for k in range(a, b):
-            lo = min(lo, ts[k])
-            hi = max(hi, ts[k])
-        m = 0
+            lo = min(lo, t[k])
+            hi = max(hi, t[k])
+        m: cython.Py_ssize_t = 0
         for k in range(a, b):
-            last[k] = ts[k] >= hi - same_cycle_us
+            last[k] = t[k] >= hi - cycle
             if not last[k]:
-                buf[m] = ts[k]
+                buf[m] = t[k]
                 m += 1
-        typical = np.median(buf[:m]) if m else 0.0
+        typical = 0.0
+        if m:  # the median as numpy takes it: the middle value, or the mean of the middle two
+            _sort(buf, m)
+            typical = buf[m // 2] if m % 2 else (cython.cast(cython.double, buf[m // 2 - 1]) + buf[m // 2]) / 2.0
         for k in range(a, b):
-            vs[k] = ts[k] - typical if m else 0.0
-            ts[k] -= lo
-    return vs, last
+            vs[k] = t[k] - typical if m else 0.0
+            t[k] -= lo
+    return vs_a, last_a
 
 
-@njit(cache=True, nogil=True)
 def rank_stats(
     bounds: np.ndarray,
     keep: np.ndarray,
@@ -208,38 +315,43 @@ def rank_stats(
 ) -> np.ndarray:
     """Per rank, over the negotiations where ``keep`` holds: ticks, times last, median and
     p90 (linear) lateness, median ``vs``. Returns an ``(n_ranks, 5)`` float64 array."""
-    count = np.zeros(n_ranks + 1, np.int64)
+    bd: CI64 = _i64(bounds)
+    kp: CU8 = _u8(keep)
+    rk: CI32 = _i32(rank)
+    ls: CU8 = _u8(last)
+    count_a = np.zeros(n_ranks + 1, np.int64)
+    count: I64 = count_a
     out = np.zeros((n_ranks, 5), np.float64)
-    for g in range(bounds.shape[0] - 1):
-        if keep[g]:
-            for k in range(bounds[g], bounds[g + 1]):
-                count[rank[k] + 1] += 1
-                out[rank[k], 1] += last[k]
+    times_last: F64 = np.zeros(n_ranks, np.float64)
+    for g in range(bd.shape[0] - 1):
+        if kp[g]:
+            for k in range(bd[g], bd[g + 1]):
+                count[rk[k] + 1] += 1
+                times_last[rk[k]] += ls[k]
     for r in range(n_ranks):
         count[r + 1] += count[r]
-    buf = np.empty(count[n_ranks], np.float64)  # one value per tick, filled twice: lateness, then vs
-    _by_rank(bounds, keep, rank, late, count, buf)
+    out[:, 1] = times_last
+    buf = np.empty(count_a[n_ranks], np.float64)  # one value per tick, filled twice: lateness, then vs
+    _by_rank(bd, kp, rk, np.ascontiguousarray(late, dtype=np.float64), count_a, buf)
     for r in range(n_ranks):
-        a, b = count[r], count[r + 1]
+        a, b = count_a[r], count_a[r + 1]
         out[r, 0] = b - a
         if b > a:
             out[r, 2] = np.median(buf[a:b])
             out[r, 3] = np.percentile(buf[a:b], 90.0)
-    _by_rank(bounds, keep, rank, vs, count, buf)
+    _by_rank(bd, kp, rk, np.ascontiguousarray(vs, dtype=np.float64), count_a, buf)
     for r in range(n_ranks):
-        a, b = count[r], count[r + 1]
+        a, b = count_a[r], count_a[r + 1]
         if b > a:
             out[r, 4] = np.median(buf[a:b])
     return out
 
 
-@njit(cache=True, nogil=True)
-def _by_rank(
-    bounds: np.ndarray, keep: np.ndarray, rank: np.ndarray, values: np.ndarray, count: np.ndarray, buf: np.ndarray
-) -> None:
+def _by_rank(bounds: CI64, keep: CU8, rank: CI32, values: CF64, count_a: np.ndarray, buf_a: np.ndarray) -> None:
     """Copy ``values`` of the ticks of the negotiations where ``keep`` holds into ``buf``, rank
     ``r``'s at ``buf[count[r]:count[r + 1]]``."""
-    fill = count[:-1].copy()
+    fill: I64 = count_a[:-1].copy()
+    buf: F64 = buf_a
     for g in range(bounds.shape[0] - 1):
         if keep[g]:
             for k in range(bounds[g], bounds[g + 1]):

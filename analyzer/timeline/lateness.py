@@ -12,7 +12,7 @@ order a few us apart. For each negotiation with a tick from every rank:
   ticked in the last cycle).
 
 A 1 GB timeline with 64 ranks holds ~13 M ticks, so everything here works on numpy
-arrays grouped per negotiation by numba loops (:mod:`analyzer.timeline._kernels`), never on a
+arrays grouped per negotiation by compiled loops (:mod:`analyzer.timeline._kernels`), never on a
 DataFrame of ticks.
 """
 

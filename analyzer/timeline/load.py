@@ -47,7 +47,7 @@ from analyzer.timeline.model import (
 )
 from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
 
-#: the analysing process before any model: interpreter, pandas, pyarrow, numba's compiler, Arrow's pool
+#: the analysing process before any model: interpreter, pandas, pyarrow, Arrow's pool
 BASELINE_BYTES = 450 << 20
 #: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
 #: bench/analysis.py's whole-model peaks (1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M

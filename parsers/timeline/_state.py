@@ -14,81 +14,80 @@ import pyarrow as pa
 
 from parsers.errors import InputError
 from parsers.issues import IssueSeverity
-from parsers.timeline import _pair as P
-from parsers.timeline import _tokenize as T
+from parsers.timeline import layout as L
 
 # (issue index in the kernel, severity, code, message)
 KERNEL_ISSUES = (
     (
-        T.I_ORPHAN_E,
+        L.I_ORPHAN_E,
         IssueSeverity.DATA_LOSS,
         "timeline.orphan_end",
         "E event with no open B on its pid (its B was lost or written to an earlier file); dropped",
     ),
     (
-        T.I_NEG_IN_OP,
+        L.I_NEG_IN_OP,
         IssueSeverity.INFO,
         "timeline.negotiate_inside_op",
         "NEGOTIATE_* began while an op was still open on the same pid (Horovod #316); "
         "E events are anonymous, so LIFO pairing may swap the two spans' ends",
     ),
     (
-        T.I_TICK_OUTSIDE,
+        L.I_TICK_OUTSIDE,
         IssueSeverity.INFO,
         "timeline.tick_outside_negotiation",
         "rank tick with no open NEGOTIATE_* span on its pid; kept with a null negotiation_id",
     ),
     (
-        T.I_UNESCAPED,
+        L.I_UNESCAPED,
         IssueSeverity.INFO,
         "timeline.unescaped_quote",
         "string with an unescaped '\"' (Horovod does not escape tensor names); read tolerantly",
     ),
     (
-        T.I_FLOAT_TS,
+        L.I_FLOAT_TS,
         IssueSeverity.INFO,
         "timeline.float_ts",
         "non-integer ts (Horovod writes integers); rounded to the microsecond",
     ),
     (
-        T.I_UNKNOWN_KEY,
+        L.I_UNKNOWN_KEY,
         IssueSeverity.INFO,
         "timeline.unknown_key",
         "record with a key Horovod does not write; the key was ignored",
     ),
     (
-        T.I_TS_BACK,
+        L.I_TS_BACK,
         IssueSeverity.INFO,
         "timeline.ts_not_monotonic",
         "ts smaller than the previous record's (Horovod's ts never decreases in file order)",
     ),
     (
-        T.I_UNKNOWN_PH,
+        L.I_UNKNOWN_PH,
         IssueSeverity.DATA_LOSS,
         "timeline.unknown_phase",
         "record with a phase Horovod does not write (only M, B, E, X, i); dropped",
     ),
     (
-        T.I_FOREIGN_PH,
+        L.I_FOREIGN_PH,
         IssueSeverity.INFO,
         "timeline.foreign_event",
         "trace events of kinds Horovod does not write (counters, async, flow), e.g. added by another tool "
         "or by `hvd-analyze slice`; skipped",
     ),
     (
-        T.I_BAD_RECORD,
+        L.I_BAD_RECORD,
         IssueSeverity.DATA_LOSS,
         "timeline.bad_record",
         "record without the fields its phase needs (ph, ts, pid, name); dropped",
     ),
     (
-        T.I_X_NOT_RANK,
+        L.I_X_NOT_RANK,
         IssueSeverity.DATA_LOSS,
         "timeline.tick_not_rank",
         "X event whose name is not a rank number; dropped",
     ),
     (
-        T.I_E_NAMED,
+        L.I_E_NAMED,
         IssueSeverity.INFO,
         "timeline.named_end",
         "E events carry a name (Horovod 0.9.2 writer); pairing still uses the pid stack",
@@ -107,10 +106,10 @@ class TokenState:
 
     @classmethod
     def new(cls, after: bool = False) -> TokenState:
-        ctr = np.zeros(T.T_NCTR, np.int64)
-        ctr[T.T_LAST_TS] = np.iinfo(np.int64).min
-        ctr[T.T_FIRST_OFF] = -1
-        ctr[T.T_AFTER] = int(after)
+        ctr = np.zeros(L.T_NCTR, np.int64)
+        ctr[L.T_LAST_TS] = np.iinfo(np.int64).min
+        ctr[L.T_FIRST_OFF] = -1
+        ctr[L.T_AFTER] = int(after)
         return cls(ctr=ctr, iss=new_issues(), ikeys=np.zeros((3, 1024), np.uint64), ivals=np.zeros((3, 1024), np.int64))
 
     def grow_intern(self) -> None:
@@ -143,14 +142,14 @@ class PairState:
 
     @classmethod
     def new(cls) -> PairState:
-        ctr = np.zeros(P.C_NCTR, np.int64)
-        ctr[P.C_FREE] = -1
+        ctr = np.zeros(L.C_NCTR, np.int64)
+        ctr[L.C_FREE] = -1
         return cls(
             ctr=ctr,
             iss=new_issues(),
             top=np.full(1024, -1, np.int64),
             pstat=new_pstat(1024),
-            slots=np.zeros((4096, P.S_N), np.int64),
+            slots=np.zeros((4096, L.S_N), np.int64),
         )
 
     def grow(self, name: str, offset: int) -> None:
@@ -159,9 +158,9 @@ class PairState:
         Raises:
             InputError: a pid larger than the file can hold (the arrays are indexed by pid).
         """
-        need = int(self.ctr[P.C_NEED])
+        need = int(self.ctr[L.C_NEED])
         if need == 1:
-            pid = int(self.ctr[P.C_NEED_PID])
+            pid = int(self.ctr[L.C_NEED_PID])
             if pid > MAX_PID_BASE + offset // 16:
                 raise InputError(
                     name,
@@ -177,12 +176,12 @@ class PairState:
             pstat[: len(self.pstat)] = self.pstat
             self.top, self.pstat = top, pstat
         elif need == 2:
-            slots = np.zeros((2 * len(self.slots), P.S_N), np.int64)
+            slots = np.zeros((2 * len(self.slots), L.S_N), np.int64)
             slots[: len(self.slots)] = self.slots
             self.slots = slots
         else:  # pragma: no cover - kernel contract
             raise AssertionError(f"kernel asked to grow unknown state {need}")
-        self.ctr[P.C_NEED] = 0
+        self.ctr[L.C_NEED] = 0
 
 
 #: pids beyond this plus one per 16 bytes read are refused: a record is longer than 16 bytes, and a
@@ -191,7 +190,7 @@ MAX_PID_BASE = 1 << 16
 
 
 def new_issues() -> np.ndarray:
-    return np.zeros((T.I_NISS, 2), np.int64)
+    return np.zeros((L.I_NISS, 2), np.int64)
 
 
 def add_issues(into: np.ndarray, more: np.ndarray) -> None:
@@ -203,9 +202,9 @@ def add_issues(into: np.ndarray, more: np.ndarray) -> None:
 
 
 def new_pstat(n: int) -> np.ndarray:
-    p = np.zeros((n, P.P_N), np.int64)
-    p[:, P.P_FIRST_TS] = T.MISSING
-    p[:, P.P_OPNAME] = -1
+    p = np.zeros((n, L.P_N), np.int64)
+    p[:, L.P_FIRST_TS] = L.MISSING
+    p[:, L.P_OPNAME] = -1
     return p
 
 

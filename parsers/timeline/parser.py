@@ -30,7 +30,7 @@ from parsers.errors import describe_bytes
 from parsers.inputs import GUNZIP_PIECE, open_binary
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _pair as P
-from parsers.timeline import _tokenize as T
+from parsers.timeline import layout as L
 from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
 from parsers.timeline.facts import TimelineInfo, cache_verdict, guess_version, uptime_origin
 from parsers.timeline.metadata import parse_metadata
@@ -81,9 +81,9 @@ class TimelineParser:
         self.rereads = 0  # ranges tokenized again here (see :meth:`batches_in_ranges`)
         cap = max(1024, self.chunk_bytes // 48)
         self._outs = {
-            "spans": np.empty((cap, P.SP_N), np.int64),
-            "ticks": np.empty((max(1024, self.chunk_bytes // 64), P.TK_N), np.int64),
-            "markers": np.empty((max(1024, self.chunk_bytes // 64), P.MK_N), np.int64),
+            "spans": np.empty((cap, L.SP_N), np.int64),
+            "ticks": np.empty((max(1024, self.chunk_bytes // 64), L.TK_N), np.int64),
+            "markers": np.empty((max(1024, self.chunk_bytes // 64), L.MK_N), np.int64),
         }
         self._outn = np.zeros(3, np.int64)  # rows written by the last call of the pairing kernel
         self._acc = np.zeros(3, np.int64)  # rows in self._outs not yet handed out as tables
@@ -181,18 +181,18 @@ class TimelineParser:
     def _tokens_done(self, ctr: np.ndarray, iss: np.ndarray, skipped: int) -> None:
         """Add one tokenizer's counters (a range's, read after the ones before it)."""
         tok = self._tok
-        tok["records"] += int(ctr[T.T_RECORDS])
-        tok["nl"] += int(ctr[T.T_SEP_NL])
-        tok["glued"] += int(ctr[T.T_SEP_GLUED])
+        tok["records"] += int(ctr[L.T_RECORDS])
+        tok["nl"] += int(ctr[L.T_SEP_NL])
+        tok["glued"] += int(ctr[L.T_SEP_GLUED])
         if skipped:
             self._skipped_bytes(skipped)
-        if ctr[T.T_FIRST_OFF] >= 0:
-            if self._last_ts is not None and ctr[T.T_FIRST_TS] < self._last_ts:  # across the cut
+        if ctr[L.T_FIRST_OFF] >= 0:
+            if self._last_ts is not None and ctr[L.T_FIRST_TS] < self._last_ts:  # across the cut
                 back = new_issues()
-                back[T.I_TS_BACK] = (1, ctr[T.T_FIRST_OFF])
+                back[L.I_TS_BACK] = (1, ctr[L.T_FIRST_OFF])
                 add_issues(self._tok_iss, back)
-            self._first_ts = int(ctr[T.T_FIRST_TS]) if self._first_ts is None else self._first_ts
-            self._last_ts = int(ctr[T.T_LAST_TS])
+            self._first_ts = int(ctr[L.T_FIRST_TS]) if self._first_ts is None else self._first_ts
+            self._last_ts = int(ctr[L.T_LAST_TS])
         add_issues(self._tok_iss, iss)
 
     def _close(self, ending: Ending) -> Iterator[tuple[str, pa.Table]]:
@@ -213,7 +213,7 @@ class TimelineParser:
         else:
             self._at_eof(ending.tail, ending.at)
         st = self._pair
-        spans = np.empty((int(st.ctr[P.C_SLOT_HW]) + 1, P.SP_N), np.int64)
+        spans = np.empty((int(st.ctr[L.C_SLOT_HW]) + 1, L.SP_N), np.int64)
         n_open = P.drain(st.top, st.pstat, st.slots, spans)
         if n_open:
             self.sink.add(
@@ -221,7 +221,7 @@ class TimelineParser:
                 "timeline.unclosed_spans",
                 "spans whose E never came (the job stopped, or Horovod's writer did not drain its "
                 "queue at exit); kept with closed=false and no end",
-                byte_offset=int(spans[:n_open, P.SP_SOFF].min()),
+                byte_offset=int(spans[:n_open, L.SP_SOFF].min()),
                 count=n_open,
             )
             yield "spans", self.names.spans(spans[:n_open])
@@ -302,11 +302,11 @@ class TimelineParser:
                 outn,
             )
             acc += outn
-            if status == P.ST_FULL:
+            if status == L.ST_FULL:
                 yield from self._flush()
                 continue
-            if status == P.ST_GROW:
-                st.grow(self.name, int(ev[at, T.EV_OFF]))
+            if status == L.ST_GROW:
+                st.grow(self.name, int(ev[at, L.EV_OFF]))
                 continue
             break
         if any(4 * int(k) > len(outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
@@ -385,21 +385,21 @@ class TimelineParser:
             info.layout = "glued"
         info.first_ts_us = self._first_ts
         info.last_ts_us = self._last_ts
-        info.max_depth = int(st.ctr[P.C_MAX_DEPTH])
+        info.max_depth = int(st.ctr[L.C_MAX_DEPTH])
         info.uptime_origin = uptime_origin(info.first_ts_us, info.start_time_since_epoch_us is not None)
-        neg = st.pstat[:, P.P_NEG]
-        ticked = st.pstat[:, P.P_TICKED]
+        neg = st.pstat[:, L.P_NEG]
+        ticked = st.pstat[:, L.P_TICKED]
         info.cache = cache_verdict(neg, ticked)
         # A legacy file written by the event-per-line writer has a newline after every
         # record; metadata lines alone also end in newlines in the glued layout.
         info.version = guess_version(
-            names=self.names.strings[T.CAT_NAME],
+            names=self.names.strings[L.CAT_NAME],
             has_start_time_header=info.start_time_since_epoch_us is not None,
             glued=info.layout == "glued",
             line_per_event=info.layout == "line_per_event",
-            e_named=bool(iss[T.I_E_NAMED, 0]),
+            e_named=bool(iss[L.I_E_NAMED, 0]),
             uptime_origin=info.uptime_origin,
-            has_markers="CYCLE_START" in self.names.strings[T.CAT_NAME],
+            has_markers="CYCLE_START" in self.names.strings[L.CAT_NAME],
             ticks_every_negotiation=info.cache.steady_state_ticks,
         )
         for k, sev, code, msg in KERNEL_ISSUES:

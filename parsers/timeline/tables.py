@@ -16,8 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from parsers.schema import arrow_schema
-from parsers.timeline import _pair as P
-from parsers.timeline import _tokenize as T
+from parsers.timeline import layout as L
 from parsers.timeline._state import dict_column
 
 KINDS = ("negotiate", "op", "activity")
@@ -43,7 +42,7 @@ class TimelineNames:
 
     def __init__(self, input_id: str) -> None:
         self.input_id = input_id
-        self.strings: tuple[list[str], list[str], list[str]] = ([], [], [])  # by T.CAT_*
+        self.strings: tuple[list[str], list[str], list[str]] = ([], [], [])  # by L.CAT_*
         self._index: tuple[dict[str, int], ...] = ({}, {}, {})
         self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
         self._same_ids = True  # so far the current tokenizer's ids are ours
@@ -86,93 +85,93 @@ class TimelineNames:
 
     # -- tables ---------------------------------------------------------------------------
     def spans(self, a: np.ndarray) -> pa.Table:
-        """``spans`` from rows of ``P.SP_*`` columns."""
-        c = {k: np.ascontiguousarray(a[:, k]) for k in range(P.SP_N)}
-        closed = c[P.SP_END] != -1
-        dtypes = self.strings[T.CAT_DTYPE]
+        """``spans`` from rows of ``L.SP_*`` columns."""
+        c = {k: np.ascontiguousarray(a[:, k]) for k in range(L.SP_N)}
+        closed = c[L.SP_END] != -1
+        dtypes = self.strings[L.CAT_DTYPE]
         sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
-        numel = c[P.SP_NUMEL]
-        nbytes = numel * sizes[c[P.SP_DTYPE]]
-        nbytes_null = (numel < 0) | (c[P.SP_DTYPE] < 0) | (sizes[c[P.SP_DTYPE]] < 0)
+        numel = c[L.SP_NUMEL]
+        nbytes = numel * sizes[c[L.SP_DTYPE]]
+        nbytes_null = (numel < 0) | (c[L.SP_DTYPE] < 0) | (sizes[c[L.SP_DTYPE]] < 0)
         return pa.Table.from_arrays(
             [
                 self._input_col(len(a)),
-                pa.array(c[P.SP_ID]),
-                pa.array(c[P.SP_PID].astype(np.int32)),
-                self._tensor_col(c[P.SP_PID]),
-                dict_column(c[P.SP_NAME], self.strings[T.CAT_NAME]),
-                dict_column(c[P.SP_KIND], list(KINDS)),
-                pa.array(c[P.SP_DEPTH].astype(np.int16)),
-                pa.array(c[P.SP_START]),
-                pa.array(c[P.SP_END], mask=~closed),
-                pa.array(c[P.SP_END] - c[P.SP_START], mask=~closed),
+                pa.array(c[L.SP_ID]),
+                pa.array(c[L.SP_PID].astype(np.int32)),
+                self._tensor_col(c[L.SP_PID]),
+                dict_column(c[L.SP_NAME], self.strings[L.CAT_NAME]),
+                dict_column(c[L.SP_KIND], list(KINDS)),
+                pa.array(c[L.SP_DEPTH].astype(np.int16)),
+                pa.array(c[L.SP_START]),
+                pa.array(c[L.SP_END], mask=~closed),
+                pa.array(c[L.SP_END] - c[L.SP_START], mask=~closed),
                 pa.array(closed),
-                pa.array(c[P.SP_PARENT], mask=c[P.SP_PARENT] < 0),
-                pa.array(c[P.SP_OP], mask=c[P.SP_OP] < 0),
-                dict_column(c[P.SP_DTYPE], dtypes),
-                dict_column(c[P.SP_SHAPE], self.strings[T.CAT_SHAPE]),
+                pa.array(c[L.SP_PARENT], mask=c[L.SP_PARENT] < 0),
+                pa.array(c[L.SP_OP], mask=c[L.SP_OP] < 0),
+                dict_column(c[L.SP_DTYPE], dtypes),
+                dict_column(c[L.SP_SHAPE], self.strings[L.CAT_SHAPE]),
                 pa.array(numel, mask=numel < 0),
                 pa.array(nbytes, mask=nbytes_null),
-                pa.array(c[P.SP_SOFF]),
-                pa.array(c[P.SP_EOFF], mask=~closed),
+                pa.array(c[L.SP_SOFF]),
+                pa.array(c[L.SP_EOFF], mask=~closed),
             ],
             schema=arrow_schema("spans"),
         )
 
     def ticks(self, t: np.ndarray) -> pa.Table:
-        """``ticks`` from rows of ``P.TK_*`` columns."""
-        c = {k: np.ascontiguousarray(t[:, k]) for k in range(P.TK_N)}
+        """``ticks`` from rows of ``L.TK_*`` columns."""
+        c = {k: np.ascontiguousarray(t[:, k]) for k in range(L.TK_N)}
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
-                pa.array(c[P.TK_PID].astype(np.int32)),
-                self._tensor_col(c[P.TK_PID]),
-                pa.array(c[P.TK_NEG], mask=c[P.TK_NEG] < 0),
-                pa.array(c[P.TK_RANK].astype(np.int32)),
-                pa.array(c[P.TK_TS]),
-                pa.array(c[P.TK_ORDER].astype(np.int32)),
-                pa.array(c[P.TK_OFF]),
+                pa.array(c[L.TK_PID].astype(np.int32)),
+                self._tensor_col(c[L.TK_PID]),
+                pa.array(c[L.TK_NEG], mask=c[L.TK_NEG] < 0),
+                pa.array(c[L.TK_RANK].astype(np.int32)),
+                pa.array(c[L.TK_TS]),
+                pa.array(c[L.TK_ORDER].astype(np.int32)),
+                pa.array(c[L.TK_OFF]),
             ],
             schema=arrow_schema("ticks"),
         )
 
     def markers(self, t: np.ndarray) -> pa.Table:
-        """``markers`` from rows of ``P.MK_*`` columns."""
+        """``markers`` from rows of ``L.MK_*`` columns."""
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
-                dict_column(t[:, P.MK_NAME], self.strings[T.CAT_NAME]),
-                pa.array(t[:, P.MK_TS].copy()),
-                pa.array(t[:, P.MK_OFF].copy()),
+                dict_column(t[:, L.MK_NAME], self.strings[L.CAT_NAME]),
+                pa.array(t[:, L.MK_TS].copy()),
+                pa.array(t[:, L.MK_OFF].copy()),
             ],
             schema=arrow_schema("markers"),
         )
 
     def tensors(self, pstat: np.ndarray, n_pids: int) -> pa.Table:
-        """One row per pid seen in metadata or events, from the pairer's per-pid ``P.P_*``
+        """One row per pid seen in metadata or events, from the pairer's per-pid ``L.P_*``
         statistics (``n_pids``: how many pids the pairer has room for)."""
         n_pid = max(len(self.pid_tensor), n_pids)
         pids = np.arange(n_pid)
-        stat = np.zeros((n_pid, P.P_N), np.int64)
-        stat[:, P.P_FIRST_TS] = T.MISSING
-        stat[:, P.P_OPNAME] = -1
+        stat = np.zeros((n_pid, L.P_N), np.int64)
+        stat[:, L.P_FIRST_TS] = L.MISSING
+        stat[:, L.P_OPNAME] = -1
         stat[: len(pstat)] = pstat
         tix = np.full(n_pid, -1, np.int32)
         tix[: len(self.pid_tensor)] = self.pid_tensor
-        seen = (tix >= 0) | (stat[:, P.P_NEG] + stat[:, P.P_OPS] > 0) | (stat[:, P.P_FIRST_TS] != T.MISSING)
+        seen = (tix >= 0) | (stat[:, L.P_NEG] + stat[:, L.P_OPS] > 0) | (stat[:, L.P_FIRST_TS] != L.MISSING)
         keep = np.flatnonzero(seen)
         names = np.array(self.tensor_names + [None], dtype=object)
-        first = stat[keep, P.P_FIRST_TS]
+        first = stat[keep, L.P_FIRST_TS]
         return pa.Table.from_arrays(
             [
                 self._input_col(len(keep)),
                 pa.array(pids[keep].astype(np.int32)),
                 pa.array(names[tix[keep]], type=pa.string()),
-                dict_column(stat[keep, P.P_OPNAME], self.strings[T.CAT_NAME]),
-                pa.array(stat[keep, P.P_NEG]),
-                pa.array(stat[keep, P.P_TICKED]),
-                pa.array(stat[keep, P.P_OPS]),
-                pa.array(first, mask=first == T.MISSING, type=pa.int64()),
+                dict_column(stat[keep, L.P_OPNAME], self.strings[L.CAT_NAME]),
+                pa.array(stat[keep, L.P_NEG]),
+                pa.array(stat[keep, L.P_TICKED]),
+                pa.array(stat[keep, L.P_OPS]),
+                pa.array(first, mask=first == L.MISSING, type=pa.int64()),
             ],
             schema=arrow_schema("tensors"),
         )
@@ -191,10 +190,10 @@ class TimelineNames:
 def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> None:
     """Rewrite a block's string ids from its tokenizer's to the file's, in place."""
     maps = [np.asarray(ids, np.int64) for ids in local]
-    ph = ev[:, T.EV_PH]
-    named = (ph == T.PH_B) | (ph == T.PH_I)
-    ev[named, T.EV_A] = maps[T.CAT_NAME][ev[named, T.EV_A]]
-    ends = ph == T.PH_E
-    for col, cat in ((T.EV_A, T.CAT_DTYPE), (T.EV_B, T.CAT_SHAPE)):
+    ph = ev[:, L.EV_PH]
+    named = (ph == L.PH_B) | (ph == L.PH_I)
+    ev[named, L.EV_A] = maps[L.CAT_NAME][ev[named, L.EV_A]]
+    ends = ph == L.PH_E
+    for col, cat in ((L.EV_A, L.CAT_DTYPE), (L.EV_B, L.CAT_SHAPE)):
         sel = ends & (ev[:, col] >= 0)
         ev[sel, col] = maps[cat][ev[sel, col]]

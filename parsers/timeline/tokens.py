@@ -28,6 +28,7 @@ from parsers.errors import InputError, describe_bytes
 from parsers.inputs import GunzipStream, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _tokenize as T
+from parsers.timeline import layout as L
 from parsers.timeline._state import TokenState, decode_str
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
@@ -104,8 +105,8 @@ class Tokenizer:
         chunk = self.chunk_bytes
         buf = np.empty(chunk + 64, np.uint8)
         cap = max(1024, chunk // 48)
-        events = np.empty((cap, T.EV_N), np.int64)
-        metas = np.empty((4096, T.MT_N), np.int64)
+        events = np.empty((cap, L.EV_N), np.int64)
+        metas = np.empty((4096, L.MT_N), np.int64)
         newstr = np.empty((4096, 4), np.int64)
         outn = np.zeros(4, np.int64)
         left = None if stop is None else stop - start
@@ -135,17 +136,17 @@ class Tokenizer:
             if len(block.events) or block.metas:
                 yield block
             self.position = base + pos
-            if status == T.ST_FULL:
+            if status == L.ST_FULL:
                 continue
-            if status == T.ST_GROW:
+            if status == L.ST_GROW:
                 st.grow_intern()
                 continue
-            if status == T.ST_CLOSED:
+            if status == L.ST_CLOSED:
                 trailing, more = self._trailing(f, buf, pos, end, left)
                 self.position = base + end + more
                 self.ending = Ending("closed", base + pos, trailing=trailing)
                 return
-            if status == T.ST_SYNTAX:
+            if status == L.ST_SYNTAX:
                 if not self.resync:
                     self.ending = Ending("stopped", base + pos)
                     return
@@ -180,7 +181,7 @@ class Tokenizer:
 
     @property
     def records(self) -> int:
-        return int(self.state.ctr[T.T_RECORDS])
+        return int(self.state.ctr[L.T_RECORDS])
 
     # -- start of the array, errors ---------------------------------------------------
     def open_array(self, buf: np.ndarray, end: int) -> int:
