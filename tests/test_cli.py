@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from analyzer.cli import cli
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, glued, meta, write
-from tests.conftest import validate_report
+from tests.conftest import ROOT, validate_report
 
 
 @pytest.fixture
@@ -388,3 +388,25 @@ def test_help_imports_no_heavy_library(args: list[str]) -> None:
     )
     res = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
     assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("sample", "loaded"),
+    [
+        ("straggler_nocache", ["pandas", "pyarrow"]),  # 29 steady steps: too few to search for a slowdown
+        ("healthy_np2", ["pandas", "pyarrow", "ruptures", "scipy"]),  # 39: the change-point search runs
+    ],
+)
+def test_a_small_report_imports_only_what_it_uses(sample: str, loaded: list[str]) -> None:
+    """``report -f json`` of a small timeline: the tables (pyarrow, pandas), the change-point search
+    (ruptures, scipy) only when the run is long enough for it, never the app (plotly, dash,
+    waitress), Dask, or a compiler at run time (numba)."""
+    script = (
+        "import sys\nfrom analyzer.cli import main\n"
+        "sys.argv = ['hvd-analyze', 'report', '-f', 'json', '-o', '/dev/null', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    path = ROOT / "sample_traces" / "captured" / sample
+    res = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    assert res.stdout.strip().splitlines()[-1] == str(loaded)
