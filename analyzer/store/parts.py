@@ -59,7 +59,7 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
 def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
     if "input_id" in batch.column_names:
         batch = batch.drop_columns(["input_id"])
-    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]))
+    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]), safe=False)
     return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
 
 

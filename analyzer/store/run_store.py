@@ -257,7 +257,7 @@ class RunStore:
             if version == 2:
                 return pq.read_table(path, schema=arrow_schema(name))
             t = pq.read_table(path, schema=file_schema(name))
-        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids))
+        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids), safe=False)
         return t.add_column(0, arrow_schema(name).field("input_id"), col)
 
     def _parts(self, name: str) -> list[tuple[Path, list[str], int]]:

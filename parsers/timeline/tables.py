@@ -177,7 +177,7 @@ class TimelineNames:
         )
 
     def _input_col(self, n: int) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.input_id]))
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.input_id]), safe=False)
 
     def _tensor_col(self, pids: np.ndarray) -> pa.Array:
         pt = self.pid_tensor

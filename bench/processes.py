@@ -1,0 +1,105 @@
+"""What a user waits for: whole ``hvd-analyze`` processes (start-up included) against DuckDB's whole
+process reading the same timeline, interleaved, medians of several runs, on two timeline shapes.
+
+    python bench/processes.py [--mb 300,1024] [--shapes default,dense] [--runs 3] [--report]
+
+Shapes (``sample_traces.generator``, cached in bench/.cache): ``default`` 64 ranks x 100 tensors
+and ``dense`` 64 ranks x 200 tensors, both with the response cache off (rank ticks on every
+negotiation). Per file and run, in this order: ``hvd-analyze ingest FILE -o STORE -q``, then
+``python -c "duckdb ... read_json(FILE, format='array')"`` (count the records), and with ``--report``
+``hvd-analyze report STORE -f json``. Each process's wall time and its own peak RSS (``wait4``).
+The figures go to stdout and to bench/.cache/processes.json. Targets (issue 23): ingest >= 1.5x
+DuckDB's rate at 1 GB and >= 1.2x at 300 MB on both shapes, peak RSS <= 0.5x the input at 1 GB;
+report end to end <= 1.0x DuckDB's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import CACHE
+from sample_traces.generator.timeline import TimelineSpec, write_timeline
+
+HVD = str(Path(sys.executable).with_name("hvd-analyze"))
+SHAPES = {"default": 100, "dense": 200}  # tensors; 64 ranks, cache off
+MB_PER_STEP = {"default": 0.49, "dense": 0.98}
+
+
+def timeline(shape: str, mb: int) -> Path:
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"timeline_{shape}_64r_{mb}mb.json"
+    if not path.exists():
+        steps = max(1, round(mb / MB_PER_STEP[shape]))
+        t = time.perf_counter()
+        write_timeline(path, TimelineSpec(ranks=64, tensors=SHAPES[shape], steps=steps, cache=False, seed=1))
+        print(
+            f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True
+        )
+    return path
+
+
+def run(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of the process ``cmd`` alone."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else status}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def duckdb_cmd(path: Path) -> list[str]:
+    query = f"select count(*) from read_json('{path}', format='array')"
+    return [sys.executable, "-c", f"import duckdb; duckdb.sql({query!r}).fetchall()"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", default="300,1024")
+    ap.add_argument("--shapes", default="default,dense")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--report", action="store_true", help="also time `report -f json` of the ingested store")
+    a = ap.parse_args()
+    results = []
+    for mb in (int(x) for x in a.mb.split(",")):
+        for shape in a.shapes.split(","):
+            path = timeline(shape, mb)
+            size = path.stat().st_size / 1e6
+            samples: dict[str, list[tuple[float, float]]] = {"ingest": [], "duckdb": [], "report": []}
+            for _ in range(a.runs):
+                store = Path(tempfile.mkdtemp(prefix="bench-store-"))
+                try:
+                    samples["ingest"].append(run([HVD, "ingest", str(path), "-o", str(store / "s"), "-q"]))
+                    samples["duckdb"].append(run(duckdb_cmd(path)))
+                    if a.report:
+                        samples["report"].append(run([HVD, "report", str(store / "s"), "-f", "json", "-o", os.devnull]))
+                finally:
+                    shutil.rmtree(store, ignore_errors=True)
+            row: dict[str, object] = {"shape": shape, "mb": round(size), "runs": a.runs}
+            for name, s in samples.items():
+                if s:
+                    row[f"{name}_s"] = round(statistics.median(w for w, _ in s), 2)
+                    row[f"{name}_rss_mb"] = round(statistics.median(r for _, r in s))
+            row["ingest_vs_duckdb"] = round(float(row["duckdb_s"]) / float(row["ingest_s"]), 2)  # type: ignore[arg-type]
+            if a.report:
+                row["report_vs_duckdb"] = round(float(row["report_s"]) / float(row["duckdb_s"]), 2)  # type: ignore[arg-type]
+            row["ingest_rss_vs_input"] = round(float(row["ingest_rss_mb"]) / size, 2)  # type: ignore[arg-type]
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    (CACHE / "processes.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
