@@ -5,12 +5,15 @@ process reading the same timeline, interleaved, medians of several runs, on two 
 
 Shapes (``sample_traces.generator``, cached in bench/.cache): ``default`` 64 ranks x 100 tensors
 and ``dense`` 64 ranks x 200 tensors, both with the response cache off (rank ticks on every
-negotiation). Per file and run, in this order: ``hvd-analyze ingest FILE -o STORE -q``, then
-``python -c "duckdb ... read_json(FILE, format='array')"`` (count the records), and with ``--report``
-``hvd-analyze report STORE -f json``. Each process's wall time and its own peak RSS (``wait4``).
+negotiation). Per file and run, in this order: ``hvd-analyze ingest FILE -o STORE -q``; DuckDB's
+``read_json(FILE, format='array')`` in a ``python -c`` process twice: counting the records (a read,
+which DuckDB may do without building columns it does not need) and ``COPY ... TO`` a zstd Parquet
+file (the conversion ``ingest`` does: every field, written); and with ``--report`` the whole
+``hvd-analyze report FILE -f json`` (temporary store: ingest and analysis). Each process's wall time
+and its own peak RSS (``wait4``).
 The figures go to stdout and to bench/.cache/processes.json. Targets (issue 23): ingest >= 1.5x
 DuckDB's rate at 1 GB and >= 1.2x at 300 MB on both shapes, peak RSS <= 0.5x the input at 1 GB;
-report end to end <= 1.0x DuckDB's time.
+report end to end <= 1.0x DuckDB's time to read the file.
 """
 
 from __future__ import annotations
@@ -60,9 +63,14 @@ def run(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def duckdb_cmd(path: Path) -> list[str]:
+def duckdb_count(path: Path) -> list[str]:
     query = f"select count(*) from read_json('{path}', format='array')"
     return [sys.executable, "-c", f"import duckdb; duckdb.sql({query!r}).fetchall()"]
+
+
+def duckdb_parquet(path: Path, out: Path) -> list[str]:
+    query = f"copy (select * from read_json('{path}', format='array')) to '{out}' (format parquet, compression zstd)"
+    return [sys.executable, "-c", f"import duckdb; duckdb.sql({query!r})"]
 
 
 def main() -> None:
@@ -77,22 +85,29 @@ def main() -> None:
         for shape in a.shapes.split(","):
             path = timeline(shape, mb)
             size = path.stat().st_size / 1e6
-            samples: dict[str, list[tuple[float, float]]] = {"ingest": [], "duckdb": [], "report": []}
+            samples: dict[str, list[tuple[float, float]]] = {
+                "ingest": [],
+                "duckdb": [],
+                "duckdb_parquet": [],
+                "report": [],
+            }
             for _ in range(a.runs):
-                store = Path(tempfile.mkdtemp(prefix="bench-store-"))
+                work = Path(tempfile.mkdtemp(prefix="bench-store-"))
                 try:
-                    samples["ingest"].append(run([HVD, "ingest", str(path), "-o", str(store / "s"), "-q"]))
-                    samples["duckdb"].append(run(duckdb_cmd(path)))
+                    samples["ingest"].append(run([HVD, "ingest", str(path), "-o", str(work / "s"), "-q"]))
+                    samples["duckdb"].append(run(duckdb_count(path)))
+                    samples["duckdb_parquet"].append(run(duckdb_parquet(path, work / "d.parquet")))
                     if a.report:
-                        samples["report"].append(run([HVD, "report", str(store / "s"), "-f", "json", "-o", os.devnull]))
+                        samples["report"].append(run([HVD, "report", str(path), "-f", "json", "-o", os.devnull]))
                 finally:
-                    shutil.rmtree(store, ignore_errors=True)
+                    shutil.rmtree(work, ignore_errors=True)
             row: dict[str, object] = {"shape": shape, "mb": round(size), "runs": a.runs}
             for name, s in samples.items():
                 if s:
                     row[f"{name}_s"] = round(statistics.median(w for w, _ in s), 2)
                     row[f"{name}_rss_mb"] = round(statistics.median(r for _, r in s))
             row["ingest_vs_duckdb"] = round(float(row["duckdb_s"]) / float(row["ingest_s"]), 2)  # type: ignore[arg-type]
+            row["ingest_vs_duckdb_parquet"] = round(float(row["duckdb_parquet_s"]) / float(row["ingest_s"]), 2)  # type: ignore[arg-type]
             if a.report:
                 row["report_vs_duckdb"] = round(float(row["report_s"]) / float(row["duckdb_s"]), 2)  # type: ignore[arg-type]
             row["ingest_rss_vs_input"] = round(float(row["ingest_rss_mb"]) / size, 2)  # type: ignore[arg-type]
