@@ -24,7 +24,7 @@ from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.timeline.lateness import (
     MIN_TICKED_STEPS,
     RankLateness,
-    loss_per_step,
+    loss_by_step,
 )
 from analyzer.timeline.model import TimelineModel
 
@@ -49,7 +49,9 @@ class Straggler(TimelineDetector):
         if not late:
             return None
         ids = tuple(r.rank for r in late)
-        loss = float(np.median(loss_per_step(lat, ids)))
+        late_steps, per_step = loss_by_step(lat, ids)
+        loss = float(np.median(per_step))
+        when = _when(late_steps, _late(per_step, threshold))
         worst = late[0]
         impact = step_impact(
             model,
@@ -80,7 +82,7 @@ class Straggler(TimelineDetector):
             code=CODE,
             severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
             title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
-            f"ready {ms(worst.median_us)} after the first rank, every step",
+            f"ready {ms(worst.median_us)} after the first rank, {when}",
             summary=(
                 f"{model.path}: rank {worst.rank}{f' on {places[worst.rank]}' if worst.rank in places else ''} "
                 f"is the last rank ready in {worst.last}/{worst.negotiations} "
@@ -125,3 +127,29 @@ class Straggler(TimelineDetector):
                 "vs_median_ms": r.median_vs_median_us / 1e3,
             },
         )
+
+
+#: a rank late on at least this share of the steps is late "every step" (noise makes a few exceptions)
+EVERY_STEP_SHARE = 0.9
+
+
+def _late(per_step: np.ndarray, threshold: float) -> np.ndarray:
+    """The steps the rank(s) held up: a loss of at least half their typical loss when late (and at
+    least the threshold), so that a few noisy steps of a healthy stretch do not count."""
+    over = per_step[per_step >= threshold]
+    bar = max(threshold, 0.5 * float(np.median(over))) if len(over) else threshold
+    return per_step >= bar
+
+
+def _when(steps: np.ndarray, late: np.ndarray) -> str:
+    """When the rank(s) were late: every step, from a step on (late in nearly every step after it,
+    rarely before), or in some of the steps."""
+    n, k = len(late), int(late.sum())
+    if not n or k >= EVERY_STEP_SHARE * n:
+        return "every step"
+    before = np.r_[0, np.cumsum(late)]  # late steps before each index
+    for f in np.flatnonzero(late):
+        after = (k - before[f]) / (n - f)
+        if after >= EVERY_STEP_SHARE and (f == 0 or before[f] / f <= 1 - EVERY_STEP_SHARE):
+            return f"from step {int(steps[f])} on ({k} of {n} steps)"
+    return f"in {k} of {n} steps"

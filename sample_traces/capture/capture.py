@@ -109,6 +109,53 @@ SCENARIOS: dict[str, Scenario] = {
         ("--big-layer", "36000", "--steps", "20", "--batch", "8"),
         {"HOROVOD_CYCLE_TIME": "5"},
     ),
+    # what real jobs have and the set lacked (issue 22)
+    "cycle_5ms": Scenario(
+        2,
+        "HOROVOD_CYCLE_TIME=5 without cycle markers: the cycle time is reported within 25% or as unknown, "
+        "and no advice rests on an estimate.",
+        (),
+        ("--batch", "8"),
+        {"HOROVOD_CYCLE_TIME": "5"},
+    ),
+    "cycle_20ms": Scenario(
+        2,
+        "HOROVOD_CYCLE_TIME=20 without cycle markers: the cycle time is reported within 25% or as unknown, "
+        "and no advice rests on an estimate.",
+        (),
+        ("--batch", "8"),
+        {"HOROVOD_CYCLE_TIME": "20"},
+    ),
+    "fusion_2mib": Scenario(
+        2,
+        "HOROVOD_FUSION_THRESHOLD=2 MiB and two 4 MiB gradients (an extra 1024-wide layer): they run alone, "
+        "and the gradients computed apart go out in separate collectives (fusion fragmented).",
+        ("timeline.fusion_fragmented", "timeline.tensor_over_fusion_threshold"),
+        ("--big-layer", "1024"),
+        {"HOROVOD_FUSION_THRESHOLD": "2097152"},
+    ),
+    "straggler_partial_np4": Scenario(
+        4,
+        "4 ranks; rank 2 sleeps 100 ms a step from step 20 of 40 on (response cache off): late half the run.",
+        ("timeline.straggler",),
+        ("--steps", "40", "--sleep-rank", "2", "--sleep-s", "0.1", "--sleep-from", "20"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+    ),
+    "autotune_finished": Scenario(
+        2,
+        "HOROVOD_AUTOTUNE=1 with a short tuning (1 warm-up sample, 5 steps a sample, 5 Bayesian samples) "
+        "that finishes: its best set is the advice.",
+        ("horovod.autotune_result",),
+        ("--steps", "1200", "--batch", "8"),
+        {
+            "HOROVOD_AUTOTUNE": "1",
+            "HOROVOD_AUTOTUNE_LOG": "{out}/autotune.csv",
+            "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+            "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "5",
+            "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "5",
+        },
+        median_check=False,
+    ),
     # the "after" halves of the compare pairs (sample_traces/compare/): a finding's fix applied
     "straggler_fixed": Scenario(
         2,

@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--sleep-rank", type=int, default=-1, help="rank that sleeps before backward every step")
     ap.add_argument("--sleep-s", type=float, default=0.0)
+    ap.add_argument("--sleep-from", type=int, default=0, help="the sleeping rank sleeps from this step on")
     ap.add_argument("--big-layer", type=int, default=0, help="width of an extra large layer (0: none)")
     ap.add_argument("--extra-collectives", action="store_true", help="allgather, broadcast, alltoall each step")
     ap.add_argument("--dynamic-timeline", default="", help="hvd.start_timeline(PATH) after 5 steps (rank 0)")
@@ -73,7 +74,7 @@ def main() -> None:
         t0 = time.time()
         opt.zero_grad()
         loss = loss_fn(model(x), y)
-        slept = args.sleep_s if hvd.rank() == args.sleep_rank else 0.0
+        slept = args.sleep_s if hvd.rank() == args.sleep_rank and step >= args.sleep_from else 0.0
         if slept:
             time.sleep(slept)
         loss.backward()

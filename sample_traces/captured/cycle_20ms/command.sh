@@ -1,0 +1,1 @@
+HOROVOD_CYCLE_TIME=20 HOROVOD_TIMELINE=/work/main/sample_traces/captured/cycle_20ms/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --batch 8 --out /work/main/sample_traces/captured/cycle_20ms/.work

@@ -1,0 +1,1 @@
+HOROVOD_FUSION_THRESHOLD=2097152 HOROVOD_TIMELINE=/work/main/sample_traces/captured/fusion_2mib/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --big-layer 1024 --out /work/main/sample_traces/captured/fusion_2mib/.work

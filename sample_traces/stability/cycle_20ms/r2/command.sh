@@ -1,0 +1,1 @@
+HOROVOD_CYCLE_TIME=20 HOROVOD_TIMELINE=/work/main/sample_traces/stability/cycle_20ms/r2/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 2 -H localhost:2 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --batch 8 --out /work/main/sample_traces/stability/cycle_20ms/r2/.work

@@ -1,0 +1,1 @@
+HOROVOD_CACHE_CAPACITY=0 HOROVOD_TIMELINE=/work/main/sample_traces/stability/straggler_partial_np4/r3/timeline.json /tmp/hvdvenv/bin/horovodrun --gloo -np 4 -H localhost:4 /tmp/hvdvenv/bin/python /work/main/sample_traces/capture/train.py --steps 40 --sleep-rank 2 --sleep-s 0.1 --sleep-from 20 --out /work/main/sample_traces/stability/straggler_partial_np4/r3/.work
