@@ -13,6 +13,11 @@ When rank ticks cover the slow steps (``HOROVOD_CACHE_CAPACITY=0``), the rank(s)
 late are named: last ready in at least ``slowdown.min_last_share`` of the slow steps' negotiations,
 and later behind the median rank than before by at least half the added wait.
 
+When the job's autotune log is in the run, the stretches are the autotuner's trials (info). Without it,
+the timeline itself can show parameters changing: the fused batches fit no single fusion threshold and
+their sizes differ between the baseline and the slow stretches; the finding then says so (autotune
+or a changed ``HOROVOD_FUSION_THRESHOLD``) instead of blaming the ranks' compute.
+
 Impact: the time the slow stretches took beyond the baseline's speed, per steady step of
 the run (medium confidence: medians, and it assumes the cause can be removed).
 """
@@ -61,7 +66,10 @@ class StepSlowdown(TimelineDetector):
         if found is None:
             return None
         finding = self._finding(ctx, model, found)
-        return _autotune_trials(finding, found) if ctx.autotuned(model) else finding
+        if ctx.autotuned(model):
+            return _autotune_trials(finding, found)
+        changed = threshold_changed(model, found)
+        return _parameter_trials(finding, found, changed) if changed else finding
 
     def _finding(self, ctx: TimelineEvidence, model: TimelineModel, s: Slowdown) -> Finding:
         t = ctx.config.thresholds.slowdown
@@ -296,6 +304,63 @@ def _autotune_trials(f: Finding, s: Slowdown) -> Finding:
             Suggestion(
                 action="Judge the step time once tuning is over (horovod.autotune_result says whether it finished), "
                 "or in a run with the tuned values fixed and HOROVOD_AUTOTUNE unset."
+            ),
+        ),
+    )
+
+
+#: the largest fused batch of a step differs by at least this factor between baseline and slow stretches
+BATCH_CHANGE = 1.25
+
+
+def threshold_changed(model: TimelineModel, s: Slowdown) -> str | None:
+    """What shows that Horovod's fusion threshold changed with the step time, or None: the batches
+    fit no single threshold (:class:`~analyzer.timeline.batches.FusionEstimate`'s bounds conflict)
+    and the largest fused batch per step differs between the baseline and the slower stretches."""
+    est = model.fusion_estimate
+    if est.lower_bytes is None or est.upper_bytes is None or est.upper_bytes > est.lower_bytes:
+        return None
+    b = model.batches
+    largest = b[(b["step"] >= 0) & (b["tensors"] >= 2)].groupby("step")["bytes"].max()
+    steps = largest.index.to_numpy()
+    base_in = (steps >= s.baseline.first_step) & (steps <= s.baseline.last_step)
+    slow_in = np.zeros(len(steps), bool)
+    for seg in s.slow:
+        slow_in |= (steps >= seg.first_step) & (steps <= seg.last_step)
+    if not base_in.any() or not slow_in.any():
+        return None
+    before, during = float(np.median(largest[base_in])), float(np.median(largest[slow_in]))
+    if max(before, during) < BATCH_CHANGE * min(before, during):
+        return None
+    return (
+        f"the batches fit no single fusion threshold, and the largest fused batch of a step was "
+        f"{before / 2**20:,.1f} MiB (median) before the change and {during / 2**20:,.1f} MiB in the slower stretches"
+    )
+
+
+def _parameter_trials(f: Finding, s: Slowdown, changed: str) -> Finding:
+    """The slowdown of a run whose timeline shows Horovod's parameters changing with the step time
+    and no autotune log: autotune's trials, or a changed threshold; the ranks' compute is not blamed."""
+    return replace(
+        f,
+        severity=Severity.WARNING,
+        title=f"Step time changed with Horovod's fusion threshold ({len(s.slow)} slower stretch(es)): autotune?",
+        summary=f.summary.split(" The added ")[0]
+        + f" But {changed}: Horovod's parameters changed during the run. That is what its autotuner does "
+        "(HOROVOD_AUTOTUNE=1 tries fusion thresholds and cycle times a few steps each), and these stretches "
+        "would then be its trials; no autotune log is in the run to confirm it.",
+        impact=None,
+        ranks=(),
+        hosts=(),
+        suggestions=(
+            Suggestion(
+                action="If the job ran with HOROVOD_AUTOTUNE=1, judge the step time once tuning is over, or rerun "
+                "with the tuned values fixed; HOROVOD_AUTOTUNE_LOG records every trial (add the file to the run).",
+                env={"HOROVOD_AUTOTUNE_LOG": "autotune.csv"},
+            ),
+            Suggestion(
+                action="If it did not autotune, find what ran part of the job with another HOROVOD_FUSION_THRESHOLD "
+                "(a restart with other settings, a per-phase override)."
             ),
         ),
     )

@@ -241,3 +241,20 @@ def test_the_timeline_and_the_ground_truth_see_the_same_slowdowns(folder: Path, 
         first, stop = np.searchsorted(steps, s.onset.first_step), np.searchsorted(steps, s.onset.last_step, "right")
         ratio, p = stretch_test(steady["duration_us"].to_numpy(float), int(first), int(stop))
         assert ratio >= 0.9 * MIN_RATIO and p < 10 * MAX_P, (who, s.onset, ratio, p)
+
+
+def test_an_autotune_timeline_without_its_log_is_not_blamed_on_the_ranks_compute() -> None:
+    """The autotune capture's timeline alone: its slower stretches come with batches that fit no single
+    fusion threshold and grew or shrank with the step time. The finding says so (autotune?), as a
+    warning without an impact or a rank, instead of a critical "every rank computing slower"."""
+    from analyzer import analyze, temporary_store
+    from analyzer.store import discover
+
+    path = ROOT / "sample_traces" / "captured" / "autotune" / "timeline.json.gz"
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        (f,) = [f for f in analyze(store).findings if f.code == "timeline.slowdown"]
+    assert f.severity.label == "warning" and f.title.endswith("autotune?")
+    assert "computing slower" not in f.title and f.impact is None and f.ranks == ()
+    assert "batches fit no single fusion threshold" in f.summary
+    assert f.suggestions[0].env == {"HOROVOD_AUTOTUNE_LOG": "autotune.csv"}
