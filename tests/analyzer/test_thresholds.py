@@ -97,3 +97,63 @@ def test_straggler_boundary_on_how_often_the_rank_is_last() -> None:
     share = m["last"] / m["negotiations"]
     assert _run(Straggler(), "straggler_nocache", "straggler", min_last_share=share) is not None
     assert _run(Straggler(), "straggler_nocache", "straggler", min_last_share=share + 1e-9) is None
+
+
+def test_negotiation_wait_boundary_on_the_floor() -> None:
+    """The floor is the 10th percentile of each step's shortest negotiation: fires when it meets the
+    threshold (in us, or as a share of the median step), silent just past it."""
+    from analyzer.detectors.negotiation_wait import NegotiationWait
+
+    m = _metrics(_run(NegotiationWait(), "straggler_cached", "negotiation_wait"))
+    floor_us, share = m["floor_p10_ms"] * 1e3, m["floor_p10_ms"] / m["step_ms"]
+    low = {"min_floor_share": 0.0}
+    det = NegotiationWait()
+    assert _run(det, "straggler_cached", "negotiation_wait", min_floor_us=int(floor_us), **low) is not None
+    assert _run(det, "straggler_cached", "negotiation_wait", min_floor_us=int(floor_us) + 1, **low) is None
+    base = {"min_floor_us": 0}
+    assert _run(det, "straggler_cached", "negotiation_wait", min_floor_share=share * BELOW, **base) is not None
+    assert _run(det, "straggler_cached", "negotiation_wait", min_floor_share=share * ABOVE, **base) is None
+
+
+@pytest.mark.parametrize(
+    ("field_name", "value"),
+    [
+        ("min_tensors", lambda m: m["tensors_per_step"]),
+        ("min_batch_ratio", lambda m: m["batches_per_step"] / m["tensors_per_step"]),
+        ("min_singleton_share", lambda m: m["singleton_share"]),
+    ],
+)
+def test_fusion_fragmented_boundary(field_name: str, value: object) -> None:
+    """Each of the three conditions (enough tensors, batches nearly one per tensor, mostly single-tensor
+    batches) fires at its boundary and is silent just past it."""
+    from analyzer.detectors.fusion_fragmented import FusionFragmented
+
+    det = FusionFragmented()
+    m = _metrics(_run(det, "fusion_off", "fusion"))
+    at = value(m)  # type: ignore[operator]
+    if field_name == "min_tensors":
+        assert _run(det, "fusion_off", "fusion", min_tensors=int(at)) is not None
+        assert _run(det, "fusion_off", "fusion", min_tensors=int(at) + 1) is None
+    else:
+        assert _run(det, "fusion_off", "fusion", **{field_name: at * BELOW}) is not None
+        assert _run(det, "fusion_off", "fusion", **{field_name: at * ABOVE}) is None
+
+
+def test_startup_skew_boundary() -> None:
+    from analyzer.detectors.startup_skew import StartupSkew
+
+    det = StartupSkew()
+    skew_us = _metrics(_run(det, "startup_and_init", "startup"))["skew_ms"] * 1e3
+    assert _run(det, "startup_and_init", "startup", min_skew_us=int(round(skew_us))) is not None
+    assert _run(det, "startup_and_init", "startup", min_skew_us=int(round(skew_us)) + 1) is None
+
+
+def test_init_overhead_boundary() -> None:
+    from analyzer.detectors.init_overhead import InitOverhead
+
+    det = InitOverhead()
+    finding = _run(det, "startup_and_init", "startup")
+    assert finding is not None
+    total_us = sum(e.metrics["total_ms"] for e in finding.evidence if "total_ms" in e.metrics) * 1e3
+    assert _run(det, "startup_and_init", "startup", min_init_us=int(round(total_us))) is not None
+    assert _run(det, "startup_and_init", "startup", min_init_us=int(round(total_us)) + 1) is None
