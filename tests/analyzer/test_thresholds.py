@@ -157,3 +157,24 @@ def test_init_overhead_boundary() -> None:
     total_us = sum(e.metrics["total_ms"] for e in finding.evidence if "total_ms" in e.metrics) * 1e3
     assert _run(det, "startup_and_init", "startup", min_init_us=int(round(total_us))) is not None
     assert _run(det, "startup_and_init", "startup", min_init_us=int(round(total_us)) + 1) is None
+
+
+def test_straggler_boundary_on_the_lateness_as_a_share_of_the_step() -> None:
+    model, _ = _model("straggler_nocache")
+    m = _metrics(_run(Straggler(), "straggler_nocache", "straggler"))
+    assert model.median_step_us
+    share = m["vs_median_ms"] * 1e3 / model.median_step_us
+    low = {"min_late_us": 0}
+    assert _run(Straggler(), "straggler_nocache", "straggler", min_late_share=share * BELOW, **low) is not None
+    assert _run(Straggler(), "straggler_nocache", "straggler", min_late_share=share * ABOVE, **low) is None
+
+
+def test_straggler_severity_boundary() -> None:
+    """Critical when the time lost per step is at least ``critical_share`` of the median step."""
+    finding = _run(Straggler(), "straggler_nocache", "straggler")
+    assert finding is not None and finding.impact is not None
+    share = finding.impact.fraction_of_step
+    crit = _run(Straggler(), "straggler_nocache", "straggler", critical_share=share * BELOW)
+    warn = _run(Straggler(), "straggler_nocache", "straggler", critical_share=share * ABOVE)
+    assert crit is not None and crit.severity.label == "critical"
+    assert warn is not None and warn.severity.label == "warning"
