@@ -178,3 +178,29 @@ def test_straggler_severity_boundary() -> None:
     warn = _run(Straggler(), "straggler_nocache", "straggler", critical_share=share * ABOVE)
     assert crit is not None and crit.severity.label == "critical"
     assert warn is not None and warn.severity.label == "warning"
+
+
+def test_slowdown_severity_and_late_rank_boundaries(tmp_path: Path) -> None:
+    """Critical when the slow steps cost at least ``critical_share`` of the median step per steady step;
+    a rank is named as the one that became late when it was last in at least ``min_last_share`` of the
+    slow steps' negotiations. (The slowdown reads beyond its model: a store, not memory.)"""
+    from analyzer.context import Context
+    from analyzer.detectors.slowdown import StepSlowdown
+    from analyzer.store import RunStore, discover
+
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(*discover([SYNTH / "slowdown_rank_late"]))
+
+    def run(**values: float) -> Finding:
+        thresholds = replace(Thresholds(), slowdown=replace(Thresholds().slowdown, **values))
+        (found,) = [f for f in StepSlowdown().detect(Context(store, AnalysisConfig(thresholds=thresholds)))]
+        return found
+
+    f = run()
+    assert f.impact is not None and f.ranks
+    share = f.impact.fraction_of_step
+    assert run(critical_share=share * BELOW).severity.label == "critical"
+    assert run(critical_share=share * ABOVE).severity.label == "warning"
+    last = next(e.metrics["last_share"] for e in f.evidence if "last_share" in e.metrics)
+    assert run(min_last_share=last).ranks == f.ranks
+    assert run(min_last_share=last + 1e-9).ranks == ()
