@@ -204,3 +204,19 @@ def test_slowdown_severity_and_late_rank_boundaries(tmp_path: Path) -> None:
     last = next(e.metrics["last_share"] for e in f.evidence if "last_share" in e.metrics)
     assert run(min_last_share=last).ranks == f.ranks
     assert run(min_last_share=last + 1e-9).ranks == ()
+
+
+def test_init_overhead_boundary_on_a_slow_nccl_init() -> None:
+    """The bootstrap advice (NCCL_DEBUG=INFO) comes when one NCCL initialisation took at least
+    ``slow_nccl_init_us``."""
+    from analyzer.detectors.init_overhead import InitOverhead
+
+    det = InitOverhead()
+    f = _run(det, "startup_and_init", "startup")
+    assert f is not None
+    (m,) = [e.metrics for e in f.evidence if e.summary.startswith("INIT_NCCL: 1 time")]
+    longest_us = int(m["total_ms"] * 1e3)
+    slow = _run(det, "startup_and_init", "startup", slow_nccl_init_us=longest_us)
+    fine = _run(det, "startup_and_init", "startup", slow_nccl_init_us=longest_us + 1)
+    assert slow is not None and [s.env for s in slow.suggestions] == [{"NCCL_DEBUG": "INFO"}]
+    assert fine is not None and fine.suggestions == ()
