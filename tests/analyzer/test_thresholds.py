@@ -220,3 +220,32 @@ def test_init_overhead_boundary_on_a_slow_nccl_init() -> None:
     fine = _run(det, "startup_and_init", "startup", slow_nccl_init_us=longest_us + 1)
     assert slow is not None and [s.env for s in slow.suggestions] == [{"NCCL_DEBUG": "INFO"}]
     assert fine is not None and fine.suggestions == ()
+
+
+def test_fusion_advice_boundary_on_a_small_threshold() -> None:
+    """fusion_tiny (a real 1 KiB threshold): the batches bound it below 1,792 B. Below
+    ``small_threshold`` the advice raises the threshold; at the boundary the threshold is not small,
+    and without cycle markers the advice asks for them instead of guessing a cycle time."""
+    from analyzer.detectors.fusion_fragmented import FusionFragmented
+
+    path = SYNTH.parent / "captured" / "fusion_tiny" / "timeline.json"
+    model, ticks = model_in_memory(path)
+    upper = model.fusion_estimate.upper_bytes
+    assert upper == 1792
+
+    def advice(small: int) -> dict[str, str]:
+        fusion = replace(Thresholds().fusion, small_threshold=small)
+        evidence = MemoryEvidence(ticks, AnalysisConfig(thresholds=replace(Thresholds(), fusion=fusion)))
+        f = FusionFragmented().check(model, evidence)
+        assert f is not None
+        return dict(f.suggestions[0].env)
+
+    assert set(advice(upper + 1)) == {"HOROVOD_FUSION_THRESHOLD"}
+    assert advice(upper) == {"HOROVOD_TIMELINE_MARK_CYCLES": "1"}
+
+
+def test_negotiation_wait_reruns_as_many_steps_as_its_setting_says() -> None:
+    from analyzer.detectors.negotiation_wait import NegotiationWait
+
+    f = _run(NegotiationWait(), "straggler_cached", "negotiation_wait", rerun_steps=123)
+    assert f is not None and "123 steps" in f.suggestions[0].action
