@@ -410,3 +410,20 @@ def test_a_small_report_imports_only_what_it_uses(sample: str, loaded: list[str]
     path = ROOT / "sample_traces" / "captured" / sample
     res = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
     assert res.stdout.strip().splitlines()[-1] == str(loaded)
+
+
+def test_ingest_of_a_timeline_imports_no_pandas(tmp_path: Path) -> None:
+    """``ingest`` builds its Arrow tables from buffers (parsers.arrow): pyarrow's ``pa.array`` would
+    import pandas (0.17 s) only to ask whether its input is a pandas object."""
+    script = (
+        "import sys\nfrom analyzer.cli import main\n"
+        "sys.argv = ['hvd-analyze', 'ingest', sys.argv[1], '-o', sys.argv[2], '-q']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    path = ROOT / "sample_traces" / "captured" / "healthy_np2"
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(tmp_path / "store")], capture_output=True, text=True, check=True
+    )
+    assert res.stdout.strip().splitlines()[-1] == "['pyarrow']"
+    assert (tmp_path / "store" / "manifest.json").is_file()

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzer.errors import StoreError
+from parsers import arrow as A
 from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
 
@@ -59,7 +60,7 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
 def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
     if "input_id" in batch.column_names:
         batch = batch.drop_columns(["input_id"])
-    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)), pa.array([input_id]), safe=False)
+    col = A.dictionary(np.zeros(batch.num_rows, np.int32), [input_id])
     return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
 
 
@@ -146,13 +147,16 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
     n = len(issues)
     return pa.Table.from_arrays(
         [
-            pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([""])),  # set by the store
-            pa.array([i.file for i in issues], pa.string()),
-            pa.array([i.byte_offset for i in issues], pa.int64()),
-            pa.array([i.severity.value for i in issues], pa.string()).dictionary_encode(),
-            pa.array([i.code for i in issues], pa.string()).dictionary_encode(),
-            pa.array([i.message for i in issues], pa.string()),
-            pa.array([i.count for i in issues], pa.int64()),
+            A.dictionary(np.zeros(n, np.int32), [""]),  # set by the store
+            A.strings([i.file for i in issues]),
+            A.ints(
+                np.array([i.byte_offset or 0 for i in issues], np.int64),
+                np.array([i.byte_offset is None for i in issues], np.bool_),
+            ),
+            A.strings([i.severity.value for i in issues]).dictionary_encode(),
+            A.strings([i.code for i in issues]).dictionary_encode(),
+            A.strings([i.message for i in issues]),
+            A.ints(np.array([i.count for i in issues], np.int64)),
         ],
         schema=arrow_schema("parse_issues"),
     )

@@ -59,6 +59,7 @@ from analyzer.store.parts import (
     reading,
     row_groups,
 )
+from parsers import arrow as A
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 
 MANIFEST = MANIFEST_NAME
@@ -257,7 +258,7 @@ class RunStore:
             if version == 2:
                 return pq.read_table(path, schema=arrow_schema(name))
             t = pq.read_table(path, schema=file_schema(name))
-        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array(ids), safe=False)
+        col = A.dictionary(np.zeros(t.num_rows, np.int32), ids)
         return t.add_column(0, arrow_schema(name).field("input_id"), col)
 
     def _parts(self, name: str) -> list[tuple[Path, list[str], int]]:

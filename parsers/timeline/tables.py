@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from parsers import arrow as A
 from parsers.schema import arrow_schema
 from parsers.timeline import layout as L
 from parsers.timeline._state import dict_column
@@ -96,24 +97,24 @@ class TimelineNames:
         return pa.Table.from_arrays(
             [
                 self._input_col(len(a)),
-                pa.array(c[L.SP_ID]),
-                pa.array(c[L.SP_PID].astype(np.int32)),
+                A.ints(c[L.SP_ID]),
+                A.ints(c[L.SP_PID].astype(np.int32)),
                 self._tensor_col(c[L.SP_PID]),
                 dict_column(c[L.SP_NAME], self.strings[L.CAT_NAME]),
                 dict_column(c[L.SP_KIND], list(KINDS)),
-                pa.array(c[L.SP_DEPTH].astype(np.int16)),
-                pa.array(c[L.SP_START]),
-                pa.array(c[L.SP_END], mask=~closed),
-                pa.array(c[L.SP_END] - c[L.SP_START], mask=~closed),
-                pa.array(closed),
-                pa.array(c[L.SP_PARENT], mask=c[L.SP_PARENT] < 0),
-                pa.array(c[L.SP_OP], mask=c[L.SP_OP] < 0),
+                A.ints(c[L.SP_DEPTH].astype(np.int16)),
+                A.ints(c[L.SP_START]),
+                A.ints(c[L.SP_END], ~closed),
+                A.ints(c[L.SP_END] - c[L.SP_START], ~closed),
+                A.bools(closed),
+                A.ints(c[L.SP_PARENT], c[L.SP_PARENT] < 0),
+                A.ints(c[L.SP_OP], c[L.SP_OP] < 0),
                 dict_column(c[L.SP_DTYPE], dtypes),
                 dict_column(c[L.SP_SHAPE], self.strings[L.CAT_SHAPE]),
-                pa.array(numel, mask=numel < 0),
-                pa.array(nbytes, mask=nbytes_null),
-                pa.array(c[L.SP_SOFF]),
-                pa.array(c[L.SP_EOFF], mask=~closed),
+                A.ints(numel, numel < 0),
+                A.ints(nbytes, nbytes_null),
+                A.ints(c[L.SP_SOFF]),
+                A.ints(c[L.SP_EOFF], ~closed),
             ],
             schema=arrow_schema("spans"),
         )
@@ -124,13 +125,13 @@ class TimelineNames:
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
-                pa.array(c[L.TK_PID].astype(np.int32)),
+                A.ints(c[L.TK_PID].astype(np.int32)),
                 self._tensor_col(c[L.TK_PID]),
-                pa.array(c[L.TK_NEG], mask=c[L.TK_NEG] < 0),
-                pa.array(c[L.TK_RANK].astype(np.int32)),
-                pa.array(c[L.TK_TS]),
-                pa.array(c[L.TK_ORDER].astype(np.int32)),
-                pa.array(c[L.TK_OFF]),
+                A.ints(c[L.TK_NEG], c[L.TK_NEG] < 0),
+                A.ints(c[L.TK_RANK].astype(np.int32)),
+                A.ints(c[L.TK_TS]),
+                A.ints(c[L.TK_ORDER].astype(np.int32)),
+                A.ints(c[L.TK_OFF]),
             ],
             schema=arrow_schema("ticks"),
         )
@@ -141,8 +142,8 @@ class TimelineNames:
             [
                 self._input_col(len(t)),
                 dict_column(t[:, L.MK_NAME], self.strings[L.CAT_NAME]),
-                pa.array(t[:, L.MK_TS].copy()),
-                pa.array(t[:, L.MK_OFF].copy()),
+                A.ints(t[:, L.MK_TS].copy()),
+                A.ints(t[:, L.MK_OFF].copy()),
             ],
             schema=arrow_schema("markers"),
         )
@@ -165,19 +166,19 @@ class TimelineNames:
         return pa.Table.from_arrays(
             [
                 self._input_col(len(keep)),
-                pa.array(pids[keep].astype(np.int32)),
-                pa.array(names[tix[keep]], type=pa.string()),
+                A.ints(pids[keep].astype(np.int32)),
+                A.strings(list(names[tix[keep]])),
                 dict_column(stat[keep, L.P_OPNAME], self.strings[L.CAT_NAME]),
-                pa.array(stat[keep, L.P_NEG]),
-                pa.array(stat[keep, L.P_TICKED]),
-                pa.array(stat[keep, L.P_OPS]),
-                pa.array(first, mask=first == L.MISSING, type=pa.int64()),
+                A.ints(stat[keep, L.P_NEG]),
+                A.ints(stat[keep, L.P_TICKED]),
+                A.ints(stat[keep, L.P_OPS]),
+                A.ints(first, first == L.MISSING),
             ],
             schema=arrow_schema("tensors"),
         )
 
     def _input_col(self, n: int) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.input_id]), safe=False)
+        return A.dictionary(np.zeros(n, np.int32), [self.input_id])
 
     def _tensor_col(self, pids: np.ndarray) -> pa.Array:
         pt = self.pid_tensor

@@ -1,0 +1,39 @@
+"""The parsers' Arrow columns built from buffers (:mod:`parsers.arrow`) equal what ``pa.array``
+makes of the same values: every dtype the tables use, with and without nulls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from parsers import arrow as A
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_numeric_columns_equal_pa_array(dtype: type, with_nulls: bool) -> None:
+    values = (np.arange(-5, 70) * 7919 % 1000).astype(dtype)
+    mask = (np.arange(len(values)) % 3 == 0) if with_nulls else None
+    assert A.ints(values, mask).equals(pa.array(values, mask=mask))
+
+
+def test_a_requested_type_casts() -> None:
+    values = np.arange(10, dtype=np.int32)
+    assert A.ints(values, type=pa.int64()).equals(pa.array(values, type=pa.int64()))
+
+
+def test_strings_with_nulls_and_unicode() -> None:
+    words = ["allreduce.fc1.weight", "", None, "grad \u00e9\u4e2d", "x" * 1000]
+    assert A.strings(words).equals(pa.array(words, pa.string()))
+    assert A.strings([]).equals(pa.array([], pa.string()))
+
+
+def test_dictionary_columns_and_their_index_check() -> None:
+    idx = np.array([0, 2, 1, 0])
+    mask = np.array([False, False, True, False])
+    got = A.dictionary(idx, ["a", "b", "c"], mask)
+    want = pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=mask), pa.array(["a", "b", "c"]))
+    assert got.equals(want)
+    with pytest.raises(ValueError, match="out of range"):
+        A.dictionary(np.array([0, 3]), ["a", "b", "c"])
