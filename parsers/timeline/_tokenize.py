@@ -259,6 +259,52 @@ def _key_is(
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _member(
+    buf: Buf, i: cython.Py_ssize_t, end: cython.Py_ssize_t
+) -> tuple[cython.Py_ssize_t, cython.Py_ssize_t, cython.Py_ssize_t, cython.int]:
+    """An object member's ``"key":`` from ``i`` (whitespace first). Returns (key start, its closing
+    quote, value start, 0); status -1 if cut, -2 if bad (the third item then at the offending byte)."""
+    i = _skip_ws(buf, i, end)
+    if i >= end:
+        return 0, 0, i, -1
+    if buf[i] != 34:
+        return 0, 0, i, -2
+    ks = i + 1
+    q, _fl = _string_end(buf, ks, end)
+    if q < 0:
+        return 0, 0, i, -1
+    i = _skip_ws(buf, q + 1, end)
+    if i >= end:
+        return 0, 0, i, -1
+    if buf[i] != 58:
+        return 0, 0, i, -2
+    i = _skip_ws(buf, i + 1, end)
+    if i >= end:
+        return 0, 0, i, -1
+    return ks, q, i, 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _next_member(buf: Buf, i: cython.Py_ssize_t, end: cython.Py_ssize_t) -> tuple[cython.Py_ssize_t, cython.int]:
+    """After a member's value: (index after ``,``, 0) for another member, (index after ``}``, 1) at the
+    object's end; status -1 if cut, -2 if bad (at the offending byte)."""
+    i = _skip_ws(buf, i, end)
+    if i >= end:
+        return i, -1
+    if buf[i] == 44:
+        return i + 1, 0
+    if buf[i] == 125:
+        return i + 1, 1
+    return i, -2
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def _hash(buf: Buf, s: cython.Py_ssize_t, e: cython.Py_ssize_t) -> cython.ulonglong:
@@ -423,35 +469,17 @@ def tokenize(
             sh_e = -1
             rflags = 0
             unknown_key = False
-            bad = False
-            cut = False
+            bad: cython.bint = False
+            cut: cython.bint = False
             i = _skip_ws(buf, i + 1, end)
             if i < end and buf[i] == 125:
                 i += 1
             else:
                 while True:
-                    i = _skip_ws(buf, i, end)
-                    if i >= end:
-                        cut = True
-                        break
-                    if buf[i] != 34:
-                        bad = True
-                        break
-                    ks = i + 1
-                    q, fl = _string_end(buf, ks, end)
-                    if q < 0:
-                        cut = True
-                        break
-                    i = _skip_ws(buf, q + 1, end)
-                    if i >= end:
-                        cut = True
-                        break
-                    if buf[i] != 58:
-                        bad = True
-                        break
-                    i = _skip_ws(buf, i + 1, end)
-                    if i >= end:
-                        cut = True
+                    ks, q, i, st = _member(buf, i, end)
+                    if st != 0:
+                        cut = st == -1
+                        bad = st == -2
                         break
                     vs = i
                     klen = q - ks
@@ -501,28 +529,10 @@ def tokenize(
                             i += 1
                         else:
                             while True:
-                                i = _skip_ws(buf, i, end)
-                                if i >= end:
-                                    cut = True
-                                    break
-                                if buf[i] != 34:
-                                    bad = True
-                                    break
-                                aks = i + 1
-                                aq, fl = _string_end(buf, aks, end)
-                                if aq < 0:
-                                    cut = True
-                                    break
-                                i = _skip_ws(buf, aq + 1, end)
-                                if i >= end:
-                                    cut = True
-                                    break
-                                if buf[i] != 58:
-                                    bad = True
-                                    break
-                                i = _skip_ws(buf, i + 1, end)
-                                if i >= end:
-                                    cut = True
+                                aks, aq, i, st = _member(buf, i, end)
+                                if st != 0:
+                                    cut = st == -1
+                                    bad = st == -2
                                     break
                                 avs = i
                                 if buf[avs] == 34 and (
@@ -549,17 +559,11 @@ def tokenize(
                                         break
                                     rflags |= fl
                                     i = j
-                                i = _skip_ws(buf, i, end)
-                                if i >= end:
-                                    cut = True
-                                    break
-                                if buf[i] == 44:
-                                    i += 1
+                                i, st = _next_member(buf, i, end)
+                                if st == 0:
                                     continue
-                                if buf[i] == 125:
-                                    i += 1
-                                    break
-                                bad = True
+                                cut = st == -1
+                                bad = st == -2
                                 break
                             if cut or bad:
                                 break
@@ -582,17 +586,11 @@ def tokenize(
                             break
                         rflags |= fl
                         i = j
-                    i = _skip_ws(buf, i, end)
-                    if i >= end:
-                        cut = True
-                        break
-                    if buf[i] == 44:
-                        i += 1
+                    i, st = _next_member(buf, i, end)
+                    if st == 0:
                         continue
-                    if buf[i] == 125:
-                        i += 1
-                        break
-                    bad = True
+                    cut = st == -1
+                    bad = st == -2
                     break
             if cut:  # the separator before it is read again with the record
                 i = sep
