@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 
-def _validity(mask: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
+def _validity(mask: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     if mask is None:
         return None, 0
     m = np.asarray(mask, dtype=np.bool_)
@@ -29,14 +29,14 @@ def ints(values: np.ndarray, mask: np.ndarray | None = None, type: pa.DataType |
     if arr.dtype == np.bool_:
         return bools(arr, mask)
     own = pa.from_numpy_dtype(arr.dtype)
-    validity, nulls = _validity(mask, len(arr))
+    validity, nulls = _validity(mask)
     out = pa.Array.from_buffers(own, len(arr), [validity, pa.py_buffer(arr)], null_count=nulls)
     return out if type is None or type == own else out.cast(type)
 
 
 def bools(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     arr = np.asarray(values, dtype=np.bool_)
-    validity, nulls = _validity(mask, len(arr))
+    validity, nulls = _validity(mask)
     data = pa.py_buffer(np.packbits(arr, bitorder="little"))
     return pa.Array.from_buffers(pa.bool_(), len(arr), [validity, data], null_count=nulls)
 
@@ -47,7 +47,7 @@ def strings(values: Sequence[str | None]) -> pa.Array:
     offsets = np.zeros(len(raw) + 1, np.int32)
     np.cumsum([len(r) for r in raw], out=offsets[1:])
     mask = np.fromiter((v is None for v in values), np.bool_, len(raw))
-    validity, nulls = _validity(mask, len(raw))
+    validity, nulls = _validity(mask)
     buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))]
     return pa.Array.from_buffers(pa.string(), len(raw), buffers, null_count=nulls)
 

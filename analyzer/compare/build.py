@@ -88,6 +88,7 @@ def compare_sides(before: Side, after: Side, t: CompareThresholds | None = None)
     seen_b, seen_a = shown_settings(doc_b, before.declared), shown_settings(doc_a, after.declared)
     findings = finding_changes(doc_b, doc_a)
     checks = fix_checks(doc_b, doc_a, seen_a, shift, t)
+    split_b, split_a = before.split(doc_b), after.split(doc_a)
     return {
         "schema_version": 1,
         "tool": "hvd-analyze",
@@ -96,11 +97,7 @@ def compare_sides(before: Side, after: Side, t: CompareThresholds | None = None)
         "before": _side_doc(before, doc_b, job_b, len(steps_b)),
         "after": _side_doc(after, doc_a, job_a, len(steps_a)),
         "steps": shift,
-        "step_split": [
-            value_change(n, sb.get(n), sa.get(n))
-            for sb, sa in [(before.split(doc_b), after.split(doc_a))]
-            for n in dict.fromkeys([*sb, *sa])
-        ],
+        "step_split": [value_change(n, split_b.get(n), split_a.get(n)) for n in dict.fromkeys([*split_b, *split_a])],
         "phases": phase_changes(doc_b, doc_a),
         "fusion": fusion_changes(doc_b, doc_a),
         "cycle": cycle_changes(doc_b, doc_a),

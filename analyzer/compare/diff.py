@@ -31,7 +31,7 @@ def phase_changes(before: ReportDocument, after: ReportDocument) -> list[ValueCh
     the largest change first."""
     b = {p["phase"]: p["mean_ms"] for p in (before["timeline"] or {"phases": []})["phases"]}
     a = {p["phase"]: p["mean_ms"] for p in (after["timeline"] or {"phases": []})["phases"]}
-    rows = [value_change(n, b.get(n, 0.0 if n in a else None), a.get(n, 0.0 if n in b else None)) for n in b | a]
+    rows = [value_change(n, b.get(n, 0.0), a.get(n, 0.0)) for n in b | a]  # a phase one side lacks took 0 there
     return sorted(rows, key=lambda r: -abs(r["delta"] or 0.0))
 
 
