@@ -49,6 +49,10 @@ if _gzip_impl is not gzip:  # pragma: no cover - depends on the environment
 
 
 GUNZIP_PIECE = 64 * 1024
+#: how much of a log one task reads (~0.3 s of parsing): small enough to balance 2-64 workers
+#: on a multi-GB log, big enough that a task's state (one entry per process) is cheap to send
+#: (:mod:`parsers.nccl.chunks`; here so that planning an ingest does not load the log parser)
+CHUNK_BYTES = 32 << 20
 INFLATE_RATIO = 200  # inflated / compressed beyond which a .gz input is read no further (as for archives)
 INFLATE_FLOOR = 16 << 20  # ... once it has inflated at least this much
 

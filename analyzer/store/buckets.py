@@ -36,10 +36,10 @@ from analyzer.store.parts import (
     write_part,
 )
 from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
-from parsers.nccl.chunks import ChunkMerger
-from parsers.nccl.parser import JobLogParser
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the parsers load when an input of theirs is parsed
+    from parsers.nccl.chunks import ChunkMerger
+    from parsers.nccl.parser import JobLogParser
     from parsers.timeline.parser import TimelineParser
 
 #: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
@@ -269,6 +269,8 @@ def _parse(
         stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
+            from parsers.nccl.parser import JobLogParser  # imported here: a timeline's ingest never needs it
+
             parser = JobLogParser(item.path, display_name=str(item.path))
             batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())
         else:
@@ -297,7 +299,9 @@ def _with_issues(
 ) -> Iterator[tuple[str, pa.Table]]:
     """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
     yield from batches
-    tail = [] if isinstance(parser, JobLogParser) else [("tensors", parser.tensors_table())]
+    from parsers.timeline.parser import TimelineParser
+
+    tail = [("tensors", parser.tensors_table())] if isinstance(parser, TimelineParser) else []
     for name, table in (*tail, ("parse_issues", issues_table(parser.sink.issues))):
         if table.num_rows or name == "parse_issues":  # a clean file has an empty issues table
             yield name, table
@@ -334,10 +338,12 @@ def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineP
         "issues": parser.sink.counts(),
     }
     entry = cast(ManifestEntry, partial)  # "id" is the caller's: known only once the input is parsed
-    if isinstance(parser, JobLogParser):
-        entry["log"] = parser.info
-    else:
+    from parsers.timeline.parser import TimelineParser
+
+    if isinstance(parser, TimelineParser):
         entry["timeline"] = parser.info.to_dict()
+    else:
+        entry["log"] = parser.info
     return entry
 
 

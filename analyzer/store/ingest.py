@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyzer.store.buckets import (
     Bucket,
@@ -28,9 +29,11 @@ from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import file_sha256
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parallel import Executor
-from parsers.inputs import InputKind
-from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
-from parsers.nccl.parser import JobLogParser
+from parsers.inputs import CHUNK_BYTES, InputKind
+
+if TYPE_CHECKING:  # the log parser loads when a log is parsed
+    from parsers.nccl.chunks import ChunkMerger
+    from parsers.nccl.parser import JobLogParser
 
 #: input per ingest task at most (four buckets of small inputs, two chunks of a big log): an
 #: interrupted ingest redoes at most this much per worker (a task's entries come back when it ends)
@@ -93,6 +96,8 @@ def ingest_tasks(tasks: list[IngestTask]) -> list[BucketDone | ChunkDone]:
         if isinstance(task, BucketTask):
             out.append(BucketDone(task.number, [entry for _, entry in write_bucket(Path(task.root), task.bucket)]))
         else:
+            from parsers.nccl.chunks import parse_chunk
+
             out.append(ChunkDone(task.path, task.index, parse_chunk(task.path, task.start, task.end, task.path)))
     return out
 
@@ -174,6 +179,8 @@ def ingest_runner(
                 if not (b.stream and chunkable(item, chunk_bytes)):
                     tasks.append(BucketTask(str(root), b, number))
                     continue
+                from parsers.nccl.chunks import ChunkMerger, chunk_ranges
+
                 path = str(item.path)
                 ranges = chunk_ranges(path, item.size, chunk_bytes)
                 logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)

@@ -13,14 +13,12 @@ ahead: a big timeline's ranges, tokenized on threads or Dask workers and paired 
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
-    ProcessPoolExecutor,
     ThreadPoolExecutor,
     wait,
 )
@@ -155,6 +153,9 @@ def _tapering(items: Sequence[T], weight: Callable[[T], int], workers: int, most
 
 
 def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int) -> Iterator[R]:
+    import multiprocessing  # with the process pool, only when one is used (20 ms at start-up)
+    from concurrent.futures import ProcessPoolExecutor
+
     ctx = multiprocessing.get_context(
         "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     )

@@ -64,6 +64,17 @@ def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
     return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
 
 
+def drop_input_rows(path: Path, name: str, input_id: str) -> None:
+    """Rewrite the part file ``path`` of table ``name`` without the rows of ``input_id``."""
+    import pyarrow.compute as pc  # here: writing parts never needs it
+
+    t = pq.read_table(path, schema=arrow_schema(name))
+    keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), input_id))
+    tmp = path.with_name(f"{TMP_PREFIX}{PART}")
+    pq.write_table(keep, tmp, **parquet_options(keep.schema))
+    os.replace(tmp, path)
+
+
 def close_parts(writers: dict[str, pq.ParquetWriter]) -> None:
     for w in writers.values():
         w.close()
@@ -153,8 +164,8 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
                 np.array([i.byte_offset or 0 for i in issues], np.int64),
                 np.array([i.byte_offset is None for i in issues], np.bool_),
             ),
-            A.strings([i.severity.value for i in issues]).dictionary_encode(),
-            A.strings([i.code for i in issues]).dictionary_encode(),
+            A.encoded([i.severity.value for i in issues]),
+            A.encoded([i.code for i in issues]),
             A.strings([i.message for i in issues]),
             A.ints(np.array([i.count for i in issues], np.int64)),
         ],

@@ -29,7 +29,6 @@ read, and an ingest into one adds version-3 buckets.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -37,10 +36,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzer import __version__
@@ -54,13 +53,16 @@ from analyzer.store.parts import (
     RUN_KEY,
     TMP_PREFIX,
     bucket_folder,
+    drop_input_rows,
     file_schema,
-    parquet_options,
     reading,
     row_groups,
 )
 from parsers import arrow as A
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
+
+if TYPE_CHECKING:  # loaded where rows are filtered: an ingest never needs it (40 ms)
+    import pyarrow.compute as pc
 
 MANIFEST = MANIFEST_NAME
 #: schema versions this version of hvd-analyze can read
@@ -210,6 +212,8 @@ class RunStore:
                 return pq.read_table(path, schema=schema, columns=columns, filters=where)
         cols = columns if columns is not None else schema.names
         if len(ids) > 1:
+            import pyarrow.compute as pc
+
             mine = pc.field("input_id") == input_id
             where = mine if where is None else where & mine
         with reading(path, name):
@@ -231,6 +235,8 @@ class RunStore:
         part = self._part_of(name, input_id)
         if part is None:
             return
+        import pyarrow.compute as pc
+
         path, ids, version = part
         shared = version == 2 and len(ids) > 1
         extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
@@ -384,12 +390,8 @@ class RunStore:
             path = self.part_path(name, entry)
             if own:
                 shutil.rmtree(path.parent)
-                continue
-            t = pq.read_table(path, schema=arrow_schema(name))
-            keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), entry["id"]))
-            tmp = path.with_name(f"{TMP_PREFIX}{PART}")
-            pq.write_table(keep, tmp, **parquet_options(keep.schema))
-            os.replace(tmp, path)
+            else:
+                drop_input_rows(path, name, entry["id"])
 
     def _write_manifest(self) -> None:
         write_manifest(self.root, self.manifest)

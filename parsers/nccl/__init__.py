@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from parsers.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from parsers.nccl.chunks import CHUNK_BYTES, ChunkMerger, chunk_ranges, parse_chunk
+    from parsers.inputs import CHUNK_BYTES
+    from parsers.nccl.chunks import ChunkMerger, chunk_ranges, parse_chunk
     from parsers.nccl.error_classes import CLASSES, classify_chain, classify_warn, remediation
     from parsers.nccl.parser import JobLogParser
     from parsers.nccl.rows import LogFacts
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 _FACE = {
     "JobLogParser": "parsers.nccl.parser",
     "LogFacts": "parsers.nccl.rows",
-    "CHUNK_BYTES": "parsers.nccl.chunks",
+    "CHUNK_BYTES": "parsers.inputs",
     "ChunkMerger": "parsers.nccl.chunks",
     "chunk_ranges": "parsers.nccl.chunks",
     "parse_chunk": "parsers.nccl.chunks",

@@ -22,15 +22,12 @@ from typing import Any, BinaryIO, TypeVar
 
 import pyarrow as pa
 
+from parsers.inputs import CHUNK_BYTES
 from parsers.nccl.failures import CHAIN_LINES
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.process import log_tables
 from parsers.nccl.rows import CollCounter, FastColl
-
-#: how much of a log one task reads (~0.3 s of parsing): small enough to balance 2-64 workers
-#: on a multi-GB log, big enough that a task's state (one entry per process) is cheap to send
-CHUNK_BYTES = 32 << 20
 
 
 def chunk_ranges(path: str | Path, size: int, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:

@@ -110,7 +110,7 @@ class TimelineNames:
                 A.ints(c[L.SP_PARENT], c[L.SP_PARENT] < 0),
                 A.ints(c[L.SP_OP], c[L.SP_OP] < 0),
                 dict_column(c[L.SP_DTYPE], dtypes),
-                dict_column(c[L.SP_SHAPE], self.strings[L.CAT_SHAPE]),
+                A.decoded(c[L.SP_SHAPE], self.strings[L.CAT_SHAPE], c[L.SP_SHAPE] < 0),
                 A.ints(numel, numel < 0),
                 A.ints(nbytes, nbytes_null),
                 A.ints(c[L.SP_SOFF]),

@@ -15,6 +15,7 @@ import analyzer.store.buckets
 import analyzer.store.ingest
 import analyzer.store.parallel
 import analyzer.store.parts
+import parsers.nccl.chunks
 from analyzer.fleet import run_batch
 from analyzer.store.discovery import discover
 from analyzer.store.ingest import ingest_runner
@@ -99,12 +100,12 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
     assert size > 8 * 16 * 1024
     merged: list[int] = []
 
-    class Counting(analyzer.store.ingest.ChunkMerger):
+    class Counting(parsers.nccl.chunks.ChunkMerger):
         def add(self, index: int, chunk: object) -> None:  # type: ignore[override]
             merged.append(index)
             super().add(index, chunk)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(analyzer.store.ingest, "ChunkMerger", Counting)
+    monkeypatch.setattr(parsers.nccl.chunks, "ChunkMerger", Counting)  # ingest imports it when a log comes
     single = _ingest(tmp_path / "single", src, None)
     assert not merged
     for name, executor in (("pool", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):

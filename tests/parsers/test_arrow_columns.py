@@ -37,3 +37,20 @@ def test_dictionary_columns_and_their_index_check() -> None:
     assert got.equals(want)
     with pytest.raises(ValueError, match="out of range"):
         A.dictionary(np.array([0, 3]), ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_decoded_strings_equal_arrow_decoding(with_nulls: bool) -> None:
+    words = ["[1024, 1024]", "", "grad \u00e9\u4e2d", "[]"]
+    idx = np.arange(40) * 7 % len(words)
+    mask = (np.arange(40) % 5 == 0) if with_nulls else None
+    want = pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=mask), pa.array(words))
+    assert A.decoded(idx, words, mask).equals(want.dictionary_decode())
+    assert A.decoded(np.array([-1, -1]), [], np.array([True, True])).to_pylist() == [None, None]
+    assert A.decoded(np.zeros(0, np.int64), words).equals(pa.array([], pa.string()))
+
+
+def test_encoded_strings_equal_arrow_encoding() -> None:
+    values = ["warning", "info", "warning", "data_loss", "info"]
+    assert A.encoded(values).equals(pa.array(values).dictionary_encode())
+    assert A.encoded([]).to_pylist() == []
