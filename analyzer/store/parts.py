@@ -27,7 +27,13 @@ from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
 
 QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
-_PARQUET = {"compression": "zstd", "compression_level": 1}
+_PARQUET = {"compression": "lz4"}
+#: the columns whose row-group statistics readers use to skip row groups (the ``between`` and
+#: ``where`` of :class:`~analyzer.store.run_store.RunStore`); computing them for every column
+#: was a fifth of the time spent writing
+STATS_COLUMNS = frozenset({"input_id", "span_id", "start_us", "negotiation_id", "ts_us"})
+#: integers that stay PLAIN-encoded: small values in no order (ranks, pids, depths, rank orders)
+PLAIN_INTS = frozenset({"pid", "rank", "order", "depth", "nranks", "cuda_dev"})
 TMP_PREFIX = ".tmp-"
 RUN_KEY = "run"
 BUCKET_KEY = "bucket"
@@ -51,10 +57,24 @@ def write_part(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_
 
 
 def parquet_options(schema: pa.Schema) -> dict[str, Any]:
-    """How every part file is written. Dictionary-encode only the dictionary columns: trying
-    it on high-cardinality integers (ids, timestamps, offsets) costs more than it saves
-    (measured: 2.4x slower)."""
-    return {"use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)], **_PARQUET}
+    """How every part file is written.
+
+    * Dictionary-encode only the dictionary columns: trying it on high-cardinality integers
+      (ids, timestamps, offsets) costs more than it saves (measured: 2.4x slower).
+    * The other integers but the small ones (:data:`PLAIN_INTS`) are ``DELTA_BINARY_PACKED``:
+      ids, timestamps and offsets grow by small steps, so their deltas pack in a few bits.
+    * Row-group statistics only for :data:`STATS_COLUMNS`.
+
+    Measured on the 3.9 M ticks and 0.5 M spans of a 300 MB timeline against plain zstd with
+    statistics everywhere: writing 0.50 -> 0.25 s, reading 0.10 -> 0.04 s, 12.7 -> 3.3 MB.
+    """
+    ints = [f.name for f in schema if pa.types.is_integer(f.type) and f.name not in PLAIN_INTS]
+    return {
+        "use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)],
+        "column_encoding": dict.fromkeys(ints, "DELTA_BINARY_PACKED"),
+        "write_statistics": [n for n in schema.names if n in STATS_COLUMNS],
+        **_PARQUET,
+    }
 
 
 def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
