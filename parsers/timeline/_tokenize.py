@@ -401,7 +401,7 @@ def _issue(iss: Rows, k: cython.Py_ssize_t, off: cython.longlong) -> cython.void
 
 
 def tokenize(
-    data: cython.uchar[::1],
+    data: cython.const[cython.uchar][::1],
     pos: cython.Py_ssize_t,
     end: cython.Py_ssize_t,
     base: cython.longlong,

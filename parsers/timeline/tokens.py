@@ -16,6 +16,8 @@ shows up as a range that ends inside a record, and the parser re-reads from ther
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -99,11 +101,16 @@ class Tokenizer:
         self.skipped_bytes = 0
         self.position = 0  # file offset after the last byte read
 
-    def blocks(self, f: BinaryIO | GunzipStream, start: int = 0, stop: int | None = None) -> Iterator[TokenBlock]:
-        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end)."""
+    def blocks(
+        self, f: BinaryIO | GunzipStream | np.ndarray, start: int = 0, stop: int | None = None
+    ) -> Iterator[TokenBlock]:
+        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end).
+
+        ``f`` may also be the whole file's bytes in memory (a ``uint8`` array over a read-only
+        ``mmap``: :func:`tokenize_range`): then they are scanned where they are, with no read
+        into a buffer of ours."""
         st = self.state
         chunk = self.chunk_bytes
-        buf = np.empty(chunk + 64, np.uint8)
         cap = max(1024, chunk // 48)
         events = np.empty((cap, L.EV_N), np.int64)
         metas = np.empty((4096, L.MT_N), np.int64)
@@ -113,16 +120,22 @@ class Tokenizer:
 
         def read(into: memoryview) -> int:
             nonlocal left
+            assert not isinstance(f, np.ndarray), "a mapped input is read whole"
             want = len(into) if left is None else min(len(into), left)
             n = readinto_full(f, into[:want])
             if left is not None:
                 left -= n
             return n
 
-        end = read(buf.data[:chunk])
-        eof = end < chunk or left == 0
-        pos = self.open_array(buf, end) if self.first else 0
-        base = start
+        if isinstance(f, np.ndarray):  # offsets in the buffer are file offsets: base 0
+            buf, end, eof, left, base = f, len(f) if stop is None else stop, True, 0, 0
+            pos = self.open_array(buf, end) if self.first else start
+        else:
+            buf = np.empty(chunk + 64, np.uint8)
+            end = read(buf.data[:chunk])
+            eof = end < chunk or left == 0
+            pos = self.open_array(buf, end) if self.first else 0
+            base = start
         if pos < 0:
             self.position = start + end
             self.ending = Ending("empty", start + end)
@@ -132,7 +145,12 @@ class Tokenizer:
                 buf, pos, end, base, st.ctr, st.iss, st.ikeys, st.ivals, events, metas, newstr, outn
             )
             err = int(outn[3])  # where a syntax error is (taking the block resets outn)
-            block = self._block(buf, base, events, metas, newstr, outn)
+            rows = events[: int(outn[0])]
+            if 2 * len(rows) >= cap:  # hand most of a buffer out as it is, and fill a new one
+                events = np.empty_like(events)
+            else:  # a few rows: copied, not pinning the whole buffer
+                rows = rows.copy()
+            block = self._block(buf, base, rows, metas, newstr, outn)
             if len(block.events) or block.metas:
                 yield block
             self.position = base + pos
@@ -265,22 +283,24 @@ class Tokenizer:
         )
 
     @staticmethod
-    def _trailing(f: BinaryIO | GunzipStream, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
+    def _trailing(
+        f: BinaryIO | GunzipStream | np.ndarray, buf: np.ndarray, pos: int, end: int, left: int | None
+    ) -> tuple[int, int]:
         """Non-blank bytes after the closing ']' to the end of the input or range, and the
-        bytes read past the buffer to count them."""
-        extra, read = nonblank(f, left)
+        bytes read past the buffer to count them (none when the input is in memory)."""
+        extra, read = (0, 0) if isinstance(f, np.ndarray) else nonblank(f, left)
         return len(bytes(buf[pos:end]).strip()) + extra, read
 
     # -- kernel output ------------------------------------------------------------------
     @staticmethod
     def _block(
-        buf: np.ndarray, base: int, events: np.ndarray, metas: np.ndarray, newstr: np.ndarray, outn: np.ndarray
+        buf: np.ndarray, base: int, rows: np.ndarray, metas: np.ndarray, newstr: np.ndarray, outn: np.ndarray
     ) -> TokenBlock:
-        ne, nx, nn = (int(v) for v in outn[:3])
+        nx, nn = int(outn[1]), int(outn[2])
         strings = [(int(cat), int(sid), decode_str(bytes(buf[s:e]))) for cat, sid, s, e in newstr[:nn]]
         raw = [(base + int(s), bytes(buf[s:e])) for s, e, _ph, _fl in metas[:nx]]
         outn[:] = 0
-        return TokenBlock(events[:ne].copy(), strings, raw)
+        return TokenBlock(rows, strings, raw)
 
 
 def nonblank(f: BinaryIO | GunzipStream, left: int | None = None) -> tuple[int, int]:
@@ -331,8 +351,18 @@ def tokenize_range(
         records_before=records_before,
     )
     with open(path, "rb") as f:
-        f.seek(start)
-        blocks = list(tok.blocks(f, start, stop))
+        size = os.fstat(f.fileno()).st_size
+        stop = min(stop, size)
+        if stop <= start:  # nothing to map (an empty file cannot be)
+            f.seek(start)
+            blocks = list(tok.blocks(f, start, stop))
+        else:  # mapped: scanned where the page cache holds it, not copied into a buffer first
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if hasattr(mmap, "MADV_SEQUENTIAL"):  # not on Windows
+                skip = start % mmap.PAGESIZE
+                mm.madvise(mmap.MADV_SEQUENTIAL, start - skip, stop - start + skip)
+            # unmapped when the last view goes (an error's traceback may hold one for a while)
+            blocks = list(tok.blocks(np.frombuffer(mm, np.uint8), start, stop))
     return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
 
 
