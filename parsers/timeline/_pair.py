@@ -26,6 +26,8 @@ from parsers.timeline import layout as L
 COMPILED = cython.compiled
 
 Rows = cython.typedef(cython.longlong[:, ::1])
+#: the output rows: column-major arrays (``order="F"``), so that each column is an Arrow buffer as it is
+Out = cython.typedef(cython.longlong[:, :])
 Ints = cython.typedef(cython.longlong[::1])
 
 # the layout as C values in the compiled module (Python reads parsers.timeline.layout)
@@ -36,6 +38,7 @@ MISSING = cython.declare(cython.longlong, L.MISSING)
 PH_B = cython.declare(cython.longlong, L.PH_B)
 PH_E = cython.declare(cython.longlong, L.PH_E)
 PH_X = cython.declare(cython.longlong, L.PH_X)
+PH_I = cython.declare(cython.longlong, L.PH_I)
 EV_A = cython.declare(cython.Py_ssize_t, L.EV_A)
 EV_B = cython.declare(cython.Py_ssize_t, L.EV_B)
 EV_C = cython.declare(cython.Py_ssize_t, L.EV_C)
@@ -110,7 +113,7 @@ def _issue(iss: Rows, k: cython.Py_ssize_t, off: cython.longlong) -> cython.void
 @cython.nogil
 @cython.exceptval(check=False)
 def _emit_span(
-    spans: Rows,
+    spans: Out,
     ns: cython.Py_ssize_t,
     slots: Rows,
     slot: cython.Py_ssize_t,
@@ -160,9 +163,9 @@ def pair(
     top: Ints,
     pstat: Rows,
     slots: Rows,
-    spans: Rows,
-    ticks: Rows,
-    marks: Rows,
+    spans: Out,
+    ticks: Out,
+    marks: Out,
     outn: Ints,
 ) -> tuple[int, int]:
     """Apply event rows ``events[at:n]``; see the module docstring. Returns (status, row).
@@ -280,7 +283,7 @@ def pair(
     return status, r
 
 
-def drain(top: Ints, pstat: Rows, slots: Rows, spans: Rows) -> int:
+def drain(top: Ints, pstat: Rows, slots: Rows, spans: Out) -> int:
     """Emit every still-open span as unclosed (end = -1). Returns the number of rows."""
     with cython.nogil:
         ns: cython.Py_ssize_t = 0
@@ -294,3 +297,18 @@ def drain(top: Ints, pstat: Rows, slots: Rows, spans: Rows) -> int:
                 s = slots[s, S_PREV]
             top[pid] = -1
     return ns
+
+
+def renumber(events: Rows, names: Ints, dtypes: Ints, shapes: Ints) -> None:
+    """Rewrite the string ids of event rows from their tokenizer's to the file's, in place: names
+    of ``B`` and instant rows, dtypes and shapes of ``E`` rows (-1 stays -1)."""
+    with cython.nogil:
+        for r in range(events.shape[0]):
+            ph = events[r, EV_PH]
+            if ph == PH_B or ph == PH_I:
+                events[r, EV_A] = names[events[r, EV_A]]
+            elif ph == PH_E:
+                if events[r, EV_A] >= 0:
+                    events[r, EV_A] = dtypes[events[r, EV_A]]
+                if events[r, EV_B] >= 0:
+                    events[r, EV_B] = shapes[events[r, EV_B]]

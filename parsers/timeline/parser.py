@@ -79,12 +79,7 @@ class TimelineParser:
         self._last_ts: int | None = None
         self._progress = 0
         self.rereads = 0  # ranges tokenized again here (see :meth:`batches_in_ranges`)
-        cap = max(1024, self.chunk_bytes // 48)
-        self._outs = {
-            "spans": np.empty((cap, L.SP_N), np.int64),
-            "ticks": np.empty((max(1024, self.chunk_bytes // 64), L.TK_N), np.int64),
-            "markers": np.empty((max(1024, self.chunk_bytes // 64), L.MK_N), np.int64),
-        }
+        self._outs = self._new_outs()
         self._outn = np.zeros(3, np.int64)  # rows written by the last call of the pairing kernel
         self._acc = np.zeros(3, np.int64)  # rows in self._outs not yet handed out as tables
 
@@ -213,7 +208,7 @@ class TimelineParser:
         else:
             self._at_eof(ending.tail, ending.at)
         st = self._pair
-        spans = np.empty((int(st.ctr[L.C_SLOT_HW]) + 1, L.SP_N), np.int64)
+        spans = np.empty((int(st.ctr[L.C_SLOT_HW]) + 1, L.SP_N), np.int64, order="F")
         n_open = P.drain(st.top, st.pstat, st.slots, spans)
         if n_open:
             self.sink.add(
@@ -277,15 +272,26 @@ class TimelineParser:
         self.info.counts["skipped_bytes"] = self.info.counts.get("skipped_bytes", 0) + n
 
     # -- pairing the event rows -------------------------------------------------------------
+    def _new_outs(self) -> dict[str, np.ndarray]:
+        """Room for the pairer's rows, column-major: the tables copy each column out in one
+        contiguous run, and the rows of the next blocks go into the same arrays."""
+        cap = max(1024, self.chunk_bytes // 48)
+        return {
+            "spans": np.empty((cap, L.SP_N), np.int64, order="F"),
+            "ticks": np.empty((max(1024, self.chunk_bytes // 64), L.TK_N), np.int64, order="F"),
+            "markers": np.empty((max(1024, self.chunk_bytes // 64), L.MK_N), np.int64, order="F"),
+        }
+
     def _take(self, block: TokenBlock) -> Iterator[tuple[str, pa.Table]]:
         """One block of event rows: its strings and metadata, then its rows paired."""
         ev = block.events
         self.names.intern(block.strings, ev)
         for offset, raw in block.metas:
             self._meta(raw, offset)
-        st, outs, outn, acc = self._pair, self._outs, self._outn, self._acc
+        st, outn, acc = self._pair, self._outn, self._acc
         at, n = 0, len(ev)
         while True:
+            outs = self._outs
             # rows accumulate across blocks: a damaged file's many small blocks make few tables
             status, at = P.pair(
                 ev,
@@ -309,7 +315,7 @@ class TimelineParser:
                 st.grow(self.name, int(ev[at, L.EV_OFF]))
                 continue
             break
-        if any(4 * int(k) > len(outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
+        if any(4 * int(k) > len(self._outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
             yield from self._flush()
 
     def _flush(self) -> Iterator[tuple[str, pa.Table]]:

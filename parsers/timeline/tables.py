@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from parsers import arrow as A
 from parsers.schema import arrow_schema
+from parsers.timeline import _pair as P
 from parsers.timeline import layout as L
 from parsers.timeline._state import dict_column
 
@@ -87,7 +88,7 @@ class TimelineNames:
     # -- tables ---------------------------------------------------------------------------
     def spans(self, a: np.ndarray) -> pa.Table:
         """``spans`` from rows of ``L.SP_*`` columns."""
-        c = {k: np.ascontiguousarray(a[:, k]) for k in range(L.SP_N)}
+        c = {k: a[:, k].copy() for k in range(L.SP_N)}  # the pairer reuses ``a``
         closed = c[L.SP_END] != -1
         dtypes = self.strings[L.CAT_DTYPE]
         sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
@@ -121,7 +122,7 @@ class TimelineNames:
 
     def ticks(self, t: np.ndarray) -> pa.Table:
         """``ticks`` from rows of ``L.TK_*`` columns."""
-        c = {k: np.ascontiguousarray(t[:, k]) for k in range(L.TK_N)}
+        c = {k: t[:, k].copy() for k in range(L.TK_N)}  # the pairer reuses ``t``
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
@@ -190,11 +191,4 @@ class TimelineNames:
 
 def _renumber(ev: np.ndarray, local: tuple[list[int], list[int], list[int]]) -> None:
     """Rewrite a block's string ids from its tokenizer's to the file's, in place."""
-    maps = [np.asarray(ids, np.int64) for ids in local]
-    ph = ev[:, L.EV_PH]
-    named = (ph == L.PH_B) | (ph == L.PH_I)
-    ev[named, L.EV_A] = maps[L.CAT_NAME][ev[named, L.EV_A]]
-    ends = ph == L.PH_E
-    for col, cat in ((L.EV_A, L.CAT_DTYPE), (L.EV_B, L.CAT_SHAPE)):
-        sel = ends & (ev[:, col] >= 0)
-        ev[sel, col] = maps[cat][ev[sel, col]]
+    P.renumber(ev, *(np.asarray(ids, np.int64) for ids in local))

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 import parsers.timeline.parser as parser_module
+import parsers.timeline.tables as tables_module
 import parsers.timeline.tokens as tokens_module
 from tests.conftest import ROOT
 
@@ -36,13 +37,13 @@ KERNELS = load_source("analyzer/timeline/_kernels.py", "reference_kernels")
 
 @contextmanager
 def reference_parser() -> Iterator[None]:
-    """The timeline parser with the uncompiled tokenizer and pairer."""
-    saved = tokens_module.T, parser_module.P
-    tokens_module.T, parser_module.P = TOKENIZE, PAIR
+    """The timeline parser with the uncompiled tokenizer and pairer (and renumbering)."""
+    saved = tokens_module.T, parser_module.P, tables_module.P
+    tokens_module.T, parser_module.P, tables_module.P = TOKENIZE, PAIR, PAIR
     try:
         yield
     finally:
-        tokens_module.T, parser_module.P = saved
+        tokens_module.T, parser_module.P, tables_module.P = saved
 
 
 def parsed_tables(path: Path, **kw: object) -> dict[str, object]:
