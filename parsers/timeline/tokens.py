@@ -16,9 +16,8 @@ shows up as a range that ends inside a record, and the parser re-reads from ther
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -102,13 +101,10 @@ class Tokenizer:
         self.position = 0  # file offset after the last byte read
 
     def blocks(
-        self, f: BinaryIO | GunzipStream | np.ndarray, start: int = 0, stop: int | None = None
+        self, f: BinaryIO | GunzipStream, start: int = 0, stop: int | None = None, buffer: np.ndarray | None = None
     ) -> Iterator[TokenBlock]:
-        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end).
-
-        ``f`` may also be the whole file's bytes in memory (a ``uint8`` array over a read-only
-        ``mmap``: :func:`tokenize_range`): then they are scanned where they are, with no read
-        into a buffer of ours."""
+        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end), read
+        into ``buffer`` (at least the chunk size + 64 bytes; a new one by default)."""
         st = self.state
         chunk = self.chunk_bytes
         cap = max(1024, chunk // 48)
@@ -120,22 +116,17 @@ class Tokenizer:
 
         def read(into: memoryview) -> int:
             nonlocal left
-            assert not isinstance(f, np.ndarray), "a mapped input is read whole"
             want = len(into) if left is None else min(len(into), left)
             n = readinto_full(f, into[:want])
             if left is not None:
                 left -= n
             return n
 
-        if isinstance(f, np.ndarray):  # offsets in the buffer are file offsets: base 0
-            buf, end, eof, left, base = f, len(f) if stop is None else stop, True, 0, 0
-            pos = self.open_array(buf, end) if self.first else start
-        else:
-            buf = np.empty(chunk + 64, np.uint8)
-            end = read(buf.data[:chunk])
-            eof = end < chunk or left == 0
-            pos = self.open_array(buf, end) if self.first else 0
-            base = start
+        buf = buffer if buffer is not None and len(buffer) >= chunk + 64 else np.empty(chunk + 64, np.uint8)
+        end = read(buf.data[:chunk])
+        eof = end < chunk or left == 0
+        pos = self.open_array(buf, end) if self.first else 0
+        base = start
         if pos < 0:
             self.position = start + end
             self.ending = Ending("empty", start + end)
@@ -283,12 +274,10 @@ class Tokenizer:
         )
 
     @staticmethod
-    def _trailing(
-        f: BinaryIO | GunzipStream | np.ndarray, buf: np.ndarray, pos: int, end: int, left: int | None
-    ) -> tuple[int, int]:
+    def _trailing(f: BinaryIO | GunzipStream, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
         """Non-blank bytes after the closing ']' to the end of the input or range, and the
-        bytes read past the buffer to count them (none when the input is in memory)."""
-        extra, read = (0, 0) if isinstance(f, np.ndarray) else nonblank(f, left)
+        bytes read past the buffer to count them."""
+        extra, read = nonblank(f, left)
         return len(bytes(buf[pos:end]).strip()) + extra, read
 
     # -- kernel output ------------------------------------------------------------------
@@ -351,19 +340,22 @@ def tokenize_range(
         records_before=records_before,
     )
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        stop = min(stop, size)
-        if stop <= start:  # nothing to map (an empty file cannot be)
-            f.seek(start)
-            blocks = list(tok.blocks(f, start, stop))
-        else:  # mapped: scanned where the page cache holds it, not copied into a buffer first
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            if hasattr(mmap, "MADV_SEQUENTIAL"):  # not on Windows
-                skip = start % mmap.PAGESIZE
-                mm.madvise(mmap.MADV_SEQUENTIAL, start - skip, stop - start + skip)
-            # unmapped when the last view goes (an error's traceback may hold one for a while)
-            blocks = list(tok.blocks(np.frombuffer(mm, np.uint8), start, stop))
+        f.seek(start)
+        blocks = list(tok.blocks(f, start, stop, _thread_buffer(tok.chunk_bytes + 64)))
     return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
+
+
+_BUFFERS = threading.local()
+
+
+def _thread_buffer(size: int) -> np.ndarray:
+    """This thread's buffer to read ranges into, kept from one range to the next: a new 16 MiB
+    for each range was pages the kernel zeroed first (the file is read, not mapped: a file cut
+    while mapped kills the process with SIGBUS, where a read sees it end and says so)."""
+    buf: np.ndarray | None = getattr(_BUFFERS, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = _BUFFERS.buf = np.empty(size, np.uint8)
+    return buf
 
 
 #: a range of a file to tokenize: (path, start, stop, records_before)
