@@ -394,12 +394,12 @@ def test_help_imports_no_heavy_library(args: list[str]) -> None:
     ("sample", "loaded"),
     [
         ("straggler_nocache", ["pandas", "pyarrow"]),  # 29 steady steps: too few to search for a slowdown
-        ("healthy_np2", ["pandas", "pyarrow", "ruptures", "scipy"]),  # 39: the change-point search runs
+        ("healthy_np2", ["pandas", "pyarrow"]),  # 39: the change-point search runs, on its own code
     ],
 )
 def test_a_small_report_imports_only_what_it_uses(sample: str, loaded: list[str]) -> None:
-    """``report -f json`` of a small timeline: the tables (pyarrow, pandas), the change-point search
-    (ruptures, scipy) only when the run is long enough for it, never the app (plotly, dash,
+    """``report -f json`` of a small timeline: the tables (pyarrow, pandas); never scipy or ruptures
+    (the change-point search and its test are the analyzer's own), the app (plotly, dash,
     waitress), Dask, or a compiler at run time (numba)."""
     script = (
         "import sys\nfrom analyzer.cli import main\n"

@@ -10,12 +10,11 @@ Pure functions of arrays; seeded, so a comparison gives the same numbers every t
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from analyzer.compare.types import Direction, OverlayDoc, QuantileShiftDoc, StepShiftDoc
 from analyzer.config import CompareThresholds
+from analyzer.ranksum import p_two_sided
 
 OVERLAY_BINS = 30
 
@@ -30,21 +29,7 @@ def sample(steps_s: np.ndarray, most: int) -> np.ndarray:
 def mann_whitney(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
     """Two-sided p-value (normal approximation, tie-corrected, continuity-corrected) and Cliff's delta
     (``P(after > before) - P(after < before)``)."""
-    n1, n2 = len(before), len(after)
-    both = np.concatenate([before, after])
-    values, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    mid_rank = ends - (counts - 1) / 2.0  # the average rank of each distinct value (1-based)
-    rank_after = float(mid_rank[inverse[n1:]].sum())
-    u_after = rank_after - n2 * (n2 + 1) / 2.0  # pairs where after > before, ties counted half
-    delta = 2.0 * u_after / (n1 * n2) - 1.0
-    n = n1 + n2
-    ties = float((counts.astype(np.float64) ** 3 - counts).sum())
-    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
-    if var <= 0:  # every step the same on both sides
-        return 1.0, delta
-    z = (abs(u_after - n1 * n2 / 2.0) - 0.5) / math.sqrt(var)
-    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))), delta
+    return p_two_sided(before, after, method="asymptotic")
 
 
 def _quantile_shift(

@@ -2,7 +2,7 @@
 
 :func:`find_slowdown` segments the steady step durations of the whole run (every step, also
 when a window's detail is analysed: :attr:`~analyzer.timeline.model.TimelineModel.all_steps`)
-with ruptures' PELT (L2 cost) on the medians of blocks of steps, which ignore single slow
+with PELT (L2 cost, :func:`pelt`) on the medians of blocks of steps, which ignore single slow
 steps (checkpoints, evaluation); each change is then placed at the step of its block that best
 splits the raw durations. The onset is the first segment lasting at least
 :data:`MIN_SEGMENT_STEPS` steps (and :data:`MIN_SEGMENT_SHARE` of them) whose median is at least
@@ -34,6 +34,8 @@ from itertools import pairwise
 
 import numpy as np
 import pandas as pd
+
+from analyzer.ranksum import p_greater
 
 MIN_STEPS = 30  # steady steps needed to look for a shift at all
 MIN_SEGMENT_STEPS = 10
@@ -155,12 +157,9 @@ def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
 def stretch_test(d: np.ndarray, first: int, stop: int) -> tuple[float, float]:
     """How much slower the durations ``d[first:stop]`` are than every one before them: the ratio
     of the medians, and the p-value of a one-sided Mann-Whitney U test (the onset's criteria)."""
-    # imported here, like ruptures in _segments: scipy.stats takes 0.5 s, paid only by runs it judges
-    from scipy.stats import mannwhitneyu
-
     stretch, before = d[first:stop], d[:first]
     ratio = float(np.median(stretch) / np.median(before))
-    return ratio, float(mannwhitneyu(stretch, before, alternative="greater").pvalue)
+    return ratio, p_greater(before, stretch)
 
 
 def attribute(steps: pd.DataFrame, slowdown: Slowdown) -> Attribution:
@@ -187,8 +186,6 @@ def _median(x: np.ndarray) -> float:
 
 def _segments(d: np.ndarray) -> list[tuple[int, int]]:
     """``[first, stop)`` index ranges of the durations ``d`` between change points."""
-    import ruptures  # here: 0.5 s to import (with scipy.stats), paid only by a run with steps to segment
-
     n = len(d)
     block = max(1, -(-n // MAX_BLOCKS))
     blocks = n // block
@@ -197,14 +194,40 @@ def _segments(d: np.ndarray) -> list[tuple[int, int]]:
     sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2) if len(diffs) else 0.0
     sigma = max(sigma, NOISE_FLOOR * float(np.median(m)), 1.0)
     min_blocks = max(1, int(np.ceil(max(MIN_SEGMENT_STEPS, MIN_SEGMENT_SHARE * n) / block / 2)))
-    ends = (
-        ruptures.Pelt(model="l2", min_size=min_blocks, jump=1)
-        .fit(m)
-        .predict(pen=PENALTY * sigma**2 * np.log(max(blocks, 2)))
-    )
+    ends = pelt(m, min_blocks, PENALTY * sigma**2 * np.log(max(blocks, 2)))
     cuts = [_refine(d, e * block, block) for e in ends[:-1]]  # the last end is the number of blocks
     bounds = [0, *cuts, n]
     return [(a, b) for a, b in pairwise(bounds) if b > a]
+
+
+def pelt(signal: np.ndarray, min_size: int, pen: float) -> list[int]:
+    """The ends of the segments of ``signal`` that minimise the sum, over segments, of the squared
+    deviations from the segment's mean plus ``pen``, none shorter than ``min_size``; the last end is
+    ``len(signal)``. PELT (Killick, Fearnhead and Eckley, 2012): the optimal cost of every prefix,
+    each from the candidate starts that can still win, exact. The candidates and the ties (the
+    earliest start wins) are those of ruptures' ``Pelt(model="l2", jump=1)``, which this replaces
+    (importing it took 0.5 s with scipy); ``tests/analyzer/test_slowdown.py`` checks they agree."""
+    n = len(signal)
+    if n < min_size or n == 0:
+        return [n]
+    s1 = np.concatenate(([0.0], np.cumsum(signal, dtype=np.float64)))
+    s2 = np.concatenate(([0.0], np.cumsum(np.square(signal, dtype=np.float64))))
+    best = np.zeros(n + 1)  # best[t]: the optimal cost of signal[:t], a penalty per segment
+    start = np.zeros(n + 1, np.int64)  # where the last segment of that optimum starts
+    candidates = np.zeros(0, np.int64)
+    for end in [*range(min_size, n), n]:
+        new = end - min_size  # a start that leaves min_size values; it must close a prefix itself
+        if new == 0 or new >= min_size:
+            candidates = np.append(candidates, new)
+        size = end - candidates
+        total = best[candidates] + s2[end] - s2[candidates] - (s1[end] - s1[candidates]) ** 2 / size + pen
+        k = int(np.argmin(total))
+        best[end], start[end] = total[k], candidates[k]
+        candidates = candidates[total <= best[end] + pen]  # those that can never win again are dropped
+    ends = [n]
+    while (prev := int(start[ends[-1]])) > 0:
+        ends.append(prev)
+    return ends[::-1]
 
 
 def _refine(d: np.ndarray, cut: int, block: int) -> int:
