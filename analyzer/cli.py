@@ -9,14 +9,13 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from analyzer import __version__
-from analyzer.cli_options import budget_option, errors
+from analyzer.cli_options import budget_option, errors, scale_options
 from analyzer.compare_cli import compare as compare_command
 from analyzer.config import parse_size
 from analyzer.render import RENDERERS, renderer_for
@@ -24,7 +23,7 @@ from analyzer.serve_cli import serve as serve_command
 
 if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
     from analyzer.findings import Finding
-    from analyzer.store.discovery import InputFile
+    from analyzer.store.discovery import InputFile, SkippedFile
     from analyzer.store.parallel import Executor
     from analyzer.store.run_store import IngestReport, RunStore
 
@@ -35,17 +34,28 @@ def cli() -> None:
     """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
+def _discover(paths: tuple[str, ...]) -> tuple[list[InputFile], list[SkippedFile]]:
+    """The inputs under ``paths``, the big ones' sha256 started at once on a thread of its own
+    (:func:`analyzer.store.hashing.hash_soon`): called before the store and the parsers load, so
+    that the hash runs on the core their imports leave idle (0.1-0.2 s of a big ingest)."""
+    from analyzer.store.discovery import discover
+    from analyzer.store.hashing import EARLY_BYTES, hash_soon
+
+    inputs, skipped = discover(list(paths)) if paths else ([], [])
+    hash_soon(i.path for i in inputs if i.size >= EARLY_BYTES)
+    return inputs, skipped
+
+
 def _ingest(
-    paths: tuple[str, ...],
+    found: tuple[list[InputFile], list[SkippedFile]],
     store: RunStore,
     quiet: bool,
     executor: Executor | None = None,
     also: list[InputFile] | None = None,
 ) -> IngestReport:
-    from analyzer.store.discovery import discover
     from analyzer.store.ingest import ingest_pieces, ingest_runner
 
-    inputs, skipped = discover(list(paths)) if paths else ([], [])
+    inputs, skipped = list(found[0]), found[1]
     inputs += [i for i in also or [] if i.path not in {j.path for j in inputs}]
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
@@ -62,27 +72,6 @@ def _ingest(
 
             return store.ingest(inputs, skipped, progress=advance, runner=runner)
     return store.ingest(inputs, skipped, runner=runner)
-
-
-def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--jobs``, ``--scheduler`` and ``--dask-workers``."""
-    fn = click.option(
-        "--dask-workers", type=int, default=None, help="Start a local Dask cluster of this many worker processes."
-    )(fn)
-    fn = click.option(
-        "--scheduler",
-        default=None,
-        metavar="tcp://HOST:PORT",
-        help="Run on this Dask cluster (its workers must see the same filesystem paths).",
-    )(fn)
-    return click.option(
-        "-j",
-        "--jobs",
-        type=int,
-        default=None,
-        help="Local workers (default: all cores; 1: this process only): processes for files, runs "
-        "and log chunks, threads for a big timeline's ranges.",
-    )(fn)
 
 
 @cli.command()
@@ -112,7 +101,7 @@ def _scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     help="Drop the store's damaged parts (cut, emptied, another table's) and ingest their inputs again from "
     "where they were ingested from; PATHS are then optional.",
 )
-@_scale_options
+@scale_options
 def ingest(
     paths: tuple[str, ...],
     store_dir: str,
@@ -130,16 +119,17 @@ def ingest(
     consistent, and running it again continues with the files not yet in the store."""
     if not paths and not repair:
         raise click.UsageError("give the files or folders to ingest (or --repair to repair the store)")
-    from analyzer.store.parallel import executor_from_options
-    from analyzer.store.run_store import MANIFEST, RunStore
-
     began = time.perf_counter()
     with errors(f"the store {store_dir}"):
+        found = _discover(paths)  # before the store loads: see _discover
+        from analyzer.store.parallel import executor_from_options
+        from analyzer.store.run_store import MANIFEST, RunStore
+
         executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.open(store_dir) if repair and not paths else RunStore.create_or_open(store_dir, run=run)
         store.wait_for_writer = wait
         again = _repair(store, quiet) if repair else []
-        rep = _ingest(paths, store, quiet, executor, also=again)
+        rep = _ingest(found, store, quiet, executor, also=again)
     seconds = time.perf_counter() - began
     if quiet:
         return
@@ -208,24 +198,28 @@ def report(
     paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool, memory_budget: str
 ) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
-    # imported here: pandas and the detectors take 0.3 s, which ingest does not need
     from analyzer import targets
-    from analyzer.config import AnalysisConfig
-    from analyzer.report.assembly import analyze
-    from analyzer.store.run_store import RunStore, temporary_store
 
     with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
         renderer = renderer_for(fmt, output, fail_on)
-        config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         store_path = targets.report_store(paths)
+        found = _discover(paths) if store_path is None else None  # before the rest loads: see _discover
+        # imported here: pandas and the detectors take 0.3 s, which ingest does not need
+        from analyzer.config import AnalysisConfig
+        from analyzer.report.assembly import analyze
+        from analyzer.store.parallel import executor_from_options
+        from analyzer.store.run_store import RunStore, temporary_store
+
+        config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         if store_path is not None:
             store = RunStore.open(store_path)
             if not store.inputs:
                 raise targets.nothing_to_analyse(paths, [], store_path)
             result = analyze(store, config=config)
         else:
-            with temporary_store() as store:
-                rep = _ingest(paths, store, quiet)
+            assert found is not None
+            with temporary_store() as store:  # a big timeline's ranges on every core, as ingest does
+                rep = _ingest(found, store, quiet, executor_from_options(None, None, None))
                 if not store.inputs:
                     raise targets.nothing_to_analyse(paths, rep.skipped)
                 result = analyze(store, config=config)
@@ -262,7 +256,7 @@ def report(
 @click.option(
     "--allow-failures", is_flag=True, help="Exit 0 even when some runs could not be analysed (at least one was)."
 )
-@_scale_options
+@scale_options
 @budget_option
 def batch(
     runs_dir: str,
@@ -368,7 +362,7 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
                 store = RunStore.open(store_path)
             else:
                 store = stack.enter_context(temporary_store())
-                _ingest((path,), store, quiet=True)
+                _ingest(_discover((path,)), store, quiet=True)
             ctx = Context(store, config)
             entry = main_timeline(store, which, path)
             window = step_window(ctx, entry, spec)

@@ -50,3 +50,24 @@ def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         "is analysed through a window: step times cover every step, span-level analyses its first steps "
         "(the report says which).",
     )(fn)
+
+
+def scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--jobs``, ``--scheduler`` and ``--dask-workers``."""
+    fn = click.option(
+        "--dask-workers", type=int, default=None, help="Start a local Dask cluster of this many worker processes."
+    )(fn)
+    fn = click.option(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="Run on this Dask cluster (its workers must see the same filesystem paths).",
+    )(fn)
+    return click.option(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="Local workers (default: all cores; 1: this process only): processes for files, runs "
+        "and log chunks, threads for a big timeline's ranges.",
+    )(fn)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from analyzer.errors import UsageError
 from analyzer.store.discovery import SkippedFile
-from analyzer.store.run_store import MANIFEST
+from analyzer.store.manifest import MANIFEST_NAME as MANIFEST
 
 SHOWN_SKIPPED = 5
 

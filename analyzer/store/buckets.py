@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from analyzer.errors import InputError, StoreError
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import HashingReader
+from analyzer.store.hashing import HashingReader, hashed_soon
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parts import (
     close_parts,
@@ -265,7 +265,8 @@ def _parse(
     with open(item.path, "rb") as raw_file:
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
-        raw = HashingReader(raw_file, threaded_hash)
+        early = hashed_soon(item.path)  # hashed while the parsers loaded: this reader only counts
+        raw = HashingReader(raw_file, threaded_hash, hashing=early is None)
         stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
@@ -291,7 +292,7 @@ def _parse(
             raw.finish()
         if progress and raw.pos > last:
             progress(raw.pos - last)
-    return _entry(item, raw.hexdigest(), rows, parser)
+    return _entry(item, early.result() if early is not None else raw.hexdigest(), rows, parser)
 
 
 def _with_issues(

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import queue
 import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -22,13 +25,14 @@ class HashingReader:
     what hashing it does, and several worker processes leave no core free anyway).
     """
 
-    def __init__(self, raw: BinaryIO, threaded: bool = True) -> None:
+    def __init__(self, raw: BinaryIO, threaded: bool = True, hashing: bool = True) -> None:
         self.raw = raw
         self.pos = 0
+        self.hashing = hashing  # False: only count (the file's hash is known already: hash_soon)
         self._sha = hashlib.sha256()
         self._blocks: queue.Queue[bytes | None] | None = None
         self._thread: threading.Thread | None = None
-        if threaded:
+        if threaded and hashing:
             self._blocks = queue.Queue(maxsize=8)
             self._thread = threading.Thread(target=self._hash, name="hvd-analyze-sha256", daemon=True)
             self._thread.start()
@@ -54,7 +58,9 @@ class HashingReader:
     def _take(self, block: bytes | memoryview) -> None:
         """Hash ``block`` here, or hand the hashing thread a copy (the reader reuses its buffer;
         ``bytes`` of a ``bytes`` is the same object, no copy)."""
-        if self._blocks is None:
+        if not self.hashing:
+            pass
+        elif self._blocks is None:
             self._sha.update(block)
         else:
             self._blocks.put(bytes(block))
@@ -65,6 +71,7 @@ class HashingReader:
 
     def hexdigest(self) -> str:
         """Wait for the hashing thread and return the sha256 of everything read."""
+        assert self.hashing, "this reader only counts"
         self.finish()
         return self._sha.hexdigest()
 
@@ -79,9 +86,77 @@ class HashingReader:
 
 
 def file_sha256(path: str | Path) -> str:
-    """sha256 of a whole file (hashlib releases the GIL: a thread can do this beside parsing)."""
+    """sha256 of a whole file (hashlib releases the GIL: a thread can do this beside parsing); the
+    result of :func:`hash_soon` when it hashed this file as it still is."""
+    early = hashed_soon(path)
+    return early.result() if early is not None else _sha256_of(path)
+
+
+def _sha256_of(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(FILE_BLOCK):
             h.update(block)
     return h.hexdigest()
+
+
+#: inputs at least this big are hashed by :func:`hash_soon` (those of their own bucket:
+#: :data:`analyzer.store.buckets.BUCKET_BYTES`, which a test checks this equals)
+EARLY_BYTES = 16 << 20
+_Key = tuple[str, int, int]
+
+
+class _Soon:
+    """Files hashed one after the other on a daemon thread (an unused hash never delays the exit)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.futures: dict[_Key, Future[str]] = {}
+        self.todo: queue.Queue[tuple[str, Future[str]]] = queue.Queue()
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        while True:
+            path, future = self.todo.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(_sha256_of(path))
+                except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the hash
+                    future.set_exception(exc)
+
+
+_SOON = _Soon()
+
+
+def _key(path: str | Path) -> _Key | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return str(Path(path).absolute()), st.st_size, st.st_mtime_ns
+
+
+def hash_soon(paths: Iterable[str | Path]) -> None:
+    """Start hashing ``paths`` now, in the background: the CLI calls this as soon as it has found
+    its inputs, so that the hash (0.7 s per GB) runs on a core that is otherwise idle while the
+    store, pyarrow and the parsers load; :func:`file_sha256` and the streaming parse then take
+    the result (:func:`hashed_soon`) instead of hashing again."""
+    with _SOON.lock:
+        for path in paths:
+            key = _key(path)
+            if key is None or key in _SOON.futures:
+                continue
+            future: Future[str] = Future()
+            _SOON.futures[key] = future
+            _SOON.todo.put((str(path), future))
+            if _SOON.thread is None:
+                _SOON.thread = threading.Thread(target=_SOON.run, name="hvd-analyze-sha256-early", daemon=True)
+                _SOON.thread.start()
+
+
+def hashed_soon(path: str | Path) -> Future[str] | None:
+    """The hash :func:`hash_soon` started for ``path``, taken (once), if the file still has the size
+    and modification time it had then; else None (hash it anew)."""
+    key = _key(path)
+    with _SOON.lock:
+        return _SOON.futures.pop(key, None) if key is not None else None

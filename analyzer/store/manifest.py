@@ -8,12 +8,14 @@ schema versions 1 and 2 have the same entry keys (only their folder layout diffe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from analyzer.store.hashing import file_sha256
 from parsers.issues import IssueCounts
-from parsers.nccl.rows import LogFacts
-from parsers.timeline.facts import TimelineFacts
+
+if TYPE_CHECKING:  # the parsers' facts: names in annotations only (the timeline's loads numpy)
+    from parsers.nccl.rows import LogFacts
+    from parsers.timeline.facts import TimelineFacts
 
 MANIFEST_NAME = "manifest.json"
 

@@ -34,7 +34,7 @@ from parsers.timeline import layout as L
 from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
 from parsers.timeline.facts import TimelineInfo, cache_verdict, guess_version, uptime_origin
 from parsers.timeline.metadata import parse_metadata
-from parsers.timeline.tables import TimelineNames
+from parsers.timeline.tables import TimelineNames, row_arrays
 from parsers.timeline.tokens import (
     DEFAULT_CHUNK,
     RANGE_BYTES,
@@ -79,7 +79,7 @@ class TimelineParser:
         self._last_ts: int | None = None
         self._progress = 0
         self.rereads = 0  # ranges tokenized again here (see :meth:`batches_in_ranges`)
-        self._outs = self._new_outs()
+        self._outs = row_arrays(self.chunk_bytes)
         self._outn = np.zeros(3, np.int64)  # rows written by the last call of the pairing kernel
         self._acc = np.zeros(3, np.int64)  # rows in self._outs not yet handed out as tables
 
@@ -272,16 +272,6 @@ class TimelineParser:
         self.info.counts["skipped_bytes"] = self.info.counts.get("skipped_bytes", 0) + n
 
     # -- pairing the event rows -------------------------------------------------------------
-    def _new_outs(self) -> dict[str, np.ndarray]:
-        """Room for the pairer's rows, column-major: the tables copy each column out in one
-        contiguous run, and the rows of the next blocks go into the same arrays."""
-        cap = max(1024, self.chunk_bytes // 48)
-        return {
-            "spans": np.empty((cap, L.SP_N), np.int64, order="F"),
-            "ticks": np.empty((max(1024, self.chunk_bytes // 64), L.TK_N), np.int64, order="F"),
-            "markers": np.empty((max(1024, self.chunk_bytes // 64), L.MK_N), np.int64, order="F"),
-        }
-
     def _take(self, block: TokenBlock) -> Iterator[tuple[str, pa.Table]]:
         """One block of event rows: its strings and metadata, then its rows paired."""
         ev = block.events

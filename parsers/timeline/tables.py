@@ -39,6 +39,17 @@ DTYPE_BYTES = {
 }
 
 
+def row_arrays(chunk_bytes: int) -> dict[str, np.ndarray]:
+    """Room for the pairer's rows of about ``chunk_bytes`` of input, column-major: the tables copy
+    each column out in one contiguous run, and the rows of the next blocks go into the same arrays."""
+    ticks = max(1024, chunk_bytes // 64)
+    return {
+        "spans": np.empty((max(1024, chunk_bytes // 48), L.SP_N), np.int64, order="F"),
+        "ticks": np.empty((ticks, L.TK_N), np.int64, order="F"),
+        "markers": np.empty((ticks, L.MK_N), np.int64, order="F"),
+    }
+
+
 class TimelineNames:
     """The names of one timeline's rows, and the tables built from them."""
 
