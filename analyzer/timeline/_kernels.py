@@ -336,14 +336,14 @@ def rank_stats(
     for r in range(n_ranks):
         a, b = count_a[r], count_a[r + 1]
         out[r, 0] = b - a
-        if b > a:
-            out[r, 2] = np.median(buf[a:b])
-            out[r, 3] = np.percentile(buf[a:b], 90.0)
+        if b > a:  # in place: ``buf`` is scratch (order does not change a median or a percentile)
+            out[r, 2] = np.median(buf[a:b], overwrite_input=True)
+            out[r, 3] = np.percentile(buf[a:b], 90.0, overwrite_input=True)
     _by_rank(bd, kp, rk, np.ascontiguousarray(vs, dtype=np.float64), count_a, buf)
     for r in range(n_ranks):
         a, b = count_a[r], count_a[r + 1]
         if b > a:
-            out[r, 4] = np.median(buf[a:b])
+            out[r, 4] = np.median(buf[a:b], overwrite_input=True)
     return out
 
 
