@@ -26,9 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_traces" / "captured" / "straggler_nocache"
 
 
+#: as a user's Python runs: with bytecode caches (a sandbox may turn them off)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], cwd: Path | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=ENV)
     return time.perf_counter() - t
 
 
