@@ -43,7 +43,7 @@ MIN_SEGMENT_SHARE = 0.05
 MIN_RATIO = 1.10  # a segment this much slower than the baseline is a slowdown
 MAX_P = 1e-3  # Mann-Whitney U: the onset's steps are slower than the baseline's
 MERGE_RATIO = 1.05  # neighbouring segments closer than this are one
-MAX_BLOCKS = 200  # PELT (pure Python) costs ~ blocks^2: 0.13 s at 200; the refinement restores the step
+MAX_BLOCKS = 200  # PELT costs ~ blocks^2 (3 ms at 200, numpy per end); the refinement restores the step
 PENALTY = 6.0  # PELT penalty, in units of sigma^2 * log(blocks)
 NOISE_FLOOR = 0.01  # sigma is at least this share of the median block: smaller shifts are not looked for
 
