@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.timeline.model import TimelineModel
-from analyzer.timeline.steps import union_per_step
+from analyzer.timeline.steps import union_of
 
 NEGOTIATE = "NEGOTIATE"
 OUTSIDE = "outside Horovod"
@@ -45,16 +45,27 @@ def phase_table(model: TimelineModel) -> pd.DataFrame:
     window_lo = np.where(np.isnan(lo), 0, lo).astype(np.int64)
     window_hi = np.where(np.isnan(end), 0, end).astype(np.int64)
     spans = model.spans
-    # only the columns used: a row filter of the whole spans frame copies ~200 MB per GB of timeline
-    sp = spans.loc[spans["step"].to_numpy() >= 0, ["step", "start_us", "end_us", "kind", "name"]]
-    kind = sp["kind"].to_numpy()
-    sp["phase"] = np.where(kind == "negotiate", NEGOTIATE, np.where(kind == "activity", sp["name"].to_numpy(), ""))
+    # arrays, not a frame with a phase column: 1.7 M strings per GB of timeline made into a column
+    # and grouped cost 0.4 s, against codes and masks
+    inside = spans["step"].to_numpy() >= 0
+    step, start, end_us = (spans[c].to_numpy()[inside] for c in ("step", "start_us", "end_us"))
+    negotiate = (spans["kind"] == "negotiate").to_numpy()[inside]
+    activity = (spans["kind"] == "activity").to_numpy()[inside]
+    codes, names = pd.factorize(spans["name"].to_numpy()[inside][activity])
+    rows_of: dict[str, np.ndarray] = {NEGOTIATE: np.flatnonzero(negotiate)}
+    at = np.flatnonzero(activity)
+    for k, name in enumerate(names):  # an activity named like a phase joins it, as a group by name did
+        mine = at[codes == k]
+        rows_of[str(name)] = np.union1d(rows_of[str(name)], mine) if str(name) in rows_of else mine
     steady_steps = steady["step"].to_numpy()
     rows = []
-    for name, group in sp[sp["phase"] != ""].groupby("phase", sort=True):
-        totals = union_per_step(group, window_lo, window_hi, n)
+    for name in sorted(rows_of):
+        r = rows_of[name]
+        if not len(r):
+            continue
+        totals = union_of(step[r], start[r], end_us[r], window_lo, window_hi, n)
         rows.append(pd.DataFrame({"step": steady_steps, "phase": name, "us": totals[steady_steps]}))
-    covered = union_per_step(sp, window_lo, window_hi, n)
+    covered = union_of(step, start, end_us, window_lo, window_hi, n)
     dur = steady["duration_us"].to_numpy(dtype=np.int64)
     rows.append(
         pd.DataFrame({"step": steady_steps, "phase": OUTSIDE, "us": np.maximum(dur - covered[steady_steps], 0)})

@@ -219,20 +219,21 @@ def _max_by(group: np.ndarray, values: np.ndarray, n: int, empty: int) -> np.nda
 
 def union_per_step(rows: pd.DataFrame, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
     """Per-step union length of ``rows`` (spans with ``step``), clipped to ``[lo, hi)`` of their step."""
-    rows = rows[rows["step"] >= 0]
-    if rows.empty:
+    return union_of(rows["step"].to_numpy(), rows["start_us"].to_numpy(), rows["end_us"].to_numpy(), lo, hi, n)
+
+
+def union_of(
+    step: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int
+) -> np.ndarray:
+    """:func:`union_per_step` of spans given as arrays (``end`` :data:`NO_END` when open)."""
+    inside = step >= 0
+    if not inside.all():
+        step, start, end = step[inside], start[inside], end[inside]
+    if not len(step):
         return np.zeros(n, np.int64)
-    order = np.lexsort((rows["start_us"].to_numpy(), rows["step"].to_numpy()))
-    end = rows["end_us"].to_numpy()
+    order = np.lexsort((start, step))
     end = np.where(end == NO_END, np.iinfo(np.int64).max, end)
-    return union_by_group(
-        rows["step"].to_numpy()[order],
-        rows["start_us"].to_numpy()[order],
-        end[order],
-        lo.astype(np.int64),
-        hi.astype(np.int64),
-        n,
-    )
+    return union_by_group(step[order], start[order], end[order], lo.astype(np.int64), hi.astype(np.int64), n)
 
 
 def step_windows(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
