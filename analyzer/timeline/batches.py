@@ -35,6 +35,22 @@ BATCH_COLUMNS = (
 )
 
 
+#: what :func:`find_batches` reads of an op
+_OP_COLUMNS = [
+    "span_id",
+    "pid",
+    "name",
+    "dtype",
+    "step",
+    "start_us",
+    "end_us",
+    "closed",
+    "bytes",
+    "start_offset",
+    "end_offset",
+]
+
+
 def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """Batch id of every span (ops and their activities; -1 otherwise), the ready time of
     every op (its negotiation's end; NaN for other spans) and the batch table.
@@ -45,10 +61,12 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     """
     batch_of = np.full(len(spans), -1, np.int64)
     ready_of = np.full(len(spans), np.nan)
-    ops = spans[spans["kind"] == "op"].sort_values("start_offset", kind="stable")
+    kind = spans["kind"]
+    # only the columns used: a row filter of the whole frame copies every column (0.25 s per GB)
+    ops = spans.loc[(kind == "op").to_numpy(), _OP_COLUMNS].sort_values("start_offset", kind="stable")
     if ops.empty:
         return batch_of, ready_of, pd.DataFrame({c: pd.Series(dtype="int64") for c in BATCH_COLUMNS})
-    acts = spans[spans["kind"] == "activity"]
+    acts = spans.loc[(kind == "activity").to_numpy(), ["op_id", "start_offset"]]
     first_child = acts.groupby("op_id")["start_offset"].min()
     exec_off = first_child.reindex(ops["span_id"]).to_numpy(dtype=float, na_value=np.inf)
     end_off = np.where(ops["closed"].to_numpy(), ops["end_offset"].to_numpy(dtype=float, na_value=np.inf), np.inf)
@@ -95,7 +113,7 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
 
 def _ready_times(spans: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """End of the same pid's last negotiation before each op (null when there is none)."""
-    negs = spans[(spans["kind"] == "negotiate") & spans["closed"]][["pid", "end_us"]]
+    negs = spans.loc[((spans["kind"] == "negotiate") & spans["closed"]).to_numpy(), ["pid", "end_us"]]
     if negs.empty:
         return np.full(len(ops), np.nan)
     left = pd.DataFrame({"pid": ops["pid"].to_numpy(), "t": ops["start_us"].to_numpy(), "i": np.arange(len(ops))})
