@@ -37,7 +37,9 @@ class LongQueue(TimelineDetector):
         steps = model.steps
         use = steps[steps["steady"] & (steps["init_us"] == 0)]
         sp = model.spans
-        queue_rows = sp[(sp["name"] == "QUEUE") & (sp["kind"] == "activity")]
+        activity = (sp["kind"] == "activity").to_numpy()
+        cols = ["step", "start_us", "end_us", "start_offset", "tensor"]  # a filter of these columns only
+        queue_rows = sp.loc[activity & (sp["name"] == "QUEUE").to_numpy(), cols]
         if not step_us or use.empty or queue_rows.empty:
             return None
         n = len(steps)
@@ -45,7 +47,7 @@ class LongQueue(TimelineDetector):
         idx = use["step"].to_numpy()
         queue = union_per_step(queue_rows, lo, hi, n)[idx]
         exposed = union_per_step(queue_rows, ready, hi, n)[idx]
-        wait = union_per_step(sp[sp["name"].isin(WAIT_NAMES) & (sp["kind"] == "activity")], lo, hi, n)[idx]
+        wait = union_per_step(sp.loc[activity & sp["name"].isin(WAIT_NAMES).to_numpy(), cols], lo, hi, n)[idx]
         comm = use["comm_us"].to_numpy()
         q, w, c, x = (float(np.median(a)) for a in (queue, wait, comm, exposed))
         if q < t.min_step_share * step_us or q < t.min_comm_share * c or q <= w:
