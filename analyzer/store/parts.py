@@ -29,8 +29,10 @@ from parsers.schema import arrow_schema
 QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
 _PARQUET = {"compression": "lz4"}
 #: the columns whose row-group statistics readers use to skip row groups (the ``between`` and
-#: ``where`` of :class:`~analyzer.store.run_store.RunStore`); computing them for every column
-#: was a fifth of the time spent writing. Not ``input_id``: a dictionary column's statistics cost
+#: ``where`` of :class:`~analyzer.store.run_store.RunStore`: ``start_us``, ``negotiation_id``,
+#: ``ts_us``), and ``span_id``, which ticks' ``negotiation_id`` refers to, for readers outside
+#: (DuckDB, Spark) joining the two; computing them for every column was a fifth of the time spent
+#: writing. Not ``input_id``: a dictionary column's statistics cost
 #: 0.08 s per GB of timeline, and only a bucket of small inputs holds more than one id
 STATS_COLUMNS = frozenset({"span_id", "start_us", "negotiation_id", "ts_us"})
 #: integers that stay PLAIN-encoded: small values in no order (ranks, pids, depths, rank orders)

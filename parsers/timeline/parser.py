@@ -278,10 +278,9 @@ class TimelineParser:
         self.names.intern(block.strings, ev)
         for offset, raw in block.metas:
             self._meta(raw, offset)
-        st, outn, acc = self._pair, self._outn, self._acc
+        st, outs, outn, acc = self._pair, self._outs, self._outn, self._acc
         at, n = 0, len(ev)
         while True:
-            outs = self._outs
             # rows accumulate across blocks: a damaged file's many small blocks make few tables
             status, at = P.pair(
                 ev,
@@ -305,7 +304,7 @@ class TimelineParser:
                 st.grow(self.name, int(ev[at, L.EV_OFF]))
                 continue
             break
-        if any(4 * int(k) > len(self._outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
+        if any(4 * int(k) > len(outs[key]) for k, key in zip(acc, ("spans", "ticks", "markers"), strict=True)):
             yield from self._flush()
 
     def _flush(self) -> Iterator[tuple[str, pa.Table]]:
