@@ -34,6 +34,13 @@ def ints(values: np.ndarray, mask: np.ndarray | None = None, type: pa.DataType |
     return out if type is None or type == own else out.cast(type)
 
 
+def nonneg(values: np.ndarray) -> pa.Array:
+    """:func:`ints` of ``values``, null where negative: the mask is only made when some are (one
+    ``min`` over a column without nulls, instead of a mask, its count and a copy)."""
+    arr = np.ascontiguousarray(values)
+    return ints(arr, arr < 0 if len(arr) and int(arr.min()) < 0 else None)
+
+
 def bools(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     arr = np.asarray(values, dtype=np.bool_)
     validity, nulls = _validity(mask)

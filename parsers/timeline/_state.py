@@ -212,6 +212,8 @@ def new_pstat(n: int) -> np.ndarray:
 def dict_column(indices: np.ndarray, values: list[str]) -> pa.DictionaryArray:
     """Dictionary column from int indices; negative indices are null."""
     idx = np.asarray(indices)
+    if not len(idx) or int(idx.min()) >= 0:  # no nulls: no mask to make and count
+        return A.dictionary(idx, values if values else [""])
     mask = idx < 0
     return A.dictionary(np.where(mask, 0, idx), values if values else [""], mask)
 

@@ -44,6 +44,7 @@ from parsers.timeline.tokens import (
     TokenizedRange,
     Tokenizer,
     nonblank,
+    recycle,
     timeline_ranges,
     tokenize_range,
     tokenize_task,
@@ -99,6 +100,7 @@ class TimelineParser:
         with nullcontext(stream) if stream is not None else open_binary(self.path) as f:
             for block in tok.blocks(f):
                 yield from self._take(block)
+                recycle(block)
             self._progress = tok.position
             self._tokens_done(tok.state.ctr, tok.state.iss, tok.skipped_bytes)
             self._note_gzip_cut(f)
@@ -169,6 +171,7 @@ class TimelineParser:
         self.names.new_tokenizer()
         for block in r.blocks:
             yield from self._take(block)
+            recycle(block)
         self._tokens_done(r.ctr, r.iss, r.skipped_bytes)
         for i in r.issues:
             self.sink.add(i.severity, i.code, i.message, byte_offset=i.byte_offset, count=i.count)

@@ -99,51 +99,54 @@ class TimelineNames:
     # -- tables ---------------------------------------------------------------------------
     def spans(self, a: np.ndarray) -> pa.Table:
         """``spans`` from rows of ``L.SP_*`` columns."""
-        c = {k: a[:, k].copy() for k in range(L.SP_N)}  # the pairer reuses ``a``
-        closed = c[L.SP_END] != -1
+        # the pairer reuses ``a``: each column is copied (or cast, or computed) out of it once
+        end, start = a[:, L.SP_END], a[:, L.SP_START]
+        closed = end != -1
+        open_ = None if closed.all() else ~closed
         dtypes = self.strings[L.CAT_DTYPE]
         sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
-        numel = c[L.SP_NUMEL]
-        nbytes = numel * sizes[c[L.SP_DTYPE]]
-        nbytes_null = (numel < 0) | (c[L.SP_DTYPE] < 0) | (sizes[c[L.SP_DTYPE]] < 0)
+        numel, dtype, shape = a[:, L.SP_NUMEL].copy(), a[:, L.SP_DTYPE], a[:, L.SP_SHAPE]
+        nbytes = numel * sizes[dtype]
+        nbytes_null = (numel < 0) | (dtype < 0) | (sizes[dtype] < 0)
         return pa.Table.from_arrays(
             [
                 self._input_col(len(a)),
-                A.ints(c[L.SP_ID]),
-                A.ints(c[L.SP_PID].astype(np.int32)),
-                self._tensor_col(c[L.SP_PID]),
-                dict_column(c[L.SP_NAME], self.strings[L.CAT_NAME]),
-                dict_column(c[L.SP_KIND], list(KINDS)),
-                A.ints(c[L.SP_DEPTH].astype(np.int16)),
-                A.ints(c[L.SP_START]),
-                A.ints(c[L.SP_END], ~closed),
-                A.ints(c[L.SP_END] - c[L.SP_START], ~closed),
+                A.ints(a[:, L.SP_ID].copy()),
+                A.ints(a[:, L.SP_PID].astype(np.int32)),
+                self._tensor_col(a[:, L.SP_PID]),
+                dict_column(a[:, L.SP_NAME], self.strings[L.CAT_NAME]),
+                dict_column(a[:, L.SP_KIND], list(KINDS)),
+                A.ints(a[:, L.SP_DEPTH].astype(np.int16)),
+                A.ints(start.copy()),
+                A.ints(end.copy(), open_),
+                A.ints(end - start, open_),
                 A.bools(closed),
-                A.ints(c[L.SP_PARENT], c[L.SP_PARENT] < 0),
-                A.ints(c[L.SP_OP], c[L.SP_OP] < 0),
-                dict_column(c[L.SP_DTYPE], dtypes),
-                A.decoded(c[L.SP_SHAPE], self.strings[L.CAT_SHAPE], c[L.SP_SHAPE] < 0),
+                A.nonneg(a[:, L.SP_PARENT].copy()),
+                A.nonneg(a[:, L.SP_OP].copy()),
+                dict_column(dtype, dtypes),
+                A.decoded(shape, self.strings[L.CAT_SHAPE], shape < 0),
                 A.ints(numel, numel < 0),
                 A.ints(nbytes, nbytes_null),
-                A.ints(c[L.SP_SOFF]),
-                A.ints(c[L.SP_EOFF], ~closed),
+                A.ints(a[:, L.SP_SOFF].copy()),
+                A.ints(a[:, L.SP_EOFF].copy(), open_),
             ],
             schema=arrow_schema("spans"),
         )
 
     def ticks(self, t: np.ndarray) -> pa.Table:
         """``ticks`` from rows of ``L.TK_*`` columns."""
-        c = {k: t[:, k].copy() for k in range(L.TK_N)}  # the pairer reuses ``t``
+        # the pairer reuses ``t``: each column is copied (or cast) out of it once
+        pids = t[:, L.TK_PID].astype(np.int32)
         return pa.Table.from_arrays(
             [
                 self._input_col(len(t)),
-                A.ints(c[L.TK_PID].astype(np.int32)),
-                self._tensor_col(c[L.TK_PID]),
-                A.ints(c[L.TK_NEG], c[L.TK_NEG] < 0),
-                A.ints(c[L.TK_RANK].astype(np.int32)),
-                A.ints(c[L.TK_TS]),
-                A.ints(c[L.TK_ORDER].astype(np.int32)),
-                A.ints(c[L.TK_OFF]),
+                A.ints(pids),
+                self._tensor_col(t[:, L.TK_PID]),
+                A.nonneg(t[:, L.TK_NEG].copy()),
+                A.ints(t[:, L.TK_RANK].astype(np.int32)),
+                A.ints(t[:, L.TK_TS].copy()),
+                A.ints(t[:, L.TK_ORDER].astype(np.int32)),
+                A.ints(t[:, L.TK_OFF].copy()),
             ],
             schema=arrow_schema("ticks"),
         )
@@ -194,6 +197,8 @@ class TimelineNames:
 
     def _tensor_col(self, pids: np.ndarray) -> pa.Array:
         pt = self.pid_tensor
+        if not len(pids) or int(pids.max()) < len(pt):  # every pid within the table: one gather
+            return dict_column(pt.take(pids), self.tensor_names)
         idx = np.full(len(pids), -1, np.int32)
         ok = pids < len(pt)
         idx[ok] = pt[pids[ok]]

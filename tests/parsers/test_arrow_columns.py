@@ -18,6 +18,27 @@ def test_numeric_columns_equal_pa_array(dtype: type, with_nulls: bool) -> None:
     assert A.ints(values, mask).equals(pa.array(values, mask=mask))
 
 
+@pytest.mark.parametrize("values", [[3, 0, 7], [3, -1, 7, -5], [], [-1]])
+def test_negative_values_are_nulls(values: list[int]) -> None:
+    arr = np.array(values, np.int64)
+    got = A.nonneg(arr)
+    assert got.equals(pa.array(arr, mask=arr < 0, type=pa.int64()))
+    assert got.null_count == int((arr < 0).sum())
+    assert (got.buffers()[0] is None) == (got.null_count == 0)  # no validity bitmap without nulls
+
+
+@pytest.mark.parametrize("indices", [[2, 0, 1, 1], [2, -1, 0, -1], []])
+def test_dictionary_columns_from_indices_with_and_without_nulls(indices: list[int]) -> None:
+    from parsers.timeline._state import dict_column
+
+    idx = np.array(indices, np.int64)
+    got = dict_column(idx, ["a", "b", "c"])
+    want = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(idx < 0, 0, idx).astype(np.int32), mask=idx < 0, type=pa.int32()), pa.array(["a", "b", "c"])
+    )
+    assert got.equals(want)
+
+
 def test_a_requested_type_casts() -> None:
     values = np.arange(10, dtype=np.int32)
     assert A.ints(values, type=pa.int64()).equals(pa.array(values, type=pa.int64()))
