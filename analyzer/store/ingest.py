@@ -6,7 +6,7 @@ entries, which the one writer of the manifest adds (:meth:`analyzer.store.run_st
 A big uncompressed log (a combined ``mpirun`` stdout) is parsed per chunk of 32 MB
 (:mod:`parsers.nccl.chunks`); the chunks' parser states come back here, are merged in file
 order and written as its bucket. Buckets (16 MB of input, or one big input) and chunks go out
-a few to a task, up to :data:`TASK_BYTES`. A big uncompressed timeline is cut into 32 MB
+a few to a task, up to :data:`TASK_BYTES`. A big uncompressed timeline is cut into 16 MB
 ranges tokenized on threads (``--jobs``) or Dask workers and paired here in file order as
 they come (its B/E pairing is sequential by nature, and cheap: a quarter of the single pass).
 """

@@ -34,8 +34,8 @@ from parsers.timeline._state import TokenState, decode_str
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
 MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
-#: a range of a big timeline tokenized by one task (32 MB: ~0.1 s of work, ~30 MB of rows)
-RANGE_BYTES = 32 << 20
+#: a range of a big timeline tokenized by one task (16 MB: ~0.015 s of work, ~20 MB of rows)
+RANGE_BYTES = 16 << 20
 #: where a record may start: where reading goes on after an unreadable one
 _RESYNC_RE = re.compile(rb'\{"(?:ph|name)"')
 _FRAGMENT_RE = re.compile(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")')
