@@ -11,6 +11,9 @@ copying only an array of another dtype.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import cython
 import numpy as np
 
@@ -135,6 +138,7 @@ def group_batches(
 
 @cython.cfunc
 @cython.inline
+@cython.nogil
 @cython.exceptval(check=False)
 def _negotiation(span_id: cython.longlong, lut: CI64) -> cython.longlong:
     """Negotiation index of a tick's ``negotiation_id`` (``lut[span_id]``), -1 when none."""
@@ -149,12 +153,13 @@ def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.n
     lt: CI64 = _i64(lut)
     cn: I64 = counts
     top: cython.longlong = max_rank
-    for i in range(ii.shape[0]):
-        g = _negotiation(ii[i], lt)
-        if g < 0:
-            continue
-        cn[g] += 1
-        top = max(top, rk[i])
+    with cython.nogil:  # the lateness is computed beside the span tables (model_of)
+        for i in range(ii.shape[0]):
+            g = _negotiation(ii[i], lt)
+            if g < 0:
+                continue
+            cn[g] += 1
+            top = max(top, rk[i])
     return int(top)
 
 
@@ -177,14 +182,15 @@ def scatter_ticks(
     fu: CU8 = _u8(full)
     orank: cython.int[::1] = out_rank
     ots: I64 = out_ts
-    for i in range(ii.shape[0]):
-        g = _negotiation(ii[i], lt)
-        if g < 0 or not fu[g]:
-            continue
-        j = fl[g]
-        fl[g] = j + 1
-        orank[j] = rk[i]
-        ots[j] = tt[i]
+    with cython.nogil:
+        for i in range(ii.shape[0]):
+            g = _negotiation(ii[i], lt)
+            if g < 0 or not fu[g]:
+                continue
+            j = fl[g]
+            fl[g] = j + 1
+            orank[j] = rk[i]
+            ots[j] = tt[i]
 
 
 def first_last_offsets(
@@ -221,6 +227,7 @@ def first_last_offsets(
 
 
 @cython.cfunc
+@cython.nogil
 @cython.exceptval(check=False)
 def _sort(buf: I64, m: cython.Py_ssize_t) -> cython.void:
     """Sort ``buf[:m]`` in place: insertion sort for a few values, else heapsort (no allocation)."""
@@ -246,6 +253,7 @@ def _sort(buf: I64, m: cython.Py_ssize_t) -> cython.void:
 
 @cython.cfunc
 @cython.inline
+@cython.nogil
 @cython.exceptval(check=False)
 def _sift(buf: I64, root: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.void:
     """Move ``buf[root]`` down the max-heap ``buf[:n]`` to its place."""
@@ -279,28 +287,30 @@ def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tu
         widest = max(widest, bd[g + 1] - bd[g])
     buf: I64 = np.empty(widest, np.int64)
     typical: cython.double
-    for g in range(bd.shape[0] - 1):
-        a, b = bd[g], bd[g + 1]
-        if a == b:
-            continue
-        lo = t[a]
-        hi = t[a]
-        for k in range(a, b):
-            lo = min(lo, t[k])
-            hi = max(hi, t[k])
-        m: cython.Py_ssize_t = 0
-        for k in range(a, b):
-            last[k] = t[k] >= hi - cycle
-            if not last[k]:
-                buf[m] = t[k]
-                m += 1
-        typical = 0.0
-        if m:  # the median as numpy takes it: the middle value, or the mean of the middle two
-            _sort(buf, m)
-            typical = buf[m // 2] if m % 2 else (cython.cast(cython.double, buf[m // 2 - 1]) + buf[m // 2]) / 2.0
-        for k in range(a, b):
-            vs[k] = t[k] - typical if m else 0.0
-            t[k] -= lo
+    m: cython.Py_ssize_t
+    with cython.nogil:
+        for g in range(bd.shape[0] - 1):
+            a, b = bd[g], bd[g + 1]
+            if a == b:
+                continue
+            lo = t[a]
+            hi = t[a]
+            for k in range(a, b):
+                lo = min(lo, t[k])
+                hi = max(hi, t[k])
+            m = 0
+            for k in range(a, b):
+                last[k] = t[k] >= hi - cycle
+                if not last[k]:
+                    buf[m] = t[k]
+                    m += 1
+            typical = 0.0
+            if m:  # the median as numpy takes it: the middle value, or the mean of the middle two
+                _sort(buf, m)
+                typical = buf[m // 2] if m % 2 else (cython.cast(cython.double, buf[m // 2 - 1]) + buf[m // 2]) / 2.0
+            for k in range(a, b):
+                vs[k] = t[k] - typical if m else 0.0
+                t[k] -= lo
     return vs_a, last_a
 
 
@@ -331,26 +341,51 @@ def rank_stats(
     for r in range(n_ranks):
         count[r + 1] += count[r]
     out[:, 1] = times_last
+    out[:, 0] = np.diff(count_a)
     buf = np.empty(count_a[n_ranks], np.float64)  # one value per tick, filled twice: lateness, then vs
     _by_rank(bd, kp, rk, np.ascontiguousarray(late, dtype=np.float64), count_a, buf)
-    for r in range(n_ranks):
-        a, b = count_a[r], count_a[r + 1]
-        out[r, 0] = b - a
-        if b > a:  # in place: ``buf`` is scratch (order does not change a median or a percentile)
-            out[r, 2] = np.median(buf[a:b], overwrite_input=True)
-            out[r, 3] = np.percentile(buf[a:b], 90.0, overwrite_input=True)
+    _select(buf, count_a, out, 2, True)
     _by_rank(bd, kp, rk, np.ascontiguousarray(vs, dtype=np.float64), count_a, buf)
-    for r in range(n_ranks):
-        a, b = count_a[r], count_a[r + 1]
-        if b > a:
-            out[r, 4] = np.median(buf[a:b], overwrite_input=True)
+    _select(buf, count_a, out, 4, False)
     return out
+
+
+#: values from which :func:`_select` shares the ranks among threads (below, a thread costs more)
+PARALLEL_VALUES = 1 << 20
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _select(buf: np.ndarray, count: np.ndarray, out: np.ndarray, col: int, p90: bool) -> None:
+    """Per rank ``r``, the median (and the p90) of ``buf[count[r]:count[r + 1]]`` into ``out[r, col]``
+    (and ``out[r, col + 1]``), selected in place: ``buf`` is scratch, and order does not change
+    a median or a percentile. numpy's selection releases the GIL, so the ranks of a big
+    timeline are shared among threads, one per core: 0.14 -> 0.07 s for 13 M ticks on two."""
+
+    def one(r: int) -> None:
+        a, b = count[r], count[r + 1]
+        if b > a:
+            out[r, col] = np.median(buf[a:b], overwrite_input=True)
+            if p90:
+                out[r, col + 1] = np.percentile(buf[a:b], 90.0, overwrite_input=True)
+
+    ranks = range(len(count) - 1)
+    workers = min(_cores(), len(ranks)) if count[len(ranks)] >= PARALLEL_VALUES else 1
+    if workers < 2:
+        for r in ranks:
+            one(r)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="hvd-analyze-select") as pool:
+        for _ in pool.map(one, ranks):  # each rank's slice is its own: no two threads share one
+            pass
 
 
 def _by_rank(bounds: CI64, keep: CU8, rank: CI32, values: CF64, count_a: np.ndarray, buf_a: np.ndarray) -> None:
     """Copy ``values`` of the ticks of the negotiations where ``keep`` holds into ``buf``, rank
     ``r``'s at ``buf[count[r]:count[r + 1]]``."""
-    fill: I64 = count_a[:-1].copy()
+    fill: I64 = count_a[: len(count_a) - 1].copy()
     buf: F64 = buf_a
     for g in range(bounds.shape[0] - 1):
         if keep[g]:

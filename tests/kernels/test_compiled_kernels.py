@@ -181,6 +181,29 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     _both("first_last_offsets", ids, rank, offset, lut, bounds[:-1].copy(), full, keep, last, out)
 
 
+def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above :data:`PARALLEL_VALUES` the ranks' medians and p90s are selected on several threads: the
+    same bits as numpy's on each rank's values, and as one thread's."""
+    rng = np.random.default_rng(7)
+    ranks, n_neg = 16, 80_000  # 1.28 M ticks
+    bounds = np.arange(n_neg + 1, dtype=np.int64) * ranks
+    rank = np.tile(np.arange(ranks, dtype=np.int32), n_neg)
+    late = rng.integers(0, 9000, len(rank)).astype(np.int64) * (1 + (rank == 3))
+    vs = rng.normal(0, 500, len(rank))
+    last = rng.random(len(rank)) < 0.1
+    keep = rng.random(n_neg) < 0.9
+    assert int(keep.sum()) * ranks >= compiled_kernels.PARALLEL_VALUES
+    threaded = compiled_kernels.rank_stats(bounds, keep, rank, late, vs, last, ranks)
+    monkeypatch.setattr(compiled_kernels, "PARALLEL_VALUES", 1 << 62)
+    np.testing.assert_array_equal(threaded, compiled_kernels.rank_stats(bounds, keep, rank, late, vs, last, ranks))
+    kept = np.repeat(keep, ranks)
+    for r in (0, 3, ranks - 1):
+        mine = kept & (rank == r)
+        want = (np.median(late[mine]), np.percentile(late[mine], 90.0), np.median(vs[mine]))
+        assert (threaded[r, 2], threaded[r, 3], threaded[r, 4]) == want
+        assert threaded[r, 0] == mine.sum() and threaded[r, 1] == last[mine].sum()
+
+
 def test_the_kernels_take_arrow_s_read_only_arrays_and_other_int_widths() -> None:
     codes = np.arange(10, dtype=np.int32) % 3
     codes.flags.writeable = False
