@@ -4,17 +4,32 @@
 (function () {
   "use strict";
 
-  function status(text, cls) {
-    const el = document.getElementById("upload-status");
-    if (el) {
-      el.textContent = text;
-      el.className = cls;
+  // The status and the progress bar are the app's components too (its poll writes them): they are
+  // set through Dash, never in the DOM behind React's back. React redraws only what it believes
+  // changed: a run already done at its first poll shows the same "Done" as the run before, and a
+  // status written in the DOM would stay on "ingesting..." for good.
+  function set(id, props) {
+    const dc = window.dash_clientside;
+    if (dc && dc.set_props) {
+      dc.set_props(id, props);
+      return;
+    }
+    const el = document.getElementById(id); // no Dash renderer (yet): the element itself
+    if (!el) return;
+    if ("children" in props) {
+      el.textContent = props.children;
+      el.className = props.className;
+    } else {
+      el.value = props.value;
     }
   }
 
+  function status(text, cls) {
+    set("upload-status", { children: text, className: cls });
+  }
+
   function progress(value) {
-    const bar = document.getElementById("progress");
-    if (bar) bar.value = value;
+    set("progress", { value: String(value) });
   }
 
   function open(runId) {
