@@ -17,7 +17,6 @@ shows up as a range that ends inside a record, and the parser re-reads from ther
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -31,6 +30,7 @@ from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _tokenize as T
 from parsers.timeline import layout as L
 from parsers.timeline._state import TokenState, decode_str
+from parsers.timeline.buffers import events_array, give_back, thread_buffer
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
 MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
@@ -189,7 +189,7 @@ class Tokenizer:
                 eof = n < chunk or left == 0
                 pos, end = 0, carry + n
         finally:  # the buffer not handed out goes back to the pool
-            _give_back(events)
+            give_back(events)
 
     @property
     def records(self) -> int:
@@ -344,51 +344,17 @@ def tokenize_range(
     )
     with open(path, "rb") as f:
         f.seek(start)
-        blocks = list(tok.blocks(f, start, stop, _thread_buffer(tok.chunk_bytes + 64)))
+        blocks = list(tok.blocks(f, start, stop, thread_buffer(tok.chunk_bytes + 64)))
     return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
 
 
-_BUFFERS = threading.local()
-#: event-row buffers given back by their reader (:func:`recycle`), by row count; at most
-#: :data:`_POOLED` of each are kept
-_EVENTS: dict[int, list[np.ndarray]] = {}
-_POOLED = 4
-
-
-def events_array(rows: int) -> np.ndarray:
-    """A buffer of ``rows`` event rows: one given back by :func:`recycle` if there is one. A new
-    one is pages the kernel zeroes when the tokenizer first writes them: 0.3 CPU-s per GB of
-    timeline, a tenth of an ingest, spent again for every buffer handed out."""
-    try:
-        return _EVENTS.get(rows, []).pop()
-    except IndexError:
-        return np.empty((rows, L.EV_N), np.int64)
-
-
 def recycle(block: TokenBlock) -> None:
-    """Give ``block``'s event buffer back for the next :func:`events_array`: its reader is done with
-    it and holds no view of it (the pairer copies what it keeps)."""
+    """Give ``block``'s event buffer back for the next :func:`~parsers.timeline.buffers.events_array`:
+    its reader is done with it and holds no view of it (the pairer copies what it keeps)."""
     whole = block.events.base
     block.events = block.events[:0]
     if isinstance(whole, np.ndarray):
-        _give_back(whole)
-
-
-def _give_back(events: np.ndarray) -> None:
-    if events.base is None and events.ndim == 2 and events.shape[1] == L.EV_N:
-        free = _EVENTS.setdefault(len(events), [])  # list operations hold the GIL: safe across threads
-        if len(free) < _POOLED:
-            free.append(events)
-
-
-def _thread_buffer(size: int) -> np.ndarray:
-    """This thread's buffer to read ranges into, kept from one range to the next: a new 16 MiB
-    for each range was pages the kernel zeroed first (the file is read, not mapped: a file cut
-    while mapped kills the process with SIGBUS, where a read sees it end and says so)."""
-    buf: np.ndarray | None = getattr(_BUFFERS, "buf", None)
-    if buf is None or len(buf) < size:
-        buf = _BUFFERS.buf = np.empty(size, np.uint8)
-    return buf
+        give_back(whole)
 
 
 #: a range of a file to tokenize: (path, start, stop, records_before)

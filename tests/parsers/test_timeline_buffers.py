@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parsers.timeline import ParsedTimeline, parse_timeline
-from parsers.timeline import tokens as T
-from parsers.timeline.tokens import TokenBlock, events_array, recycle, tokenize_task
+from parsers.timeline import ParsedTimeline, parse_timeline, tokens
+from parsers.timeline import buffers as T
+from parsers.timeline import layout as L
+from parsers.timeline.buffers import events_array
+from parsers.timeline.tokens import TokenBlock, recycle, tokenize_task
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 
 
@@ -29,9 +31,9 @@ def pool() -> Iterator[dict[str, int]]:
         counts["reused"] += bool(T._EVENTS.get(rows))
         return real(rows)
 
-    T.events_array = counted  # type: ignore[assignment]  # counting the module's own calls
+    tokens.events_array = counted  # type: ignore[assignment]  # counting the tokenizer's calls
     yield counts
-    T.events_array = real  # type: ignore[assignment]  # restored
+    tokens.events_array = real  # type: ignore[assignment]  # restored
     T._EVENTS.clear()
     T._EVENTS.update(saved)
 
@@ -51,7 +53,7 @@ def test_copies_and_foreign_arrays_are_not_pooled(pool: dict[str, int]) -> None:
 
 def test_the_pool_keeps_a_few_buffers_only(pool: dict[str, int]) -> None:
     for _ in range(T._POOLED + 3):
-        recycle(TokenBlock(np.empty((2048, T.L.EV_N), np.int64)[:100], [], []))
+        recycle(TokenBlock(np.empty((2048, L.EV_N), np.int64)[:100], [], []))
     assert len(T._EVENTS[2048]) == T._POOLED
 
 
