@@ -1,18 +1,15 @@
 # cython: infer_types=True, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled tolerant tokenizer for Horovod timelines: bytes -> one event row per record.
 
-Why compiled: a timeline is a JSON array of tens of millions of tiny objects. Decoding
-them into Python objects (``json``/``orjson``) costs ~10x the input in memory and is
-slower than DuckDB; a general columnar JSON reader cannot survive a cut file. This module
-is a tolerant tokenizer for the Chrome-trace subset Horovod writes, and a lexer for the
-JSON it is made of, compiled by Cython when the package is installed (``setup.py``; Cython's
-pure-Python mode: the same file, uncompiled, is the reference the tests check the compiled
-module against). It turns every usable record into one row of integers
-(:data:`~parsers.timeline.layout.EV_N` columns: phase, pid, ts, interned name / rank / dtype
-and shape, byte offset); :mod:`parsers.timeline._pair` then pairs the B/E rows per pid. The
-two halves are separate so that several threads or workers can tokenize ranges of one file at
-once while one pairer takes their rows in file order. The row layouts and codes are in
-:mod:`parsers.timeline.layout`.
+Why compiled: a timeline is a JSON array of tens of millions of tiny objects. Decoding them
+into Python objects costs ~10x the input in memory; a columnar JSON reader cannot survive a cut
+file. This is a tolerant tokenizer for the Chrome-trace subset Horovod writes and a lexer for its
+JSON, compiled by Cython at install (``setup.py``; pure-Python mode: the same file, uncompiled,
+is the reference the tests check the compiled module against). It turns every usable record
+into one row of integers (:data:`~parsers.timeline.layout.EV_N` columns: phase, pid, ts, interned
+name / rank / dtype and shape, byte offset); :mod:`parsers.timeline._pair` pairs the B/E rows per
+pid. The halves are apart so that threads or workers can tokenize ranges of one file at once
+while one pairer takes their rows in file order. Row layouts and codes: :mod:`parsers.timeline.layout`.
 
 Contract of :func:`tokenize`:
     * ``buf[pos:end]`` is scanned record by record; a record is emitted only after its
@@ -28,13 +25,13 @@ Contract of :func:`tokenize`:
       a record tokenizes exactly as that part of the whole file does.
 
 The loop runs without the GIL. It accepts any whitespace and key order; the exact bytes Horovod
-writes for an event are read by a fast pass (:func:`_canonical`, 2.4x the general parse's rate on
-timelines), whose every near miss falls back to the general parse. It tolerates the unescaped quotes Horovod writes into tensor
-names (a ``"`` not followed by ``, } ] :`` is taken as part of the string), and numbers may be
-floats (rounded half to even, flagged :data:`~parsers.timeline.layout.F_FLOAT`). The lexing
-functions never allocate, and each one says "cut" (the buffer ends before the token does)
-apart from "bad" (not JSON), so the caller can wait for more bytes instead of dropping a
-record that a buffer boundary split.
+writes for an event are read by a fast pass (:func:`_canonical`, 2.4x the general parse's rate),
+whose every near miss falls back to the general parse. It tolerates the unescaped quotes Horovod
+writes into tensor names (a ``"`` not followed by ``, } ] :`` is part of the string), numbers may be
+floats (rounded half to even, flagged :data:`~parsers.timeline.layout.F_FLOAT`); a ts or pid of
+10^18 or more makes its record unreadable (:data:`~parsers.timeline.layout.F_RANGE`). The lexing
+functions never allocate and tell "cut" (the buffer ends before the token does) from "bad" (not
+JSON), so the caller waits for more bytes instead of dropping a record a buffer boundary split.
 """
 
 from __future__ import annotations
@@ -51,6 +48,11 @@ COMPILED = cython.compiled
 F_UNESCAPED = cython.declare(cython.longlong, L.F_UNESCAPED)
 F_ESCAPE = cython.declare(cython.longlong, L.F_ESCAPE)
 F_FLOAT = cython.declare(cython.longlong, L.F_FLOAT)
+F_RANGE = cython.declare(cython.longlong, L.F_RANGE)
+MAX_DIGITS = cython.declare(cython.Py_ssize_t, L.MAX_DIGITS)
+MAX_VALUE = cython.declare(cython.double, 9.2e18)  # a double within int64, rounded
+TENTH_MAX = cython.declare(cython.longlong, (2**63 - 1) // 10)
+MAX_NUMEL = cython.declare(cython.longlong, 2**56)  # elements of a tensor (times 16 bytes: within int64)
 ST_NEED_MORE = cython.declare(cython.longlong, L.ST_NEED_MORE)
 ST_CLOSED = cython.declare(cython.longlong, L.ST_CLOSED)
 ST_FULL = cython.declare(cython.longlong, L.ST_FULL)
@@ -142,21 +144,25 @@ def _string_end(buf: Buf, i: cython.Py_ssize_t, end: cython.Py_ssize_t) -> tuple
 def _number(
     buf: Buf, i: cython.Py_ssize_t, end: cython.Py_ssize_t
 ) -> tuple[cython.longlong, cython.Py_ssize_t, cython.longlong]:
-    """Returns (value rounded half to even, index after the number, flags); index -1 if cut, -2 if bad."""
+    """Returns (value rounded half to even, index after the number, flags); index -1 if cut, -2 if bad.
+    ``F_RANGE`` (value 0) beyond int64 or for no finite float: nothing wraps into a plausible value."""
     neg: cython.bint = False
     if i < end and buf[i] == 45:
         neg = True
         i += 1
     start = i
     v: cython.longlong = 0
+    flags: cython.longlong = 0
     while i < end and 48 <= buf[i] <= 57:
-        v = v * 10 + (buf[i] - 48)
+        if v > TENTH_MAX or (v == TENTH_MAX and buf[i] > 55):  # the next digit would pass 2^63 - 1
+            flags = F_RANGE
+        else:
+            v = v * 10 + (buf[i] - 48)
         i += 1
     if i == start:
         return 0, -2, 0
-    flags: cython.longlong = 0
     if i < end and (buf[i] == 46 or buf[i] == 101 or buf[i] == 69):
-        flags = F_FLOAT
+        flags |= F_FLOAT
         f: cython.double = float(v)
         if buf[i] == 46:
             i += 1
@@ -173,10 +179,18 @@ def _number(
                 i += 1
             e: cython.longlong = 0
             while i < end and 48 <= buf[i] <= 57:
-                e = e * 10 + (buf[i] - 48)
+                if e < 10000:  # further digits only make it bigger still: no wrapping
+                    e = e * 10 + (buf[i] - 48)
                 i += 1
-            f = f / 10.0**e if eneg else f * 10.0**e
-        v = _round_half_even(f)
+            p1: cython.double = 10.0 ** min(e, 300)  # two steps: 10.0**400 raises in Python, is inf in C
+            p2: cython.double = 10.0 ** min(max(e - 300, 0), 300)
+            f = f / p1 / p2 if eneg else f * p1 * p2
+        if -MAX_VALUE < f < MAX_VALUE and not flags & F_RANGE:
+            v = _round_half_even(f)
+        else:  # also NaN and the infinities: a double beyond int64 does not convert
+            flags |= F_RANGE
+    if flags & F_RANGE:
+        v = 0
     if i >= end:
         return 0, -1, flags
     return (-v if neg else v), i, flags
@@ -333,19 +347,21 @@ def _shape_numel(buf: Buf, s: cython.Py_ssize_t, e: cython.Py_ssize_t) -> cython
     for k in range(s + 1, e - 1):
         c = buf[k]
         if 48 <= c <= 57:
+            if cur > MAX_NUMEL:  # no tensor is that big, and int64 would wrap
+                return -1
             cur = cur * 10 + (c - 48)
             have = True
         elif c == 44:
-            if not have:
+            if not have or (cur and numel > MAX_NUMEL // cur):
                 return -1
             numel *= cur
             cur = 0
             have = False
         elif c != 32:
             return -1
-    if have:
-        numel *= cur
-    return numel
+    if have and cur and numel > MAX_NUMEL // cur:
+        return -1
+    return numel * cur if have else numel
 
 
 @cython.cfunc
@@ -367,10 +383,10 @@ def _digits(buf: Buf, i: cython.Py_ssize_t, end: cython.Py_ssize_t) -> tuple[cyt
     """Digits from ``i`` up to a ``,`` or ``}``: (their value, the index of that byte), index -1 otherwise."""
     s = i
     v: cython.longlong = 0
-    while i < end and 48 <= buf[i] <= 57:
+    while i < end and 48 <= buf[i] <= 57 and i - s < MAX_DIGITS:
         v = v * 10 + (buf[i] - 48)
         i += 1
-    if i == s or i >= end or (buf[i] != 44 and buf[i] != 125):
+    if i == s or i >= end or (buf[i] != 44 and buf[i] != 125):  # more digits: the general parse says why
         return 0, -1
     return v, i
 
@@ -591,7 +607,7 @@ def tokenize(
                             if j == -1:
                                 cut = True
                                 break
-                            if j == -2:
+                            if j == -2 or fl & F_RANGE:
                                 bad = True
                                 break
                             rflags |= fl
@@ -602,7 +618,7 @@ def tokenize(
                             if j == -1:
                                 cut = True
                                 break
-                            if j == -2:
+                            if j == -2 or fl & F_RANGE:
                                 bad = True
                                 break
                             pid = v

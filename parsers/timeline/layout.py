@@ -12,6 +12,9 @@ from __future__ import annotations
 F_UNESCAPED = 1  # a string held an unescaped quote
 F_ESCAPE = 2  # a string held a backslash escape
 F_FLOAT = 4  # a number had a fraction or an exponent
+F_RANGE = 8  # a number beyond int64 (|v| > 2^63 - 1, or a float not within +-9.2e18): a ts or pid so is unreadable
+#: the most digits the fast pass reads as a value (more go through the general parse's overflow check)
+MAX_DIGITS = 18
 
 # --- tokenizer status -------------------------------------------------------------------
 ST_NEED_MORE = 0  # buffer ended between or inside records
