@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -394,6 +394,10 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         cli(prog_name="hvd-analyze")
+    except SystemExit as done:  # click ends every command so, with its exit code
+        if done.code is None or isinstance(done.code, int):
+            _leave(done.code or 0)
+        raise
     except KeyboardInterrupt:  # pragma: no cover - interactive
         click.echo("hvd-analyze: interrupted", err=True)
         sys.exit(130)
@@ -406,3 +410,16 @@ def main() -> None:
             err=True,
         )
         sys.exit(INTERNAL_ERROR)
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit without tearing the interpreter down. Finalising the ~750 modules a report loads
+    (pandas, pyarrow) takes 35-65 ms, a tenth of a small report, and there is nothing left to
+    do: the command has closed every file it wrote and shut its pools, clusters and temporary
+    stores in their ``with`` blocks. What Python still buffers is flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(code)

@@ -319,6 +319,23 @@ def test_a_crash_inside_hvd_analyze_exits_3_with_one_message(tmp_path: Path, goo
     )
 
 
+def test_the_console_script_leaves_with_its_exit_code_and_every_byte_of_output(tmp_path: Path, cut: Path) -> None:
+    """``main`` leaves by ``os._exit`` (no interpreter teardown): output through a pipe is complete,
+    files are whole, and exit codes are click's (0, 1 for --fail-on, 2 for bad input)."""
+    exe = str(Path(sys.executable).with_name("hvd-analyze"))
+    text = subprocess.run([exe, "report", "-f", "md", str(cut)], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0 and text.stdout.startswith("# hvd-analyze") and text.stdout.endswith("\n")
+    doc = subprocess.run([exe, "report", "-f", "json", str(cut)], capture_output=True, text=True, timeout=120)
+    assert doc.returncode == 0 and json.loads(doc.stdout)["inputs"]  # the whole document, parsed
+    out = tmp_path / "r.html"
+    gate = subprocess.run(
+        [exe, "report", str(cut), "-o", str(out), "--fail-on", "info"], capture_output=True, timeout=120
+    )
+    assert gate.returncode == 1 and out.read_text(encoding="utf-8").rstrip().endswith("</html>")
+    bad = subprocess.run([exe, "report", str(tmp_path / "none")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
 def test_an_unreadable_file_in_a_folder_is_skipped_not_fatal(tmp_path: Path, good: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
