@@ -1,12 +1,16 @@
-"""What the ``hvd-analyze`` commands share: library errors as one message (exit 2) and the options
-several commands take. Errors become messages here, at the command-line edge, and nowhere else."""
+"""What the ``hvd-analyze`` commands share: library errors as one message (exit 2), the options
+several commands take, and how the process leaves. Errors become messages here, at the
+command-line edge, and nowhere else."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -71,3 +75,17 @@ def scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         help="Local workers (default: all cores; 1: this process only): processes for files, runs "
         "and log chunks, threads for a big timeline's ranges.",
     )(fn)
+
+
+def leave(code: int) -> NoReturn:
+    """Exit without tearing the interpreter down. Finalising the ~750 modules a report loads
+    (pandas, pyarrow) takes 35-65 ms, a tenth of a small report, and there is nothing left to
+    do: every command closes the files it wrote and shuts its pools, clusters and temporary
+    stores in its own ``with`` blocks (a new command must too). What Python still buffers is
+    flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(code)

@@ -28,8 +28,8 @@ The loop runs without the GIL. It accepts any whitespace and key order; the exac
 writes for an event are read by a fast pass (:func:`_canonical`, 2.4x the general parse's rate),
 whose every near miss falls back to the general parse. It tolerates the unescaped quotes Horovod
 writes into tensor names (a ``"`` not followed by ``, } ] :`` is part of the string), numbers may be
-floats (rounded half to even, flagged :data:`~parsers.timeline.layout.F_FLOAT`); a ts or pid of
-10^18 or more makes its record unreadable (:data:`~parsers.timeline.layout.F_RANGE`). The lexing
+floats (rounded half to even, flagged :data:`~parsers.timeline.layout.F_FLOAT`); a ts or pid
+beyond int64 makes its record unreadable (:data:`~parsers.timeline.layout.F_RANGE`). The lexing
 functions never allocate and tell "cut" (the buffer ends before the token does) from "bad" (not
 JSON), so the caller waits for more bytes instead of dropping a record a buffer boundary split.
 """

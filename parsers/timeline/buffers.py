@@ -23,17 +23,23 @@ _POOLED = 4
 def events_array(rows: int) -> np.ndarray:
     """A buffer of ``rows`` event rows: one given back if there is one, else a new one."""
     try:
-        return _EVENTS.get(rows, []).pop()
+        return _EVENTS.setdefault(rows, []).pop()  # list operations hold the GIL: safe across threads
     except IndexError:
         return np.empty((rows, L.EV_N), np.int64)
 
 
 def give_back(events: np.ndarray) -> None:
-    """Keep ``events`` (a whole event-row buffer, no view of one) for the next :func:`events_array`."""
-    if events.base is None and events.ndim == 2 and events.shape[1] == L.EV_N:
-        free = _EVENTS.setdefault(len(events), [])  # list operations hold the GIL: safe across threads
-        if len(free) < _POOLED:
-            free.append(events)
+    """Keep ``events`` (a whole event-row buffer, no view of one) for the next :func:`events_array`, if
+    it is of a size the tokenizer asks for: rows that came from elsewhere (a Dask worker's, each
+    of its own length) would otherwise be kept, one size after another."""
+    free = _EVENTS.get(len(events))
+    if free is not None and len(free) < _POOLED and events.base is None and events.shape[1:] == (L.EV_N,):
+        free.append(events)
+
+
+def release() -> None:
+    """Let the kept event-row buffers go (a parse is over: its analysis needs the memory)."""
+    _EVENTS.clear()
 
 
 def thread_buffer(size: int) -> np.ndarray:

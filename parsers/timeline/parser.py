@@ -32,6 +32,7 @@ from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _pair as P
 from parsers.timeline import layout as L
 from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
+from parsers.timeline.buffers import release
 from parsers.timeline.facts import TimelineInfo, cache_verdict, guess_version, uptime_origin
 from parsers.timeline.metadata import parse_metadata
 from parsers.timeline.tables import TimelineNames, row_arrays
@@ -195,6 +196,7 @@ class TimelineParser:
 
     def _close(self, ending: Ending) -> Iterator[tuple[str, pa.Table]]:
         """The end of the input: its status and issues, then the spans still open."""
+        release()  # every block is paired: the kept event buffers go
         yield from self._flush()
         if ending.kind == "empty":
             self._finish(status="empty")

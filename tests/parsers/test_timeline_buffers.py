@@ -48,10 +48,19 @@ def test_a_buffer_given_back_is_the_next_one_handed_out(pool: dict[str, int]) ->
 def test_copies_and_foreign_arrays_are_not_pooled(pool: dict[str, int]) -> None:
     recycle(TokenBlock(events_array(5000)[:10].copy(), [], []))  # a few rows copied out: no buffer
     recycle(TokenBlock(np.zeros((5000, 3), np.int64)[:10], [], []))  # not event rows
+    recycle(TokenBlock(np.zeros((4321, L.EV_N), np.int64)[:10], [], []))  # a size never asked for (a Dask worker's)
     assert not any(T._EVENTS.values())
 
 
+def test_a_finished_parse_lets_the_buffers_go(tmp_path: Path, pool: dict[str, int]) -> None:
+    path = tmp_path / "t.json"
+    write_timeline(path, TimelineSpec(ranks=8, tensors=12, steps=40, cache=False))
+    parse_timeline(path, chunk_bytes=1 << 16)
+    assert pool["reused"] > 0 and not any(T._EVENTS.values())
+
+
 def test_the_pool_keeps_a_few_buffers_only(pool: dict[str, int]) -> None:
+    events_array(2048)  # the tokenizer asks for this size
     for _ in range(T._POOLED + 3):
         recycle(TokenBlock(np.empty((2048, L.EV_N), np.int64)[:100], [], []))
     assert len(T._EVENTS[2048]) == T._POOLED
