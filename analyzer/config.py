@@ -1,4 +1,5 @@
-"""Analysis settings: the memory budget and every detector threshold, typed and in one place.
+"""Analysis settings: the memory budget, the cores to use and every detector threshold, typed and in
+one place.
 
 The defaults are the values the detectors were calibrated with on the samples, the captures and
 the corpus; the README's "What it detects" table quotes them (``tests/test_docs.py`` checks it).
@@ -8,12 +9,19 @@ other values by passing ``AnalysisConfig(thresholds=replace(...))``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 MIB = 1024 * 1024
 #: bytes a timeline's analysis may take before it is analysed through a window (``--memory-budget``)
 DEFAULT_MEMORY_BUDGET = 4 << 30
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity where the system has one): the default
+    number of workers of an ingest, and of the analysis's threaded loops."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _t(default: Any, doc: str) -> Any:

@@ -13,7 +13,6 @@ ahead: a big timeline's ranges, tokenized on threads or Dask workers and paired 
 from __future__ import annotations
 
 import gc
-import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import (
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypeVar
 
+from analyzer.config import available_cores
 from analyzer.errors import UsageError
 
 T = TypeVar("T")
@@ -96,10 +96,6 @@ class Executor:
         return _thread_ordered(fn, items, ahead, self.jobs)
 
 
-def default_jobs() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def executor_from_options(jobs: int | None, scheduler: str | None, dask_workers: int | None) -> Executor:
     if scheduler and dask_workers:
         raise UsageError(
@@ -108,7 +104,7 @@ def executor_from_options(jobs: int | None, scheduler: str | None, dask_workers:
         )
     if dask_workers is not None and dask_workers < 1 or jobs is not None and jobs < 1:
         raise UsageError("--jobs and --dask-workers need a number >= 1")
-    return Executor(jobs=jobs or default_jobs(), scheduler=scheduler, dask_workers=dask_workers)
+    return Executor(jobs=jobs or available_cores(), scheduler=scheduler, dask_workers=dask_workers)
 
 
 def _groups(items: Sequence[T], weight: Callable[[T], int], n_groups: int) -> list[list[T]]:

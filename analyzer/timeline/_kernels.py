@@ -11,11 +11,12 @@ copying only an array of another dtype.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import cython
 import numpy as np
+
+from analyzer.config import available_cores
 
 #: the compiled module (False: this file runs as the plain-Python reference)
 COMPILED = cython.compiled
@@ -145,6 +146,22 @@ def _negotiation(span_id: cython.longlong, lut: CI64) -> cython.longlong:
     return lut[span_id] if 0 <= span_id < lut.shape[0] else -1
 
 
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _next_slot(span_id: cython.longlong, lut: CI64, full: CU8, fill: I64) -> tuple[cython.longlong, cython.longlong]:
+    """A tick's negotiation index and its slot in the negotiation's group (taken: ``fill`` moves on);
+    slot -1 when the tick is in no fully ticked negotiation. The one walk :func:`scatter_ticks`
+    and :func:`first_last_offsets` share, so that they put each tick in the same slot."""
+    g = _negotiation(span_id, lut)
+    if g < 0 or not full[g]:
+        return g, -1
+    j = fill[g]
+    fill[g] = j + 1
+    return g, j
+
+
 def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.ndarray, max_rank: int) -> int:
     """Add one chunk of ticks to ``counts`` (per negotiation index, ``lut[span_id]``; -1:
     not a negotiation). Returns the highest rank seen so far."""
@@ -184,13 +201,10 @@ def scatter_ticks(
     ots: I64 = out_ts
     with cython.nogil:
         for i in range(ii.shape[0]):
-            g = _negotiation(ii[i], lt)
-            if g < 0 or not fu[g]:
-                continue
-            j = fl[g]
-            fl[g] = j + 1
-            orank[j] = rk[i]
-            ots[j] = tt[i]
+            _g, j = _next_slot(ii[i], lt, fu, fl)
+            if j >= 0:
+                orank[j] = rk[i]
+                ots[j] = tt[i]
 
 
 def first_last_offsets(
@@ -217,12 +231,8 @@ def first_last_offsets(
     ls: CU8 = _u8(last)
     o: I64 = out
     for i in range(ii.shape[0]):
-        g = _negotiation(ii[i], lt)
-        if g < 0 or not fu[g]:
-            continue
-        j = fl[g]
-        fl[g] = j + 1
-        if kp[g] and ls[j] and of[i] < o[rk[i]]:
+        g, j = _next_slot(ii[i], lt, fu, fl)
+        if j >= 0 and kp[g] and ls[j] and of[i] < o[rk[i]]:
             o[rk[i]] = of[i]
 
 
@@ -354,10 +364,6 @@ def rank_stats(
 PARALLEL_VALUES = 1 << 20
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _select(buf: np.ndarray, count: np.ndarray, out: np.ndarray, col: int, p90: bool) -> None:
     """Per rank ``r``, the median (and the p90) of ``buf[count[r]:count[r + 1]]`` into ``out[r, col]``
     (and ``out[r, col + 1]``), selected in place: ``buf`` is scratch, and order does not change
@@ -372,7 +378,7 @@ def _select(buf: np.ndarray, count: np.ndarray, out: np.ndarray, col: int, p90: 
                 out[r, col + 1] = np.percentile(buf[a:b], 90.0, overwrite_input=True)
 
     ranks = range(len(count) - 1)
-    workers = min(_cores(), len(ranks)) if count[len(ranks)] >= PARALLEL_VALUES else 1
+    workers = min(available_cores(), len(ranks)) if count[len(ranks)] >= PARALLEL_VALUES else 1
     if workers < 2:
         for r in ranks:
             one(r)
