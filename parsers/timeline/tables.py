@@ -125,7 +125,7 @@ class TimelineNames:
                 A.nonneg(a[:, L.SP_OP].copy()),
                 dict_column(dtype, dtypes),
                 A.decoded(shape, self.strings[L.CAT_SHAPE], shape < 0),
-                A.ints(numel, numel < 0),
+                A.nonneg(numel),
                 A.ints(nbytes, nbytes_null),
                 A.ints(a[:, L.SP_SOFF].copy()),
                 A.ints(a[:, L.SP_EOFF].copy(), open_),
