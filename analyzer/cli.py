@@ -35,14 +35,14 @@ def cli() -> None:
 
 
 def _discover(paths: tuple[str, ...]) -> tuple[list[InputFile], list[SkippedFile]]:
-    """The inputs under ``paths``, the big ones' sha256 started at once on a thread of its own
+    """The inputs under ``paths``, the big ones' hash started at once on a thread of its own
     (:func:`analyzer.store.hashing.hash_soon`): called before the store and the parsers load, so
     that the hash runs on the core their imports leave idle (0.1-0.2 s of a big ingest)."""
     from analyzer.store.discovery import discover
-    from analyzer.store.hashing import EARLY_BYTES, hash_soon
+    from analyzer.store.hashing import BIG_BYTES, hash_soon
 
     inputs, skipped = discover(list(paths)) if paths else ([], [])
-    hash_soon(i.path for i in inputs if i.size >= EARLY_BYTES)
+    hash_soon(i.path for i in inputs if i.size >= BIG_BYTES)
     return inputs, skipped
 
 
@@ -122,6 +122,7 @@ def ingest(
     began = time.perf_counter()
     with errors(f"the store {store_dir}"):
         found = _discover(paths)  # before the store loads: see _discover
+        from analyzer.store.manifest import digest
         from analyzer.store.parallel import executor_from_options
         from analyzer.store.run_store import MANIFEST, RunStore
 
@@ -142,7 +143,8 @@ def ingest(
             f"{issues['data_loss']} data_loss, {issues['info']} info)"
         )
     for entry in rep.unchanged:
-        click.echo(f"unchanged {entry['path']} (already in the store, sha256 {entry['sha256'][:16]})")
+        algorithm, hexdigest = digest(entry)
+        click.echo(f"unchanged {entry['path']} (already in the store, {algorithm} {hexdigest[:16]})")
     if rep.skipped:
         click.echo(f"skipped {len(rep.skipped)} file(s) not recognised as inputs (see {Path(store_dir) / MANIFEST})")
     size = sum(e["size"] for e in rep.added)

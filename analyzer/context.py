@@ -44,7 +44,7 @@ class Context:
         return self.store.table(name)
 
     def input_entry(self, input_id: str) -> ManifestEntry:
-        """The manifest entry of an input (path, sha256, timeline facts, ...)."""
+        """The manifest entry of an input (path, hash, timeline facts, ...)."""
         return next(e for e in self.store.inputs if e["id"] == input_id)
 
     def jobs(self) -> JobPlan:

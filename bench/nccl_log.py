@@ -6,7 +6,7 @@ The log is mpirun-style interleaved stdout of 1024 ranks (128 hosts x 8 GPUs): e
 init block (bootstrap, network, channels, Init START/COMPLETE), then one COLL trace line per
 rank per collective (``NCCL_DEBUG_SUBSYS=COLL``). Each method runs in a fresh process.
 ``parse`` = :class:`parsers.nccl.parser.JobLogParser` to Arrow tables; ``ingest`` = the whole
-``hvd-analyze ingest`` path (parse, sha256, Parquet store); ``grep -c`` only counts lines.
+``hvd-analyze ingest`` path (parse, hash, Parquet store); ``grep -c`` only counts lines.
 Target (issue #3): parse >= 50 MB/s with peak RSS < 300 MB.
 """
 

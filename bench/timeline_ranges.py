@@ -2,7 +2,7 @@
 
     python bench/timeline_ranges.py [--mb 1024]
 
-On the timeline of bench/ingest.py (``--mb``), parsing only (no Parquet, no sha256), each part
+On the timeline of bench/ingest.py (``--mb``), parsing only (no Parquet, no hash), each part
 timed on its own, one thread:
 
 * baseline: the single pass (``TimelineParser.batches``: tokenize, pair, Arrow batches);

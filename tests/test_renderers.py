@@ -51,6 +51,7 @@ FULL = AnalysisReport(
             "kind": "horovod_timeline",
             "size": 1,
             "sha256": "0" * 64,
+            "blake3": None,
             "rows": {"spans": 1},
             "issues": {"info": 0, "data_loss": 1, "error": 0},
             "timeline": None,

@@ -80,7 +80,8 @@ class InputDoc(TypedDict):
     path: str
     kind: InputKindName
     size: Count
-    sha256: str
+    sha256: str | None  # the hash of its bytes: sha256 under 16 MB, else blake3 (the other is None)
+    blake3: str | None
     rows: dict[str, Count]
     issues: IssueCountsDoc
     timeline: TimelineFactsDoc | None

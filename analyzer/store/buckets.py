@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from analyzer.errors import InputError, StoreError
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import HashingReader, hashed_soon
-from analyzer.store.manifest import ManifestEntry
+from analyzer.store.hashing import HashingReader, algorithm_for, hashed_soon
+from analyzer.store.manifest import ManifestEntry, digest
 from analyzer.store.parts import (
     close_parts,
     discard_parts,
@@ -99,7 +99,8 @@ def write_bucket(
     A big input streams into its own bucket; its id (known before the first row is written)
     hashes its size and first :data:`ID_PREFIX_BYTES`, unless ``input_id`` is given. The small
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
-    their bytes, and a repeated input (same bytes) is written once.
+    their bytes, and a repeated input (same bytes) is written once. Each entry holds the hash of
+    its input's bytes (:func:`analyzer.store.hashing.algorithm_for`).
     """
     return _bucket(
         root,
@@ -113,7 +114,7 @@ def write_bucket(
 
 
 def write_merged_log(
-    root: Path, item: InputFile, merger: ChunkMerger, sha256: str, run: str | None = None
+    root: Path, item: InputFile, merger: ChunkMerger, hexdigest: str, run: str | None = None
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
@@ -124,7 +125,7 @@ def write_merged_log(
         for name, table in _with_issues(merger.tables().items(), merger.parser):
             write_part(root, writers, name, tmp, with_input_id(table, iid))
             rows[name] = table.num_rows
-        entry = _entry(item, sha256, rows, merger.parser)
+        entry = _entry(item, hexdigest, rows, merger.parser)
         entry["id"] = iid
         return [(item, entry)]
 
@@ -135,7 +136,7 @@ def write_ranged_timeline(
     root: Path,
     item: InputFile,
     tokenized: Callable[[list[Any]], Iterable[Any]],
-    sha256: Callable[[], str],
+    hexdigest: Callable[[], str],
     run: str | None = None,
     range_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
@@ -143,8 +144,8 @@ def write_ranged_timeline(
     """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
     :meth:`analyzer.store.parallel.Executor.ordered`) and paired here in file order
     (:meth:`parsers.timeline.parser.TimelineParser.batches_in_ranges`), written as the bucket that
-    streaming it would have written: same id, rows and manifest entry. ``sha256()`` gives the
-    file's hash once the rows are written (it is computed meanwhile). ``range_bytes``: the
+    streaming it would have written: same id, rows and manifest entry. ``hexdigest()`` gives
+    the file's hash once the rows are written (it is computed meanwhile). ``range_bytes``: the
     ranges' size (default :data:`parsers.timeline.tokens.RANGE_BYTES`); ``progress`` gets the
     bytes of each range as it is paired, and of the file's head at the end."""
     from parsers.timeline.parser import TimelineParser
@@ -169,7 +170,7 @@ def write_ranged_timeline(
             rows[name] = rows.get(name, 0) + table.num_rows
         if progress:
             progress(item.size - done[0])
-        entry = _entry(item, sha256(), rows, parser)
+        entry = _entry(item, hexdigest(), rows, parser)
         entry["id"] = iid
         return [(item, entry)]
 
@@ -221,7 +222,7 @@ def _stream(
 def _gather(
     root: Path, bucket: Bucket, progress: Callable[[int], None] | None, writers: dict[str, pq.ParquetWriter], tmp: str
 ) -> list[tuple[InputFile, ManifestEntry]]:
-    """The small inputs of ``bucket``, each parsed in memory (its id is its sha256), then written
+    """The small inputs of ``bucket``, each parsed in memory (its id is its hash), then written
     in one go per table; the same bytes twice are written once."""
     out: list[tuple[InputFile, ManifestEntry]] = []
     pending: dict[str, list[pa.Table]] = {}  # per table, every input's rows
@@ -232,7 +233,7 @@ def _gather(
             into.append((name, t))
 
         entry = _parse(item, progress, collect, threaded_hash=False)
-        entry["id"] = entry["sha256"][:16]
+        entry["id"] = digest(entry)[1][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
                 pending.setdefault(name, []).append(with_input_id(t, entry["id"]))
@@ -266,7 +267,7 @@ def _parse(
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
         early = hashed_soon(item.path)  # hashed while the parsers loaded: this reader only counts
-        raw = HashingReader(raw_file, threaded_hash, hashing=early is None)
+        raw = HashingReader(raw_file, algorithm_for(item.size), threaded_hash, hashing=early is None)
         stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
         parser: TimelineParser | JobLogParser
         if item.kind is InputKind.JOB_LOG:
@@ -308,8 +309,11 @@ def _with_issues(
             yield name, table
 
 
-def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineParser | JobLogParser) -> ManifestEntry:
-    """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them).
+def _entry(
+    item: InputFile, hexdigest: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
+) -> ManifestEntry:
+    """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them);
+    ``hexdigest``: its bytes' hash, in the algorithm for its size.
 
     Raises:
         InputError: the file's size changed since it was found (a job still writing it): its rows
@@ -330,7 +334,7 @@ def _entry(item: InputFile, sha256: str, rows: dict[str, int], parser: TimelineP
         "path": str(item.path),
         "paths": [str(item.path)],
         "size": item.size,
-        "sha256": sha256,
+        algorithm_for(item.size): hexdigest,
         "kind": item.kind.value,
         "compressed": item.compressed,
         "ingested_at": now(),

@@ -26,7 +26,7 @@ from analyzer.store.buckets import (
     write_ranged_timeline,
 )
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import file_sha256
+from analyzer.store.hashing import file_digest
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parallel import Executor
 from parsers.inputs import CHUNK_BYTES, InputKind
@@ -156,9 +156,9 @@ def ingest_runner(
             return
         from parsers.timeline.tokens import tokenize_task
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256") as hasher:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash") as hasher:
             for b in timelines:  # each reports its progress range by range
-                sha = hasher.submit(file_sha256, str(b.inputs[0].path))
+                sha = hasher.submit(file_digest, str(b.inputs[0].path))
                 yield from write_ranged_timeline(
                     root,
                     b.inputs[0],
@@ -172,7 +172,7 @@ def ingest_runner(
     def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
         tasks: list[IngestTask] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
-        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-sha256")  # one file at a time
+        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash")  # one file at a time
         try:
             for number, b in enumerate(buckets):
                 item = b.inputs[0]
@@ -183,7 +183,7 @@ def ingest_runner(
 
                 path = str(item.path)
                 ranges = chunk_ranges(path, item.size, chunk_bytes)
-                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_sha256, path), b.run)
+                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_digest, path), b.run)
                 tasks += [ChunkTask(path, i, start, end) for i, (start, end) in enumerate(ranges)]
 
             def weight(task: IngestTask) -> int:

@@ -2,15 +2,18 @@
 
 The JSON on disk is unchanged by these types; they let mypy check every reader. Stores of
 schema versions 1 and 2 have the same entry keys (only their folder layout differs,
-:mod:`analyzer.store.run_store`).
+:mod:`analyzer.store.run_store`). An entry holds its input's hash under ``sha256`` or ``blake3``
+(:func:`analyzer.store.hashing.algorithm_for`; stores written before 2026-11-24 hold sha256 only):
+:func:`digest` reads either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-from analyzer.store.hashing import file_sha256
+from analyzer.store.hashing import ALGORITHMS, Algorithm, file_digest
 from parsers.issues import IssueCounts
 
 if TYPE_CHECKING:  # the parsers' facts: names in annotations only (the timeline's loads numpy)
@@ -27,7 +30,8 @@ class ManifestEntry(TypedDict):
     path: str
     paths: list[str]  # every name these bytes were ingested under
     size: int
-    sha256: str
+    sha256: NotRequired[str]  # the hash of its bytes: one of the two (analyzer.store.hashing)
+    blake3: NotRequired[str]
     kind: str  # parsers.inputs.InputKind value
     compressed: bool
     ingested_at: str
@@ -58,11 +62,45 @@ class Manifest(TypedDict):
     skipped: list[SkippedEntry]
 
 
-def known_entry(path: Path, size: int, sizes: set[int], by_sha: dict[str, ManifestEntry]) -> ManifestEntry | None:
-    """The entry with the same bytes as the file at ``path``, checked cheaply (size) then by full sha256."""
-    if size not in sizes:
+def digest(entry: ManifestEntry) -> tuple[Algorithm, str]:
+    """The hash of an entry's bytes: which one, and its hex digits."""
+    if "blake3" in entry:
+        return "blake3", entry["blake3"]
+    return "sha256", entry["sha256"]
+
+
+def set_digest(entry: ManifestEntry, algorithm: Algorithm, hexdigest: str) -> None:
+    if algorithm == "blake3":
+        entry["blake3"] = hexdigest
+    else:
+        entry["sha256"] = hexdigest
+
+
+class KnownInputs:
+    """A store's entries by the hash of their bytes: which input is already stored."""
+
+    def __init__(self, entries: Iterable[ManifestEntry]) -> None:
+        self._by_digest: dict[tuple[Algorithm, str], ManifestEntry] = {}
+        self._sizes: dict[int, set[Algorithm]] = {}
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: ManifestEntry) -> None:
+        self._by_digest[digest(entry)] = entry
+        self._sizes.setdefault(entry["size"], set()).add(digest(entry)[0])
+
+    def same_bytes(self, entry: ManifestEntry) -> ManifestEntry | None:
+        """The known entry of the bytes that ``entry`` was made of (under another name)."""
+        return self._by_digest.get(digest(entry))
+
+    def of_file(self, path: Path, size: int) -> ManifestEntry | None:
+        """The entry with the same bytes as the file at ``path``, checked cheaply (size) then by
+        the whole file's hash, in each algorithm that entries of that size were hashed with (an
+        older store hashed big inputs with sha256)."""
+        for algorithm in sorted(self._sizes.get(size, ())):
+            if (entry := self._by_digest.get((algorithm, file_digest(path, algorithm)))) is not None:
+                return entry
         return None
-    return by_sha.get(file_sha256(path))
 
 
 #: What every entry must hold, and of which JSON type (the keys readers index without a default).
@@ -71,7 +109,6 @@ _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
     "path": str,
     "paths": list,
     "size": int,
-    "sha256": str,
     "kind": str,
     "tables": list,
     "rows": dict,
@@ -106,6 +143,8 @@ def checked(manifest: object, path: Path) -> Manifest:
         for key, kind in _ENTRY_TYPES.items():
             if not isinstance(entry.get(key), kind) or (kind is int and isinstance(entry.get(key), bool)):
                 raise damaged(f"inputs[{i}].{key} is {json_type(entry.get(key))}")
+        if not any(isinstance(entry.get(a), str) for a in ALGORITHMS):
+            raise damaged(f"inputs[{i}] has no hash of its bytes ({' or '.join(ALGORITHMS)})")
     if not isinstance(manifest.get("skipped", []), list):
         raise damaged(f"'skipped' is {json_type(manifest.get('skipped'))}, not a list")
     manifest.setdefault("inputs", [])

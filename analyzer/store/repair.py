@@ -78,7 +78,7 @@ def drop_damaged(store: RunStore) -> Repair:
 
 def _still_there(entry: ManifestEntry) -> InputFile | None:
     """The input of ``entry`` at one of the paths it was ingested from, if one holds a file of its size
-    (the ingest that follows compares the bytes' sha256)."""
+    (the ingest that follows compares the bytes' hash)."""
     for p in entry["paths"] or [entry["path"]]:
         path = Path(p)
         if path.is_file() and path.stat().st_size == entry["size"]:

@@ -9,11 +9,11 @@ A bucket (:func:`analyzer.store.buckets.plan_buckets`) is one big input or sever
 (per-rank logs of neighbouring hosts and ranks, up to 16 MB). Every file has an ``input_id``
 column: the first 16 hex digits of the input's sha256 (for inputs of 16 MB or more, of its
 size and first 16 MB, as it is needed before the first row is written). The manifest lists
-each input's sha256, which makes ingesting the same bytes twice (under any name) a no-op, and
-its bucket. The folders are a hive-partitioned Parquet dataset (``run`` and ``bucket`` are the
-partition keys) that pyarrow, pandas, DuckDB, Dask and Spark read as is; the run's name (``ingest
---run``, by default the store folder's name; ``batch --keep-stores`` names each store after its
-run) makes the tables of many stores one dataset, e.g. in DuckDB
+each input's hash (sha256, or BLAKE3 for inputs of 16 MB or more: :mod:`analyzer.store.hashing`),
+which makes ingesting the same bytes twice (under any name) a no-op, and its bucket. The folders
+are a hive-partitioned Parquet dataset (``run`` and ``bucket`` are the partition keys) that
+pyarrow, pandas, DuckDB, Dask and Spark read as is; the run's name (``ingest --run``, by default
+the store folder's name; ``batch --keep-stores`` names each store after its run) makes the tables of many stores one dataset, e.g. in DuckDB
 ``read_parquet('stores/*/tables/nccl_processes/*/*/*.parquet', hive_partitioning=true)``. Each bucket is written into a
 hidden temporary folder (:mod:`analyzer.store.buckets`, here or on a worker) and renamed once
 complete; the manifest is replaced atomically as buckets complete, so an interrupted ingest
@@ -47,7 +47,7 @@ from analyzer.errors import StoreError
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.store.lock import locked
-from analyzer.store.manifest import MANIFEST_NAME, Manifest, ManifestEntry, checked, known_entry, write_manifest
+from analyzer.store.manifest import MANIFEST_NAME, KnownInputs, Manifest, ManifestEntry, checked, digest, write_manifest
 from analyzer.store.parts import (
     PART,
     RUN_KEY,
@@ -296,7 +296,7 @@ class RunStore:
         progress: Callable[[int], None] | None = None,
         runner: Runner | None = None,
     ) -> IngestReport:
-        """Parse every input into the store (idempotent per sha256), holding its writer lock
+        """Parse every input into the store (idempotent per bytes' hash), holding its writer lock
         (:mod:`analyzer.store.lock`: a second writer is refused) and reading its manifest anew.
 
         ``runner`` parses elsewhere (:mod:`analyzer.store.parallel`: processes, Dask); by default the
@@ -308,12 +308,11 @@ class RunStore:
         """
         report = IngestReport(skipped=list(skipped or []))
         self._sweep()
-        by_sha = {e["sha256"]: e for e in self.manifest["inputs"]}
+        stored = KnownInputs(self.manifest["inputs"])
         ids = {e["id"] for e in self.manifest["inputs"]}
-        sizes = {e["size"] for e in self.manifest["inputs"]}
         todo = []
         for item in inputs:
-            entry = known_entry(item.path, item.size, sizes, by_sha)
+            entry = stored.of_file(item.path, item.size)
             if entry is None:
                 todo.append(item)
                 continue
@@ -334,7 +333,7 @@ class RunStore:
         last = time.monotonic()
         try:
             for item, entry in results:
-                if (dup := by_sha.get(entry["sha256"])) is not None:  # same bytes, new name
+                if (dup := stored.same_bytes(entry)) is not None:  # same bytes, new name
                     if dup.get("bucket") != entry["bucket"]:  # parsed twice at once: drop the second copy
                         self._drop_rows(entry)
                     dup["paths"].append(str(item.path))
@@ -343,10 +342,10 @@ class RunStore:
                 if entry["id"] in ids:  # two big inputs with the same size and prefix
                     self._drop_rows(entry)
                     ((item, entry),) = write_bucket(
-                        self.root, Bucket((item,), stream=True, run=self.run), input_id=entry["sha256"][:16]
+                        self.root, Bucket((item,), stream=True, run=self.run), input_id=digest(entry)[1][:16]
                     )
                 self.manifest["inputs"].append(entry)
-                by_sha[entry["sha256"]] = entry
+                stored.add(entry)
                 ids.add(entry["id"])
                 report.added.append(entry)
                 if time.monotonic() - last > MANIFEST_EVERY_S:

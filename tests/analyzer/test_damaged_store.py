@@ -38,7 +38,11 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest a list": (lambda s: _manifest(s, lambda d: [d]), "a JSON list instead of an object"),
     "inputs null": (lambda s: _manifest(s, lambda d: {**d, "inputs": None}), "'inputs' is null or missing"),
     "entry not an object": (lambda s: _manifest(s, lambda d: {**d, "inputs": ["x"]}), "inputs[0] is a string"),
-    "entry without a key": (lambda s: _entry(s, lambda e: e.pop("sha256")), "inputs[0].sha256 is null or missing"),
+    "entry without a key": (lambda s: _entry(s, lambda e: e.pop("kind")), "inputs[0].kind is null or missing"),
+    "entry without a hash": (
+        lambda s: _entry(s, lambda e: e.pop("sha256")),
+        "inputs[0] has no hash of its bytes (sha256 or blake3)",
+    ),
     "entry with a wrong type": (lambda s: _entry(s, lambda e: e.update(size="big")), "inputs[0].size is a string"),
     "skipped not a list": (lambda s: _manifest(s, lambda d: {**d, "skipped": 3}), "'skipped' is a number"),
     "manifest not JSON": (lambda s: (s / "manifest.json").write_text("{"), "unreadable manifest"),

@@ -1,13 +1,16 @@
-"""An input's sha256 is started as soon as the CLI has found its inputs (:func:`hash_soon`), and
-whoever needs it later takes that result instead of hashing the file again; a file that changed
-meanwhile is hashed anew."""
+"""An input's hash: sha256 below 16 MB, BLAKE3 from there (:func:`algorithm_for`). A big input's
+hash is started as soon as the CLI has found its inputs (:func:`hash_soon`), and whoever needs it
+later takes that result instead of hashing the file again; a file that changed meanwhile is
+hashed anew. Stores that hashed big inputs with sha256 still recognise their bytes."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
+import blake3
 import pytest
 from click.testing import CliRunner
 
@@ -18,11 +21,30 @@ from analyzer.store.run_store import RunStore
 from tests.builders import B, E, X, glued, meta
 
 
+def test_the_hash_is_sha256_below_16_mb_and_blake3_from_there() -> None:
+    assert [hashing.algorithm_for(n) for n in (0, (16 << 20) - 1, 16 << 20, 5 << 30)] == [
+        "sha256",
+        "sha256",
+        "blake3",
+        "blake3",
+    ]
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "blake3"])
+def test_a_file_digest_is_the_reference_hash_of_its_bytes(tmp_path: Path, algorithm: hashing.Algorithm) -> None:
+    """Across the reader's 8 MB blocks, in the algorithm asked for (an older store's)."""
+    path = tmp_path / "a.bin"
+    data = bytes(range(256)) * (hashing.FILE_BLOCK // 256 * 2 + 3)
+    path.write_bytes(data)
+    want = hashlib.sha256(data) if algorithm == "sha256" else blake3.blake3(data)
+    assert hashing.file_digest(path, algorithm) == want.hexdigest()
+
+
 def test_an_early_hash_is_taken_once(tmp_path: Path) -> None:
     path = tmp_path / "a.bin"
     path.write_bytes(b"x" * 100_000)
     hashing.hash_soon([path])
-    assert hashing.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert hashing.file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert hashing.hashed_soon(path) is None  # taken: a second caller hashes again
 
 
@@ -32,39 +54,74 @@ def test_a_file_changed_after_its_early_hash_is_hashed_anew(tmp_path: Path) -> N
     hashing.hash_soon([path])
     with path.open("ab") as f:  # a job still writing it
         f.write(b"more")
-    assert hashing.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert hashing.file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_early_hashing_covers_the_inputs_of_their_own_bucket() -> None:
-    assert hashing.EARLY_BYTES == BUCKET_BYTES
+    assert hashing.BIG_BYTES == BUCKET_BYTES
+
+
+def _big_timeline(tmp_path: Path) -> Path:
+    """A 17 MB timeline: its own bucket, hashed with BLAKE3."""
+    step = [B("NEGOTIATE_ALLREDUCE", 10, 1), X(0, 11, 1), X(1, 12, 1), E(12, 1), B("ALLREDUCE", 13, 1), E(20, 1)]
+    path = tmp_path / "timeline.json"
+    path.write_text(glued(meta(1, "allreduce.w"), *(step * 120_000)), encoding="utf-8")
+    assert path.stat().st_size >= hashing.BIG_BYTES
+    return path
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ingest_hashes_a_big_input_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
     """A 17 MB timeline (its own bucket; with 2 jobs, still the single pass below 256 MB): one
-    pass of sha256 over it, by the early hash, and the manifest holds that hash."""
-    step = [B("NEGOTIATE_ALLREDUCE", 10, 1), X(0, 11, 1), X(1, 12, 1), E(12, 1), B("ALLREDUCE", 13, 1), E(20, 1)]
-    text = glued(meta(1, "allreduce.w"), *(step * 120_000))
-    path = tmp_path / "timeline.json"
-    path.write_text(text, encoding="utf-8")
-    assert path.stat().st_size >= hashing.EARLY_BYTES
-    hashed = [0]  # bytes through every sha256 of analyzer.store.hashing (the early one, HashingReader's)
+    pass of BLAKE3 over it, by the early hash, and the manifest holds that hash."""
+    path = _big_timeline(tmp_path)
+    hashed: list[str] = []  # the algorithm of every byte hashed by analyzer.store.hashing
+    new_hasher = hashing.new_hasher
 
     class Counted:
-        def __init__(self) -> None:
-            self.h = hashlib.sha256()
+        def __init__(self, algorithm: hashing.Algorithm) -> None:
+            self.algorithm = algorithm
+            self.h = new_hasher(algorithm)
 
-        def update(self, data: bytes) -> None:
-            hashed[0] += len(data)
+        def update(self, data: bytes | memoryview, /) -> None:
+            hashed.extend([self.algorithm] * len(data))
             self.h.update(data)
 
         def hexdigest(self) -> str:
             return self.h.hexdigest()
 
-    monkeypatch.setattr(hashing, "hashlib", SimpleNamespace(sha256=Counted))
+    monkeypatch.setattr(hashing, "new_hasher", Counted)
     res = CliRunner().invoke(cli, ["ingest", str(path), "-o", str(tmp_path / "store"), "-q", "-j", jobs])
     monkeypatch.undo()
     assert res.exit_code == 0, res.output
-    assert hashed[0] == path.stat().st_size
+    assert len(hashed) == path.stat().st_size and set(hashed) == {"blake3"}
     (entry,) = RunStore.open(tmp_path / "store").inputs
-    assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert entry.get("blake3") == blake3.blake3(path.read_bytes()).hexdigest() and "sha256" not in entry
+
+
+def test_a_store_that_hashed_a_big_input_with_sha256_still_knows_its_bytes(tmp_path: Path) -> None:
+    """A store written before big inputs were hashed with BLAKE3: its entry holds the sha256. The
+    same bytes, under their name or another, are recognised and not stored twice; new bytes of
+    the same size are."""
+    path = _big_timeline(tmp_path)
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["ingest", str(path), "-o", str(store), "-q"]).exit_code == 0
+    manifest = json.loads((store / "manifest.json").read_text())
+    entry = manifest["inputs"][0]
+    del entry["blake3"]
+    entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    copy = tmp_path / "copy" / "renamed.json"
+    copy.parent.mkdir()
+    shutil.copyfile(path, copy)
+    res = CliRunner().invoke(cli, ["ingest", str(path), str(copy), "-o", str(store)])
+    assert res.exit_code == 0, res.output
+    assert f"unchanged {path} (already in the store, sha256 {entry['sha256'][:16]})" in res.output
+    (kept,) = RunStore.open(store).inputs
+    assert kept["paths"] == [str(path), str(copy)] and kept["sha256"] == entry["sha256"]
+    other = tmp_path / "other" / "timeline.json"
+    other.parent.mkdir()
+    other.write_bytes(path.read_bytes().replace(b'"ts": 20', b'"ts": 21', 1))
+    assert other.stat().st_size == path.stat().st_size
+    assert CliRunner().invoke(cli, ["ingest", str(other), "-o", str(store), "-q"]).exit_code == 0
+    assert [e.get("blake3") is not None for e in RunStore.open(store).inputs] == [False, True]
