@@ -240,7 +240,14 @@ def first_last_offsets(
 @cython.nogil
 @cython.exceptval(check=False)
 def _sort(buf: I64, m: cython.Py_ssize_t) -> cython.void:
-    """Sort ``buf[:m]`` in place: insertion sort for a few values, else heapsort (no allocation)."""
+    """Sort ``buf[:m]`` in place: insertion sort for a few values, else heapsort (no allocation),
+    unless they are in order already: a negotiation's ticks are, as Horovod's coordinator writes
+    each rank's as it arrives."""
+    k: cython.Py_ssize_t = 1
+    while k < m and buf[k - 1] <= buf[k]:
+        k += 1
+    if k >= m:
+        return
     if m <= 32:
         for k in range(1, m):
             v = buf[k]

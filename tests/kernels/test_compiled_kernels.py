@@ -181,6 +181,33 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     _both("first_last_offsets", ids, rank, offset, lut, bounds[:-1].copy(), full, keep, last, out)
 
 
+@pytest.mark.parametrize("ranks", [8, 33, 64, 257])
+@pytest.mark.parametrize("order", ["arrival", "shuffled", "reversed"])
+def test_each_tick_s_distance_from_the_median_equals_numpy_s(ranks: int, order: str) -> None:
+    """Horovod writes a negotiation's ticks as they arrive (in time order), which the median's sort
+    takes as sorted already; any other order is sorted. Both give numpy's median, compiled and not."""
+    rng = np.random.default_rng(ranks)
+    n_neg, cycle = 40, 1000
+    ts = np.sort(rng.integers(0, 40_000, (n_neg, ranks)), axis=1) + np.arange(n_neg)[:, None] * 100_000
+    if order == "shuffled":
+        ts = rng.permuted(ts, axis=1)
+    elif order == "reversed":
+        ts = ts[:, ::-1]
+    ts[::7] = ts[::7, :1]  # a cycle with every rank at once: nobody late
+    bounds = np.arange(n_neg + 1, dtype=np.int64) * ranks
+    want_vs, want_last = np.zeros(ts.shape), np.zeros(ts.shape, bool)
+    for g, row in enumerate(ts):
+        want_last[g] = row >= row.max() - cycle
+        if not want_last[g].all():
+            want_vs[g] = row - np.median(row[~want_last[g]])
+    for name, kernels in (("compiled", compiled_kernels), ("reference", KERNELS)):
+        flat = ts.ravel().copy()
+        vs, last = kernels.group_lateness(bounds, flat, cycle)
+        np.testing.assert_array_equal(vs, want_vs.ravel(), err_msg=name)
+        np.testing.assert_array_equal(last, want_last.ravel(), err_msg=name)
+        np.testing.assert_array_equal(flat, (ts - ts.min(axis=1, keepdims=True)).ravel(), err_msg=name)
+
+
 def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
     """Above :data:`PARALLEL_VALUES` the ranks' medians and p90s are selected on several threads: the
     same bits as numpy's on each rank's values, and as one thread's."""
