@@ -158,12 +158,12 @@ def ingest_runner(
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash") as hasher:
             for b in timelines:  # each reports its progress range by range
-                sha = hasher.submit(file_digest, str(b.inputs[0].path))
+                hashed = hasher.submit(file_digest, str(b.inputs[0].path))
                 yield from write_ranged_timeline(
                     root,
                     b.inputs[0],
                     lambda ts: executor.ordered(tokenize_task, ts),
-                    sha.result,
+                    hashed.result,
                     b.run,
                     range_bytes,
                     progress,
@@ -196,10 +196,10 @@ def ingest_runner(
                 if isinstance(result, BucketDone):
                     yield from zip(buckets[result.number].inputs, result.entries, strict=True)
                     continue
-                item, merger, sha, run = logs[result.path]
+                item, merger, hashed, run = logs[result.path]
                 merger.add(result.index, result.parser)
                 if merger.complete:
-                    yield from write_merged_log(root, item, merger, sha.result(), run)
+                    yield from write_merged_log(root, item, merger, hashed.result(), run)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
 

@@ -69,13 +69,6 @@ def digest(entry: ManifestEntry) -> tuple[Algorithm, str]:
     return "sha256", entry["sha256"]
 
 
-def set_digest(entry: ManifestEntry, algorithm: Algorithm, hexdigest: str) -> None:
-    if algorithm == "blake3":
-        entry["blake3"] = hexdigest
-    else:
-        entry["sha256"] = hexdigest
-
-
 class KnownInputs:
     """A store's entries by the hash of their bytes: which input is already stored."""
 
