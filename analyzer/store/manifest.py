@@ -3,7 +3,7 @@
 The JSON on disk is unchanged by these types; they let mypy check every reader. Stores of
 schema versions 1 and 2 have the same entry keys (only their folder layout differs,
 :mod:`analyzer.store.run_store`). An entry holds its input's hash under ``sha256`` or ``blake3``
-(:func:`analyzer.store.hashing.algorithm_for`; stores written before 2026-11-24 hold sha256 only):
+(:func:`analyzer.store.hashing.algorithm_for`; stores written by a version before BLAKE3 hold sha256 only):
 :func:`digest` reads either.
 """
 
