@@ -19,14 +19,14 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, Protocol, cast
+from typing import Any, BinaryIO, Literal, Protocol, cast, get_args
 
 FILE_BLOCK = 8 << 20
 #: inputs at least this big are hashed with BLAKE3, and by :func:`hash_soon` (those of their own
 #: bucket: :data:`analyzer.store.buckets.BUCKET_BYTES`, which a test checks this equals)
 BIG_BYTES = 16 << 20
 Algorithm = Literal["sha256", "blake3"]
-ALGORITHMS: tuple[Algorithm, ...] = ("sha256", "blake3")
+ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
 
 
 class Hasher(Protocol):

@@ -79,8 +79,9 @@ class KnownInputs:
             self.add(entry)
 
     def add(self, entry: ManifestEntry) -> None:
-        self._by_digest[digest(entry)] = entry
-        self._sizes.setdefault(entry["size"], set()).add(digest(entry)[0])
+        key = digest(entry)
+        self._by_digest[key] = entry
+        self._sizes.setdefault(entry["size"], set()).add(key[0])
 
     def same_bytes(self, entry: ManifestEntry) -> ManifestEntry | None:
         """The known entry of the bytes that ``entry`` was made of (under another name)."""

@@ -248,10 +248,10 @@ def _sort(buf: I64, m: cython.Py_ssize_t) -> cython.void:
         k += 1
     if k >= m:
         return
-    if m <= 32:
-        for k in range(1, m):
-            v = buf[k]
-            j = k - 1
+    if m <= 32:  # buf[:k] is in order already: insert from k on
+        for i in range(k, m):
+            v = buf[i]
+            j = i - 1
             while j >= 0 and buf[j] > v:
                 buf[j + 1] = buf[j]
                 j -= 1
