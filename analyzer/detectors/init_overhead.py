@@ -28,7 +28,8 @@ class InitOverhead(TimelineDetector):
         init = sp[(sp["kind"] == "activity") & sp["name"].isin(INIT_ACTIVITIES) & sp["closed"]]
         if init.empty:
             return None
-        init = init.assign(d=init["end_us"] - init["start_us"])
+        # names as strings: grouped in their own order, and only the names found
+        init = init.assign(d=init["end_us"] - init["start_us"], name=init["name"].astype(str))
         # a fused batch writes one copy per tensor: count each batch once
         per = (
             init.groupby(["name", "batch"], dropna=False)

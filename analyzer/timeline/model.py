@@ -187,9 +187,11 @@ class TimelineModel:
 
 def typed_spans(spans: pd.DataFrame) -> pd.DataFrame:
     """The ``spans`` table (:data:`SPAN_COLUMNS`) typed for the analyses."""
-    for col in ("name", "tensor", "dtype"):
+    for col in ("tensor", "dtype"):
         spans[col] = spans[col].astype("object")
-    spans["kind"] = spans["kind"].astype("category")  # compared often: codes, not strings
+    # compared and grouped often: codes, not strings (an object column's == took 0.13 s per 1.7 M spans)
+    for col in ("name", "kind"):
+        spans[col] = spans[col].astype("category")
     spans["end_us"] = spans["end_us"].fillna(NO_END).astype(np.int64)
     spans["end_offset"] = spans["end_offset"].astype("Float64")
     return spans
