@@ -228,6 +228,9 @@ def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.
         mine = kept & (rank == r)
         want = (np.median(late[mine]), np.percentile(late[mine], 90.0), np.median(vs[mine]))
         assert (threaded[r, 2], threaded[r, 3], threaded[r, 4]) == want
+        # the lateness is selected as integers: the same bits as the floats of the same values
+        as_float = late[mine].astype(np.float64)
+        assert (threaded[r, 2], threaded[r, 3]) == (np.median(as_float), np.percentile(as_float, 90.0))
         assert threaded[r, 0] == mine.sum() and threaded[r, 1] == last[mine].sum()
 
 
