@@ -162,22 +162,23 @@ def _next_slot(span_id: cython.longlong, lut: CI64, full: CU8, fill: I64) -> tup
     return g, j
 
 
-def count_ticks(ids: np.ndarray, rank: np.ndarray, lut: np.ndarray, counts: np.ndarray, max_rank: int) -> int:
-    """Add one chunk of ticks to ``counts`` (per negotiation index, ``lut[span_id]``; -1:
-    not a negotiation). Returns the highest rank seen so far."""
+def count_span_ticks(ids: np.ndarray, rank: np.ndarray, first: int, counts: np.ndarray, top: np.ndarray) -> None:
+    """Add one chunk of ticks to ``counts`` and ``top`` (per span id from ``first``: ticks naming it,
+    and their highest rank, -1 while none). Ticks naming no span (-1) or one outside the arrays
+    are left out."""
     ii: CI64 = _i64(ids)
     rk: CI32 = _i32(rank)
-    lt: CI64 = _i64(lut)
     cn: I64 = counts
-    top: cython.longlong = max_rank
-    with cython.nogil:  # the lateness is computed beside the span tables (model_of)
+    tp: I64 = top
+    lo: cython.longlong = first
+    n: cython.longlong = counts.shape[0]
+    with cython.nogil:  # the ticks' first pass runs while the spans are read (load.build_model)
         for i in range(ii.shape[0]):
-            g = _negotiation(ii[i], lt)
-            if g < 0:
+            k = ii[i] - lo
+            if ii[i] < 0 or k < 0 or k >= n:
                 continue
-            cn[g] += 1
-            top = max(top, rk[i])
-    return int(top)
+            cn[k] += 1
+            tp[k] = max(tp[k], rk[i])
 
 
 def scatter_ticks(

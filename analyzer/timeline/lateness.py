@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzer.timeline._kernels import (
-    count_ticks,
+    count_span_ticks,
     group_lateness,
     rank_stats,
     scatter_ticks,
@@ -131,23 +131,64 @@ def first_last_offsets(lat: Lateness, chunks: Chunks) -> np.ndarray:
     return out
 
 
-def tick_lateness(chunks: Chunks, span_ids: np.ndarray, neg_step: np.ndarray, neg_end_us: np.ndarray) -> Lateness:
+@dataclass(frozen=True, slots=True)
+class SpanTicks:
+    """The first pass over the ticks: per span id from :attr:`first`, how many ticks name it as
+    their negotiation (:attr:`counts`) and the highest rank among them (:attr:`top`, -1: none)."""
+
+    first: int
+    counts: np.ndarray
+    top: np.ndarray
+
+    def of(self, span_ids: np.ndarray) -> tuple[np.ndarray, int]:
+        """The tick count of each of ``span_ids`` and the highest rank of their ticks (-1: none)."""
+        at = span_ids - self.first
+        inside = (at >= 0) & (at < len(self.counts))
+        counts = np.zeros(len(span_ids), np.int64)
+        counts[inside] = self.counts[at[inside]]
+        return counts, int(self.top[at[inside]].max(initial=-1))
+
+
+def span_ticks(chunks: Chunks, first: int = 0, last: int | None = None) -> SpanTicks:
+    """:class:`SpanTicks` of the ticks read through ``chunks`` that name a span id in
+    ``[first, last]`` (``last`` None: any, the arrays grow with the ids met; a run's span ids are
+    its spans' numbers, so they stay ~12 bytes per span). Needs no span: it can run while the
+    spans are read."""
+    size = 0 if last is None else max(last - first + 1, 0)
+    counts, top = np.zeros(size, np.int64), np.full(size, -1, np.int64)
+    for ids, rank in chunks(("negotiation_id", "rank")):
+        need = int(ids.max(initial=-1)) - first + 1
+        if last is None and need > len(counts):
+            grow = max(need, 2 * len(counts)) - len(counts)
+            counts = np.concatenate([counts, np.zeros(grow, np.int64)])
+            top = np.concatenate([top, np.full(grow, -1, np.int64)])
+        count_span_ticks(ids, rank, first, counts, top)
+    return SpanTicks(first, counts, top)
+
+
+def tick_lateness(
+    chunks: Chunks,
+    span_ids: np.ndarray,
+    neg_step: np.ndarray,
+    neg_end_us: np.ndarray,
+    counted: Callable[[], SpanTicks] | None = None,
+) -> Lateness:
     """:class:`Lateness` of the ticks read through ``chunks`` (:data:`Chunks`), for the
     negotiations whose span ids are ``span_ids``.
 
     Two passes over the chunks (count, then copy into per-negotiation slots): no sort, no
     concatenated copy of the ticks and only one chunk of them in memory at a time, which
     matters at ~13 M ticks per GB of timeline. The result holds 21 bytes per tick, which is
-    also the peak (the lateness replaces the tick times in place).
+    also the peak (the lateness replaces the tick times in place). ``counted`` gives the first
+    pass (:func:`span_ticks`) when the caller started it earlier, before the spans were read.
     """
     n_neg = len(span_ids)
     top = int(span_ids.max(initial=-1))
     lut = np.full(top + 1, -1, np.int64)
     lut[span_ids] = np.arange(n_neg)
-    counts = np.zeros(n_neg, np.int64)
-    max_rank = -1
-    for ids, rank in chunks(("negotiation_id", "rank")):
-        max_rank = count_ticks(ids, rank, lut, counts, max_rank)
+    ticks = counted() if counted is not None else span_ticks(chunks, int(span_ids.min(initial=0)), top)
+    counts, max_rank = ticks.of(span_ids)
+    del ticks
     full = (counts == max_rank + 1) & (counts > 0)
     bounds = np.zeros(n_neg + 1, np.int64)
     np.cumsum(np.where(full, counts, 0), out=bounds[1:])

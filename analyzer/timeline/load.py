@@ -43,6 +43,7 @@ from analyzer.timeline.model import (
     TimelineModel,
     model_of,
     negotiation_lateness,
+    ticks_counted,
     typed_spans,
 )
 from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
@@ -138,10 +139,12 @@ def lateness_of_steps(
 def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
     """The whole model of the timeline input ``entry`` (a manifest entry) of ``store``
     (:func:`analysed_model` decides when a window must do)."""
-    spans = read_spans(store, entry["id"])
-    return model_of(
-        _identity(entry), spans, tick_chunks(store, entry["id"]), _markers(store, entry["id"]), *find_steps(spans)
-    )
+    ticks = tick_chunks(store, entry["id"])
+    with ticks_counted(ticks) as counted:
+        spans = read_spans(store, entry["id"])
+        return model_of(
+            _identity(entry), spans, ticks, _markers(store, entry["id"]), *find_steps(spans), counted=counted
+        )
 
 
 def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:

@@ -160,9 +160,17 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     rank = np.tile(np.arange(ranks, dtype=np.int32), n_neg)
     ts = rng.integers(0, 5000, len(ids)) + np.repeat(np.arange(n_neg) * 10_000, ranks)
     offset = np.arange(len(ids), dtype=np.int64) * 40
+    # per span id from 100 (ids below it, above the arrays and -1 are left out); both write alike
+    first = 100
+    per_span, top = np.zeros(9_000, np.int64), np.full(9_000, -1, np.int64)
+    _both("count_span_ticks", ids, rank, first, per_span, top)
+    compiled_kernels.count_span_ticks(ids, rank, first, per_span, top)
+    inside = (ids >= first) & (ids < first + 9_000)
+    np.testing.assert_array_equal(per_span, np.bincount(ids[inside] - first, minlength=9_000))
+    want_top = np.full(9_000, -1, np.int64)
+    np.maximum.at(want_top, ids[inside] - first, rank[inside])
+    np.testing.assert_array_equal(top, want_top)
     counts = np.zeros(n_neg, np.int64)
-    ca, cb = _both("count_ticks", ids, rank, lut, counts, -1)
-    assert ca == cb == ranks - 1
     np.add.at(counts, lut[ids[ids >= 0]], 1)
     full = counts == ranks
     bounds = np.zeros(n_neg + 1, np.int64)
