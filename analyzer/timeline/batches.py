@@ -67,24 +67,31 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     if ops.empty:
         return batch_of, ready_of, pd.DataFrame({c: pd.Series(dtype="int64") for c in BATCH_COLUMNS})
     acts = spans.loc[(kind == "activity").to_numpy(), ["op_id", "start_offset"]]
-    first_child = acts.groupby("op_id")["start_offset"].min()
-    exec_off = first_child.reindex(ops["span_id"]).to_numpy(dtype=float, na_value=np.inf)
+    # per span id (arrays, not a group-by: ~1 M activities per GB of timeline): an op's first
+    # activity's offset, and later an activity's batch through its op
+    op_of = acts["op_id"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    ids_top = int(spans["span_id"].max()) + 1
+    has_op = (op_of >= 0) & (op_of < ids_top)
+    first_child = np.full(ids_top, np.inf)
+    np.minimum.at(first_child, op_of[has_op], acts["start_offset"].to_numpy(np.float64)[has_op])
+    exec_off = first_child[ops["span_id"].to_numpy()]
     end_off = np.where(ops["closed"].to_numpy(), ops["end_offset"].to_numpy(dtype=float, na_value=np.inf), np.inf)
     exec_off = np.minimum(exec_off, end_off)
     exec_off = np.where(np.isinf(exec_off), NO_LIMIT, exec_off).astype(np.int64)
-    names = pd.Categorical(ops["name"].astype(str))
+    names = ops["name"].astype("category").cat.codes  # typed_spans' codes: only equality matters
     ids = group_batches(
-        names.codes.astype(np.int64),
+        names.to_numpy(np.int64),
         ops["start_us"].to_numpy(),
         ops["start_offset"].to_numpy(),
         exec_off,
         MAX_SPREAD_US,
     )
-    by_span = pd.Series(ids, index=ops["span_id"].to_numpy())
+    batch_by_span = np.full(ids_top, -1, np.int64)
+    batch_by_span[ops["span_id"].to_numpy()] = ids
     pos = spans.index.get_indexer(ops.index)
     batch_of[pos] = ids
     act_pos = spans.index.get_indexer(acts.index)
-    batch_of[act_pos] = by_span.reindex(acts["op_id"].to_numpy()).to_numpy(dtype=float, na_value=-1).astype(np.int64)
+    batch_of[act_pos] = np.where(has_op, batch_by_span[np.where(has_op, op_of, 0)], -1)
 
     ops = ops.assign(batch=ids, ready_us=_ready_times(spans, ops))
     ready_of[pos] = ops["ready_us"].to_numpy()
