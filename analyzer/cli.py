@@ -199,7 +199,10 @@ def _repair(store: RunStore, quiet: bool) -> list[InputFile]:
 def report(
     paths: tuple[str, ...], fmt: str | None, output: str | None, fail_on: str | None, quiet: bool, memory_budget: str
 ) -> None:
-    """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report."""
+    """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report.
+
+    A temporary store keeps its tables in memory, not in files, when they fit the memory budget
+    (about twice the inputs' size, and 0.45 GB)."""
     from analyzer import targets
 
     with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
@@ -220,7 +223,11 @@ def report(
             result = analyze(store, config=config)
         else:
             assert found is not None
-            with temporary_store() as store:  # a big timeline's ranges on every core, as ingest does
+            from analyzer.store.held import fits
+
+            # a big timeline's ranges on every core, as ingest does; its tables held in memory
+            # when they fit the memory budget (no Parquet written and read back)
+            with temporary_store(hold=fits(found[0], config.memory_budget)) as store:
                 rep = _ingest(found, store, quiet, executor_from_options(None, None, None))
                 if not store.inputs:
                     raise targets.nothing_to_analyse(paths, rep.skipped)

@@ -31,7 +31,8 @@ from analyzer.render import jsonreport
 from analyzer.report.assembly import analyze_in
 from analyzer.store.discovery import InputFile, discover, recognise
 from analyzer.store.parallel import Executor
-from analyzer.store.run_store import MANIFEST, RunStore, safe_name, temporary_store
+from analyzer.store.parts import safe_name
+from analyzer.store.run_store import MANIFEST, RunStore, temporary_store
 from parsers.inputs import InputKind
 
 STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>

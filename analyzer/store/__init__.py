@@ -14,14 +14,15 @@ if TYPE_CHECKING:
     from analyzer.store.ingest import ingest_pieces, ingest_runner
     from analyzer.store.manifest import Manifest, ManifestEntry, SkippedEntry
     from analyzer.store.parallel import Executor, executor_from_options
-    from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, safe_name, temporary_store
+    from analyzer.store.parts import safe_name
+    from analyzer.store.run_store import MANIFEST, IngestReport, RunStore, temporary_store
 
 _FACE = {
     "RunStore": "analyzer.store.run_store",
     "IngestReport": "analyzer.store.run_store",
     "MANIFEST": "analyzer.store.run_store",
     "temporary_store": "analyzer.store.run_store",
-    "safe_name": "analyzer.store.run_store",
+    "safe_name": "analyzer.store.parts",
     "discover": "analyzer.store.discovery",
     "recognise": "analyzer.store.discovery",
     "InputFile": "analyzer.store.discovery",

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analyzer.errors import InputError, StoreError
 from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import HashingReader, algorithm_for, hashed_soon
 from analyzer.store.manifest import ManifestEntry, digest
 from analyzer.store.parts import (
+    Writers,
     close_parts,
     discard_parts,
     in_background,
@@ -119,7 +119,7 @@ def write_merged_log(
     """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
 
-    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
+    def fill(writers: Writers, tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
         for name, table in _with_issues(merger.tables().items(), merger.parser):
@@ -160,7 +160,7 @@ def write_ranged_timeline(
             done[0] += r.stop - r.start
             yield r
 
-    def fill(writers: dict[str, pq.ParquetWriter], tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
+    def fill(writers: Writers, tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
         parser = TimelineParser(item.path, display_name=str(item.path))
         rows: dict[str, int] = {}
@@ -180,12 +180,12 @@ def write_ranged_timeline(
 def _bucket(
     root: Path,
     run: str | None,
-    fill: Callable[[dict[str, pq.ParquetWriter], str], list[tuple[InputFile, ManifestEntry]]],
+    fill: Callable[[Writers, str], list[tuple[InputFile, ManifestEntry]]],
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
     folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
     tmp = tmp_folder_name()
-    writers: dict[str, pq.ParquetWriter] = {}
+    writers: Writers = {}
     try:
         out = fill(writers, tmp)
     except BaseException:
@@ -206,7 +206,7 @@ def _stream(
     bucket: Bucket,
     progress: Callable[[int], None] | None,
     input_id: str | None,
-    writers: dict[str, pq.ParquetWriter],
+    writers: Writers,
     tmp: str,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """The one big input of ``bucket``, written batch by batch as it is parsed."""
@@ -220,7 +220,7 @@ def _stream(
 
 
 def _gather(
-    root: Path, bucket: Bucket, progress: Callable[[int], None] | None, writers: dict[str, pq.ParquetWriter], tmp: str
+    root: Path, bucket: Bucket, progress: Callable[[int], None] | None, writers: Writers, tmp: str
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """The small inputs of ``bucket``, each parsed in memory (its id is its hash), then written
     in one go per table; the same bytes twice are written once."""

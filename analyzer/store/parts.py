@@ -10,21 +10,26 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import shutil
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzer.errors import StoreError
+from analyzer.store import held
 from parsers import arrow as A
 from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
+
+if TYPE_CHECKING:
+    from analyzer.store.manifest import ManifestEntry
 
 QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
 _PARQUET = {"compression": "lz4"}
@@ -48,14 +53,40 @@ def bucket_folder(name: str, run: str | None = None) -> str:
     return f"{RUN_KEY}={run}/{BUCKET_KEY}={name}" if run is not None else f"{BUCKET_KEY}={name}"
 
 
-def write_part(root: Path, writers: dict[str, pq.ParquetWriter], name: str, tmp_dir: str, batch: pa.Table) -> None:
-    """Append to the bucket's part file of table ``name``."""
+def entry_folder(entry: ManifestEntry) -> str:
+    """The folder of a manifest entry's rows under ``tables/<table>/``: its run's bucket, its
+    bucket (schema version 2), or (version 1) its own."""
+    return bucket_folder(entry["bucket"], entry.get("run")) if entry.get("bucket") else f"input_id={entry['id']}"
+
+
+def safe_name(name: str) -> str:
+    """``name`` made usable as a file or folder name (and a hive partition value)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
+
+
+class PartWriter(Protocol):
+    """What writes a part: a Parquet file's writer, or a part held in memory (:mod:`analyzer.store.held`)."""
+
+    def write_table(self, table: pa.Table) -> None: ...
+
+    def close(self) -> None: ...
+
+
+Writers = dict[str, PartWriter]
+
+
+def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.Table) -> None:
+    """Append to the bucket's part file of table ``name`` (held in memory when the store is:
+    :func:`analyzer.store.held.holding`)."""
     w = writers.get(name)
     if w is None:
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
         schema = arrow_schema(name)
-        w = writers[name] = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
+        w = held.new_part(root, folder / PART, schema) or pq.ParquetWriter(
+            folder / PART, schema, **parquet_options(schema)
+        )
+        writers[name] = w
     w.write_table(batch)
 
 
@@ -91,28 +122,33 @@ def drop_input_rows(path: Path, name: str, input_id: str) -> None:
     """Rewrite the part file ``path`` of table ``name`` without the rows of ``input_id``."""
     import pyarrow.compute as pc  # here: writing parts never needs it
 
-    t = pq.read_table(path, schema=arrow_schema(name))
+    part = held.held(path)
+    t = part.table() if part is not None else pq.read_table(path, schema=arrow_schema(name))
     keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), input_id))
+    if part is not None:
+        part.replace(keep)
+        return
     tmp = path.with_name(f"{TMP_PREFIX}{PART}")
     pq.write_table(keep, tmp, **parquet_options(keep.schema))
     os.replace(tmp, path)
 
 
-def close_parts(writers: dict[str, pq.ParquetWriter]) -> None:
+def close_parts(writers: Writers) -> None:
     for w in writers.values():
         w.close()
 
 
-def discard_parts(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str) -> None:
+def discard_parts(root: Path, writers: Writers, tmp_dir: str) -> None:
     """After a parser or write error: leave no partial bucket behind."""
     for w in writers.values():
         with contextlib.suppress(Exception):  # the original error is the one to report
             w.close()
     for name in writers:
         shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
+        held.dropped(root / "tables" / name / tmp_dir)
 
 
-def publish_parts(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str, run: str | None, name: str) -> str:
+def publish_parts(root: Path, writers: Writers, tmp_dir: str, run: str | None, name: str) -> str:
     """Rename the bucket's hidden folders to ``[run=<run>/]bucket=<name>``, or to
     ``bucket=<name>-<random>`` where that exists (the same bytes parsed by two tasks at once,
     or a clash of ids), which the store then resolves; a listed bucket is never overwritten."""
@@ -123,6 +159,7 @@ def publish_parts(root: Path, writers: dict[str, pq.ParquetWriter], tmp_dir: str
         dest = tables / t / bucket_folder(name, run)
         dest.parent.mkdir(exist_ok=True)
         os.replace(tables / t / tmp_dir, dest)
+        held.moved(tables / t / tmp_dir, dest)
     return name
 
 
@@ -204,6 +241,9 @@ def reading(path: Path, name: str) -> Iterator[None]:
     Raises:
         StoreError: the part cannot be read as this table's Parquet file.
     """
+    if held.held(path) is not None:  # in memory: nothing to check
+        yield
+        return
     try:
         missing = set(file_schema(name).names) - {"input_id"} - set(pq.read_schema(path).names)
         if missing:

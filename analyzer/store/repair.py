@@ -19,8 +19,8 @@ from analyzer.errors import StoreError
 from analyzer.store.discovery import InputFile, recognise
 from analyzer.store.lock import writer_lock
 from analyzer.store.manifest import ManifestEntry, write_manifest
-from analyzer.store.parts import reading
-from analyzer.store.run_store import RunStore, entry_folder
+from analyzer.store.parts import entry_folder, reading
+from analyzer.store.run_store import RunStore
 
 
 @dataclass(slots=True)

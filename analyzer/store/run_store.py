@@ -7,33 +7,29 @@ Layout (schema version 3)::
 
 A bucket (:func:`analyzer.store.buckets.plan_buckets`) is one big input or several small ones
 (per-rank logs of neighbouring hosts and ranks, up to 16 MB). Every file has an ``input_id``
-column: the first 16 hex digits of the input's sha256 (for inputs of 16 MB or more, of its
-size and first 16 MB, as it is needed before the first row is written). The manifest lists
-each input's hash (sha256, or BLAKE3 for inputs of 16 MB or more: :mod:`analyzer.store.hashing`),
-which makes ingesting the same bytes twice (under any name) a no-op, and its bucket. The folders
-are a hive-partitioned Parquet dataset (``run`` and ``bucket`` are the partition keys) that
-pyarrow, pandas, DuckDB, Dask and Spark read as is; the run's name (``ingest --run``, by default
-the store folder's name; ``batch --keep-stores`` names each store after its run) makes the tables of many stores one dataset, e.g. in DuckDB
-``read_parquet('stores/*/tables/nccl_processes/*/*/*.parquet', hive_partitioning=true)``. Each bucket is written into a
-hidden temporary folder (:mod:`analyzer.store.buckets`, here or on a worker) and renamed once
-complete; the manifest is replaced atomically as buckets complete, so an interrupted ingest
-leaves a store listing what completed, and the next ingest removes the leftovers (hidden
-folders and buckets the manifest does not list) and continues. Readers only see inputs
-listed in the manifest.
-
-Version-1 stores (``tables/<table>/input_id=<id>/part-0.parquet``, the id being the folder
-name only) and version-2 stores (``tables/<table>/bucket=<name>/``, no run level) are still
-read, and an ingest into one adds version-3 buckets.
+column: the first 16 hex digits of the input's sha256 (of its size and first 16 MB for inputs
+of 16 MB or more: it is needed before the first row is written). The manifest lists each
+input's hash (sha256, or BLAKE3 from 16 MB: :mod:`analyzer.store.hashing`), which makes
+ingesting the same bytes twice (under any name) a no-op, and its bucket. The folders are a
+hive-partitioned dataset (keys ``run`` and ``bucket``) that pyarrow, pandas, DuckDB, Dask and
+Spark read as is; the run's name (``ingest --run``, by default the folder's) makes the tables
+of many stores one dataset (DuckDB: ``read_parquet('stores/*/tables/spans/*/*/*.parquet',
+hive_partitioning=true)``). A bucket is written into hidden folders (:mod:`analyzer.store.parts`)
+and renamed once complete; the manifest is replaced atomically as buckets complete, so an
+interrupted ingest leaves a store listing what completed, and the next one removes the
+leftovers and continues. Readers see only the inputs the manifest lists. Version-1
+(``tables/<table>/input_id=<id>/``) and version-2 stores (``bucket=<name>/``, no run level) are
+still read, and an ingest into one adds version-3 buckets. A temporary store may hold the parts
+it writes in memory (:mod:`analyzer.store.held`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +40,7 @@ import pyarrow.parquet as pq
 
 from analyzer import __version__
 from analyzer.errors import StoreError
+from analyzer.store import held
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.store.lock import locked
@@ -52,11 +49,12 @@ from analyzer.store.parts import (
     PART,
     RUN_KEY,
     TMP_PREFIX,
-    bucket_folder,
     drop_input_rows,
+    entry_folder,
     file_schema,
     reading,
     row_groups,
+    safe_name,
 )
 from parsers import arrow as A
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
@@ -216,6 +214,8 @@ class RunStore:
 
             mine = pc.field("input_id") == input_id
             where = mine if where is None else where & mine
+        if (kept := held.held(path)) is not None:
+            return kept.read(cols, where)
         with reading(path, name):
             return pq.read_table(path, columns=cols, filters=where)
 
@@ -240,12 +240,15 @@ class RunStore:
         path, ids, version = part
         shared = version == 2 and len(ids) > 1
         extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
+        read = list(dict.fromkeys([*columns, *extra]))
         with reading(path, name):
-            file = pq.ParquetFile(path)
-            groups = row_groups(file.metadata, *between) if between else None
-            for b in file.iter_batches(
-                batch_size=batch_rows, row_groups=groups, columns=list(dict.fromkeys([*columns, *extra]))
-            ):
+            if (kept := held.held(path)) is not None:
+                batches: Iterable[pa.RecordBatch] = kept.batches(read, batch_rows)
+            else:
+                file = pq.ParquetFile(path)
+                groups = row_groups(file.metadata, *between) if between else None
+                batches = file.iter_batches(batch_size=batch_rows, row_groups=groups, columns=read)
+            for b in batches:
                 keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
                 if between:
                     col = b.column(between[0])
@@ -260,6 +263,8 @@ class RunStore:
     @staticmethod
     def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
+        if (kept := held.held(path)) is not None:
+            return kept.table()
         with reading(path, name):
             if version == 2:
                 return pq.read_table(path, schema=arrow_schema(name))
@@ -278,7 +283,7 @@ class RunStore:
                 continue
             path = self.part_path(name, entry)
             if path not in parts:
-                if not path.exists():
+                if not path.exists() and held.held(path) is None:
                     raise StoreError(
                         f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
                         "repair the store with `hvd-analyze ingest --repair -o STORE`"
@@ -389,6 +394,7 @@ class RunStore:
             path = self.part_path(name, entry)
             if own:
                 shutil.rmtree(path.parent)
+                held.dropped(path.parent)
             else:
                 drop_input_rows(path, name, entry["id"])
 
@@ -396,21 +402,13 @@ class RunStore:
         write_manifest(self.root, self.manifest)
 
 
-def entry_folder(entry: ManifestEntry) -> str:
-    """The folder of a manifest entry's rows under ``tables/<table>/``: its run's bucket, its
-    bucket (schema version 2), or (version 1) its own."""
-    return bucket_folder(entry["bucket"], entry.get("run")) if entry.get("bucket") else f"input_id={entry['id']}"
-
-
-def safe_name(name: str) -> str:
-    """``name`` made usable as a file or folder name (and a hive partition value)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "run"
-
-
 @contextmanager
-def temporary_store(run: str | None = None) -> Iterator[RunStore]:
-    """A store in a temporary folder, removed afterwards (``report PATH`` without a store)."""
+def temporary_store(run: str | None = None, hold: bool = False) -> Iterator[RunStore]:
+    """A store in a temporary folder, removed afterwards (``report PATH`` without a store); with
+    ``hold``, the parts this process writes stay in memory instead (:mod:`analyzer.store.held`)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
-        yield RunStore.create_or_open(Path(d) / "store", run=run)
+        store = RunStore.create_or_open(Path(d) / "store", run=run)
+        with held.holding(store.root) if hold else nullcontext():
+            yield store

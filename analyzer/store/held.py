@@ -1,0 +1,118 @@
+"""Parts held in memory: a temporary store whose tables live no longer than the process
+(``report FILE``) neither encodes them as Parquet nor reads them back.
+
+While a store's root is held (:func:`holding`), every part this process writes to it
+(:func:`analyzer.store.parts.write_part`) is a :class:`HeldPart`, the Arrow batches themselves,
+instead of a Parquet file. Its folder is still made, and renamed when the bucket is published,
+so the store's layout, its manifest and every check on them stay as they are; a part written by
+a worker process (small inputs parsed on a process pool) is a Parquet file as usual, and the
+store reads each part from where it is (:class:`analyzer.store.run_store.RunStore`).
+
+Measured on the 1 GB bench timeline: its ingest 1.50-1.67 -> 1.28-1.30 s (the Parquet encoding
+was a sixth of its CPU), and the analysis reads its spans and ticks without decoding them:
+``report FILE`` 3.51 -> 2.88 s (medians of 5 interleaved runs). The price is memory: ~0.8 bytes
+of tables per byte of timeline, held until the report is written (peak 1.30 -> 1.77 GB), so
+``report`` holds them only within its memory budget (:func:`fits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
+    from analyzer.store.discovery import InputFile
+
+#: bytes a held store's report takes per byte of input (its tables ~0.8 and the analysis ~1.2, the
+#: 1 GB bench timeline's figures), and before any input (interpreter, pandas, pyarrow)
+HELD_BYTES_PER_INPUT_BYTE = 2.0
+BASELINE_BYTES = 450 << 20
+#: a compressed input's bytes once inflated, as guessed before reading it (timelines and logs
+#: compress ~10x with gzip)
+INFLATED_PER_COMPRESSED_BYTE = 10
+
+_ROOTS: set[Path] = set()
+_PARTS: dict[Path, HeldPart] = {}
+
+
+class HeldPart:
+    """One part held in memory: the writer's interface (:meth:`write_table`, :meth:`close`) and
+    what a reader asks of a part file."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._batches: list[pa.Table] = []
+
+    def write_table(self, table: pa.Table) -> None:
+        self._batches.append(table)
+
+    def close(self) -> None:
+        """Nothing to flush: the batches are the part."""
+
+    def table(self) -> pa.Table:
+        """Every row, in the order written."""
+        if len(self._batches) != 1:
+            self._batches = [pa.concat_tables(self._batches) if self._batches else self.schema.empty_table()]
+        return self._batches[0]
+
+    def replace(self, table: pa.Table) -> None:
+        self._batches = [table]
+
+    def read(self, columns: list[str], where: pc.Expression | None = None) -> pa.Table:
+        """``columns`` of the rows for which ``where`` holds (a Parquet file's read, in memory)."""
+        t = self.table()
+        return (t if where is None else t.filter(where)).select(columns)
+
+    def batches(self, columns: list[str], batch_rows: int) -> Iterable[pa.RecordBatch]:
+        """``columns`` of every row, ``batch_rows`` rows at a time, in the order written."""
+        out: list[pa.RecordBatch] = self.table().select(columns).to_batches(max_chunksize=batch_rows)
+        return out
+
+
+def fits(inputs: Iterable[InputFile], budget: int) -> bool:
+    """Whether a report of ``inputs`` may hold its store's tables in memory within ``budget`` bytes."""
+    size = sum(i.size * (INFLATED_PER_COMPRESSED_BYTE if i.compressed else 1) for i in inputs)
+    return BASELINE_BYTES + size * HELD_BYTES_PER_INPUT_BYTE <= budget
+
+
+@contextmanager
+def holding(root: Path) -> Iterator[None]:
+    """Hold the parts this process writes to the store at ``root`` in memory, until the end."""
+    _ROOTS.add(root)
+    try:
+        yield
+    finally:
+        _ROOTS.discard(root)
+        for path in [p for p in _PARTS if p.is_relative_to(root)]:
+            del _PARTS[path]
+
+
+def new_part(root: Path, path: Path, schema: pa.Schema) -> HeldPart | None:
+    """A held part for the part file ``path`` of the store at ``root``, or None when it is not held."""
+    if root not in _ROOTS:
+        return None
+    part = _PARTS[path] = HeldPart(schema)
+    return part
+
+
+def held(path: Path) -> HeldPart | None:
+    """The held part of part file ``path``, if it is one."""
+    return _PARTS.get(path)
+
+
+def moved(src: Path, dest: Path) -> None:
+    """The folder ``src`` was renamed ``dest``: its held parts move with it."""
+    for path in [p for p in _PARTS if p.parent == src]:
+        _PARTS[dest / path.name] = _PARTS.pop(path)
+
+
+def dropped(folder: Path) -> None:
+    """The folder ``folder`` was removed: so are its held parts."""
+    for path in [p for p in _PARTS if p.parent == folder]:
+        del _PARTS[path]

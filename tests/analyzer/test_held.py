@@ -1,0 +1,99 @@
+"""A temporary store that holds its parts in memory (``report FILE`` within its memory budget)
+reads back exactly what a store of Parquet files reads, and writes no part file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from analyzer.store import held
+from analyzer.store.discovery import InputFile, discover
+from analyzer.store.ingest import ingest_runner
+from analyzer.store.parallel import Executor
+from analyzer.store.run_store import RunStore, temporary_store
+from parsers.inputs import InputKind
+from parsers.schema import TABLES
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic"
+INPUTS = [SAMPLES / "nccl_socket_fallback" / "job.log", SAMPLES / "straggler_nocache" / "timeline.json"]
+
+
+def _tables(store: RunStore) -> dict[str, list[dict[str, object]]]:
+    return {name: store.table(name).to_pylist() for name in TABLES if store.has_table(name)}
+
+
+def _part_files(store: RunStore) -> list[Path]:
+    return sorted((store.root / "tables").rglob("*.parquet"))
+
+
+def _ranged(root: Path) -> RunStore:
+    """A store of INPUTS whose timeline is read in ranges of 4 KB (the big timelines' path)."""
+    store = RunStore.create_or_open(root)
+    store.ingest(*discover(INPUTS), runner=ingest_runner(Executor(), range_bytes=4096))
+    return store
+
+
+def test_a_held_store_reads_what_a_store_of_files_reads(tmp_path: Path) -> None:
+    disk = _ranged(tmp_path / "disk")
+    with temporary_store(hold=True) as store:
+        store.ingest(*discover(INPUTS), runner=ingest_runner(Executor(), range_bytes=4096))
+        assert _part_files(store) == []  # the folders are there, and no file in them
+        assert (store.root / "tables" / "spans").is_dir()
+        assert _tables(store) == _tables(disk)
+        timeline = next(e for e in store.inputs if e["kind"] == "horovod_timeline")["id"]
+        where = pc.field("start_us") >= 5_000_000
+        assert store.input_table("spans", timeline, ["span_id", "name"], where).to_pylist() == (
+            disk.input_table("spans", timeline, ["span_id", "name"], where).to_pylist()
+        )
+        between = ("negotiation_id", 10, 400)
+
+        def ticks(s: RunStore) -> list[dict[str, object]]:
+            cols = ["negotiation_id", "rank", "ts_us"]
+            return [r for b in s.input_batches("ticks", timeline, cols, 100, between) for r in b.to_pylist()]
+
+        assert ticks(store) and ticks(store) == ticks(disk)
+        spans = store.part_path("spans", store.inputs[0])
+    assert held.held(spans) is None  # let go with the store
+
+
+def test_held_parts_and_part_files_read_together(tmp_path: Path) -> None:
+    """Parts written elsewhere (worker processes) are files; the store reads both kinds."""
+    both = RunStore.create_or_open(tmp_path / "both")
+    log, timeline = discover(INPUTS)[0]
+    both.ingest([log])  # a Parquet file
+    with held.holding(both.root):
+        both.ingest([timeline])  # held
+        assert len(_part_files(both)) == len(both.inputs[0]["tables"])
+        assert _tables(both) == _tables(_ranged(tmp_path / "disk"))
+
+
+def test_rows_dropped_from_a_shared_bucket_leave_the_others(tmp_path: Path) -> None:
+    """An input parsed twice at once is dropped from the bucket it shares (here, in memory)."""
+    copy = tmp_path / "other.json"
+    copy.write_bytes(INPUTS[1].read_bytes().replace(b"allreduce", b"allgather"))
+    items = [InputFile(p, InputKind.HOROVOD_TIMELINE, False, p.stat().st_size) for p in (INPUTS[1], copy)]
+    with temporary_store(hold=True) as store:
+        store.ingest(items)
+        first, second = store.inputs
+        assert first["bucket"] == second["bucket"]  # two small inputs, one bucket
+        store._drop_rows(second)
+        assert store.input_table("spans", first["id"]).num_rows == first["rows"]["spans"]
+        assert store.input_table("spans", second["id"]).num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("size", "compressed", "budget", "fits"),
+    [
+        (1 << 30, False, 4 << 30, True),  # the 1 GB bench timeline within the default budget
+        (2 << 30, False, 4 << 30, False),
+        (200 << 20, True, 4 << 30, False),  # ~2 GB once inflated
+        (1 << 30, False, 1 << 30, False),
+    ],
+)
+def test_a_report_holds_its_tables_only_within_its_memory_budget(
+    size: int, compressed: bool, budget: int, fits: bool
+) -> None:
+    item = InputFile(Path("t.json"), InputKind.HOROVOD_TIMELINE, compressed, size)
+    assert held.fits([item], budget) is fits
