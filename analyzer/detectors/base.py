@@ -62,6 +62,12 @@ class Detector(Protocol):
     @property
     def why_required(self) -> str: ...
 
+    @property
+    def reads_rank_statistics(self) -> bool:
+        """Whether it reads :attr:`TimelineModel.steady_ranks`, which :func:`analyzer.report.assembly.analyze`
+        computes on a thread while the detectors that do not read it run first."""
+        ...
+
     def detect(self, ctx: Context) -> list[Finding]: ...
 
 
@@ -73,6 +79,7 @@ class TimelineDetector:
     code: str
     requires: tuple[str, ...] = ("spans",)
     why_required = "no Horovod timeline was ingested"
+    reads_rank_statistics = False
 
     def detect(self, ctx: Context) -> list[Finding]:
         """:meth:`check` on every timeline; a finding that names ranks also names their hosts when
@@ -101,6 +108,7 @@ class LogDetector:
     code: str
     requires: tuple[str, ...] = ("nccl_processes",)
     why_required = "no NCCL_DEBUG=INFO log was ingested"
+    reads_rank_statistics = False
 
     def detect(self, ctx: Context) -> list[Finding]:
         """One check per job with logs: a job's findings rest on its own logs only."""

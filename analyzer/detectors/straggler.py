@@ -35,6 +35,7 @@ class Straggler(TimelineDetector):
     name = "straggler"
     code = CODE
     requires = ("spans", "ticks")
+    reads_rank_statistics = True
 
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.straggler

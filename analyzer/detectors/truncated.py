@@ -38,6 +38,7 @@ class TruncatedTimeline:
     code = CODE
     requires = ("parse_issues",)
     why_required = "no Horovod timeline was ingested"
+    reads_rank_statistics = False
 
     def detect(self, ctx: Context) -> list[Finding]:
         by_input: dict[str, list[dict[str, Any]]] = defaultdict(list)

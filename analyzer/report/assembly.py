@@ -31,15 +31,21 @@ def analyze(
 def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> AnalysisReport:
     """:func:`analyze` with the caller's context, whose models stay cached for further views."""
     store = ctx.store
-    findings: list[Finding] = []
-    skipped: list[Skipped] = []
-    for det in detectors:
+    found: dict[int, list[Finding]] = {}
+    skipped_by: dict[int, Skipped] = {}
+    if store.has_table("ticks"):  # the ranks' statistics on a thread while the others run
+        for m in ctx.timelines():
+            m.rank_statistics_ahead()
+    # the detectors that read them run last; the findings keep the detectors' order
+    for i in sorted(range(len(detectors)), key=lambda i: detectors[i].reads_rank_statistics):
+        det = detectors[i]
         reason = skip_reason(tuple(det.requires), store, det.why_required)
         if reason is not None:
-            skipped.append(Skipped(det.name, reason))
-            continue
-        if all(store.has_table(t) for t in det.requires):  # else: its logs had nothing of the kind
-            findings += det.detect(ctx)
+            skipped_by[i] = Skipped(det.name, reason)
+        elif all(store.has_table(t) for t in det.requires):  # else: its logs had nothing of the kind
+            found[i] = det.detect(ctx)
+    findings = [f for i in sorted(found) for f in found[i]]
+    skipped = [skipped_by[i] for i in sorted(skipped_by)]
     with_logs: set[str | None] = {j.id for j in ctx.jobs().jobs if j.logs}
     findings = relate(findings, with_logs)
     findings.sort(key=Finding.sort_key)

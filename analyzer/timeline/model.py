@@ -149,8 +149,19 @@ class TimelineModel:
 
     @cached_property
     def steady_ranks(self) -> list[RankLateness]:
-        """:func:`analyzer.timeline.lateness.rank_summary` of :attr:`steady_lateness`, computed once."""
-        return rank_summary(self.steady_lateness)
+        """:func:`analyzer.timeline.lateness.rank_summary` of :attr:`steady_lateness`, computed once
+        (on a thread of its own when :meth:`rank_statistics_ahead` started it)."""
+        ahead: Future[list[RankLateness]] | None = self.__dict__.pop("_ranks_ahead", None)
+        return ahead.result() if ahead is not None else rank_summary(self.steady_lateness)
+
+    def rank_statistics_ahead(self) -> None:
+        """Start :attr:`steady_ranks` on a thread of its own, for what runs before a reader of it
+        (its loops and numpy's selections release the GIL): 0.19 s of a 1 GB timeline's report."""
+        if "steady_ranks" in self.__dict__ or "_ranks_ahead" in self.__dict__:
+            return
+        pool = ThreadPoolExecutor(1, thread_name_prefix="hvd-analyze-ranks")
+        self.__dict__["_ranks_ahead"] = pool.submit(rank_summary, self.steady_lateness)
+        pool.shutdown(wait=False)  # the thread ends with its one task
 
     @cached_property
     def rank_scope(self) -> tuple[Literal["steady", "first_negotiations", "none"], Lateness]:
