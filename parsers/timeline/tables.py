@@ -59,7 +59,8 @@ class TimelineNames:
         self._index: tuple[dict[str, int], ...] = ({}, {}, {})
         self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
         self._same_ids = True  # so far the current tokenizer's ids are ours
-        self.tensor_names: list[str] = []
+        self.tensor_names: list[str] = []  # each name once: the tensor columns' dictionary
+        self._tensor_index: dict[str, int] = {}
         self.pid_tensor = np.full(1024, -1, np.int32)  # pid -> index in tensor_names, -1: unnamed
 
     # -- interning ------------------------------------------------------------------------
@@ -92,8 +93,11 @@ class TimelineNames:
             self.pid_tensor = grown
         old = self.pid_tensor[pid]
         renamed = bool(old >= 0 and self.tensor_names[old] != name)
-        self.pid_tensor[pid] = len(self.tensor_names)
-        self.tensor_names.append(name)
+        at = self._tensor_index.get(name)
+        if at is None:  # metadata repeated (a file pasted twice, a resumed run) names no new tensor
+            at = self._tensor_index[name] = len(self.tensor_names)
+            self.tensor_names.append(name)
+        self.pid_tensor[pid] = at
         return renamed
 
     # -- tables ---------------------------------------------------------------------------

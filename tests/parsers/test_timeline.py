@@ -319,3 +319,18 @@ def test_a_timeline_damaged_throughout_is_read_in_linear_work(tmp_path: Path) ->
     assert len([k for k, _ in tables if k == "spans"]) <= 2
     lost = {i.code: i.count for i in parser.issues}
     assert lost["timeline.corrupt_record"] == 3000
+
+
+def test_repeated_metadata_names_each_tensor_once_in_the_dictionary(tmp_path: Path) -> None:
+    """A file pasted twice, or a resumed run, names its pids again: each tensor name is one word of the
+    tensor columns' dictionary (a reader such as pandas refuses a dictionary with a word twice)."""
+    parts = [meta(1, "grad.a"), meta(2, "grad.b"), meta(1, "grad.a"), meta(2, "grad.b"), meta(1, "grad.a")]
+    parts += [B("NEGOTIATE_ALLREDUCE", 1, 1), X(0, 2, 1), E(3, 1), B("NEGOTIATE_ALLREDUCE", 1, 2), E(3, 2)]
+    tables = parse_timeline(write(tmp_path, glued(*parts))).tables
+    for name in ("spans", "ticks"):
+        col = tables[name].column("tensor")
+        for chunk in col.chunks:
+            words = chunk.dictionary.to_pylist()
+            assert len(words) == len(set(words)), (name, words)
+    assert tables["ticks"].column("tensor").to_pylist() == ["grad.a"]
+    assert sorted(tables["spans"].column("tensor").to_pylist()) == ["grad.a", "grad.b"]
