@@ -50,7 +50,7 @@ class HeldPart:
         self._batches: list[pa.Table] = []
 
     def write_table(self, table: pa.Table) -> None:
-        self._batches.append(table)
+        self._batches.append(_unique_dictionaries(table))
 
     def close(self) -> None:
         """Nothing to flush: the batches are the part."""
@@ -73,6 +73,21 @@ class HeldPart:
         """``columns`` of every row, ``batch_rows`` rows at a time, in the order written."""
         out: list[pa.RecordBatch] = self.table().select(columns).to_batches(max_chunksize=batch_rows)
         return out
+
+
+def _unique_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary holding a word once, as a Parquet file reads back (Arrow
+    allows a word twice in a dictionary; pandas does not take such a column)."""
+    import pyarrow.compute as pc
+
+    for i, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type):
+            continue
+        col = table.column(i)
+        if any(len(c.dictionary) != pc.count_distinct(c.dictionary).as_py() for c in col.chunks):
+            decoded = col.cast(field.type.value_type)
+            table = table.set_column(i, field, pc.dictionary_encode(decoded).cast(field.type))
+    return table
 
 
 def fits(inputs: Iterable[InputFile], budget: int) -> bool:

@@ -97,3 +97,34 @@ def test_a_report_holds_its_tables_only_within_its_memory_budget(
 ) -> None:
     item = InputFile(Path("t.json"), InputKind.HOROVOD_TIMELINE, compressed, size)
     assert held.fits([item], budget) is fits
+
+
+def test_a_dictionary_with_a_word_twice_reads_back_as_from_a_file(tmp_path: Path) -> None:
+    """Arrow allows a word twice in a dictionary and a Parquet file reads back without it; a held
+    part reads back the same (pandas refuses such a column)."""
+    import pyarrow as pa
+
+    from analyzer.store.parts import Writers, write_part
+    from parsers.schema import arrow_schema
+
+    schema = arrow_schema("markers")
+    words = pa.array(["CYCLE_START", "CYCLE_START", "X"])
+    cols = {
+        f.name: pa.DictionaryArray.from_arrays(pa.array([0, 1, 2], pa.int32()), words).cast(f.type)
+        if pa.types.is_dictionary(f.type)
+        else pa.array([1, 2, 3], f.type)
+        for f in schema
+    }
+    table = pa.table(cols, schema=schema)
+    root = tmp_path / "store"
+    with held.holding(root):
+        writers: Writers = {}
+        write_part(root, writers, "markers", "t", table)
+        part = held.held(root / "tables" / "markers" / "t" / "part-0.parquet")
+        assert part is not None
+        back = part.table()
+        assert back.to_pandas()["name"].astype(str).tolist() == ["CYCLE_START", "CYCLE_START", "X"]
+        for f in schema:
+            if pa.types.is_dictionary(f.type):
+                words_back = back.column(f.name).chunks[0].dictionary.to_pylist()
+                assert len(words_back) == len(set(words_back))
