@@ -201,8 +201,7 @@ def report(
 ) -> None:
     """Analyse a run store, or input files/folders (ingested into a temporary store), and write a report.
 
-    A temporary store keeps its tables in memory, not in files, when they fit the memory budget
-    (about twice the inputs' size, and 0.45 GB)."""
+    A temporary store keeps its tables in memory when they fit the memory budget (2x the inputs + 0.45 GB)."""
     from analyzer import targets
 
     with errors(output if output and output != "-" else "the temporary store (TMPDIR)"):
