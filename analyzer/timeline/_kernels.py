@@ -27,7 +27,6 @@ CI64 = cython.typedef(cython.const[cython.longlong][::1])
 CI32 = cython.typedef(cython.const[cython.int][::1])
 CU8 = cython.typedef(cython.const[cython.uchar][::1])
 F64 = cython.typedef(cython.double[::1])
-CF64 = cython.typedef(cython.const[cython.double][::1])
 
 
 def _i64(a: np.ndarray) -> np.ndarray:
@@ -163,8 +162,8 @@ def _next_slot(span_id: cython.longlong, lut: CI64, full: CU8, fill: I64) -> tup
 
 
 def count_span_ticks(ids: np.ndarray, rank: np.ndarray, first: int, counts: np.ndarray, top: np.ndarray) -> None:
-    """Add one chunk of ticks to ``counts`` and ``top`` (per span id from ``first``: ticks naming it,
-    and their highest rank, -1 while none). Ticks naming no span (-1) or one outside the arrays
+    """Add one chunk of ticks to ``counts`` and ``top`` (per span id from ``first`` >= 0: ticks naming
+    it, and their highest rank, -1 while none). Ticks naming no span (-1) or one outside the arrays
     are left out."""
     ii: CI64 = _i64(ids)
     rk: CI32 = _i32(rank)
@@ -175,7 +174,7 @@ def count_span_ticks(ids: np.ndarray, rank: np.ndarray, first: int, counts: np.n
     with cython.nogil:  # the ticks' first pass runs while the spans are read (load.build_model)
         for i in range(ii.shape[0]):
             k = ii[i] - lo
-            if ii[i] < 0 or k < 0 or k >= n:
+            if k < 0 or k >= n:  # -1 (no span) too, as first >= 0
                 continue
             cn[k] += 1
             tp[k] = max(tp[k], rk[i])

@@ -186,7 +186,8 @@ def tick_lateness(
     top = int(span_ids.max(initial=-1))
     lut = np.full(top + 1, -1, np.int64)
     lut[span_ids] = np.arange(n_neg)
-    ticks = counted() if counted is not None else span_ticks(chunks, int(span_ids.min(initial=0)), top)
+    first = int(span_ids.min()) if n_neg else 0  # the pass's arrays span these ids only (a window's)
+    ticks = counted() if counted is not None else span_ticks(chunks, first, top)
     counts, max_rank = ticks.of(span_ids)
     del ticks
     full = (counts == max_rank + 1) & (counts > 0)

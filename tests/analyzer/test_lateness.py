@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import pytest
 
-from analyzer.timeline.lateness import Lateness, span_ticks, tick_lateness
+from analyzer.timeline.lateness import Chunks, Lateness, span_ticks, tick_lateness
 
 # span ids 5, 9 and 40 are negotiations; 12 is another span a malformed tick names (with rank 7,
 # which must not count as a rank of the job), -1 no span, 1000 a span past every negotiation
@@ -50,3 +51,19 @@ def test_span_ticks_counts_every_span_id_it_meets() -> None:
     assert len(bounded.counts) == 36 and bounded.counts.sum() == 12
     counts, top = bounded.of(np.array([5, 9, 40, 41]))
     assert counts.tolist() == [4, 3, 4, 0] and top == 3
+
+
+def test_the_spans_own_pass_spans_their_ids_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an early pass, the counts cover the negotiations' ids from the lowest (a later
+    window's ids start far from 0: arrays from 0 would take 16 bytes per span of the run)."""
+    import analyzer.timeline.lateness as lateness
+
+    bounds: list[tuple[int, int | None]] = []
+
+    def recording(chunks_: Chunks, first: int = 0, last: int | None = None) -> lateness.SpanTicks:
+        bounds.append((first, last))
+        return span_ticks(chunks_, first, last)
+
+    monkeypatch.setattr(lateness, "span_ticks", recording)
+    _lateness(False)
+    assert bounds == [(5, 40)]
