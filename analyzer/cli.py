@@ -34,15 +34,15 @@ def cli() -> None:
     """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
-def _discover(paths: tuple[str, ...]) -> tuple[list[InputFile], list[SkippedFile]]:
-    """The inputs under ``paths``, the big ones' hash started at once on a thread of its own
-    (:func:`analyzer.store.hashing.hash_soon`): called before the store and the parsers load, so
-    that the hash runs on the core their imports leave idle (0.1-0.2 s of a big ingest)."""
+def _discover(paths: tuple[str, ...], timelines: bool = True) -> tuple[list[InputFile], list[SkippedFile]]:
+    """The inputs under ``paths``, the big ones' hash started at once (:func:`analyzer.store.hashing.
+    hash_inputs_soon`, ``timelines`` or not): before the store and the parsers load, so that
+    the hash runs on the core their imports leave idle (0.1-0.2 s of a big ingest)."""
     from analyzer.store.discovery import discover
-    from analyzer.store.hashing import BIG_BYTES, hash_soon
+    from analyzer.store.hashing import hash_inputs_soon
 
     inputs, skipped = discover(list(paths)) if paths else ([], [])
-    hash_soon(i.path for i in inputs if i.size >= BIG_BYTES)
+    hash_inputs_soon(inputs, timelines)
     return inputs, skipped
 
 
@@ -121,7 +121,7 @@ def ingest(
         raise click.UsageError("give the files or folders to ingest (or --repair to repair the store)")
     began = time.perf_counter()
     with errors(f"the store {store_dir}"):
-        found = _discover(paths)  # before the store loads: see _discover
+        found = _discover(paths, timelines=False)  # before the store loads: see _discover
         from analyzer.store.manifest import digest
         from analyzer.store.parallel import executor_from_options
         from analyzer.store.run_store import MANIFEST, RunStore

@@ -229,7 +229,7 @@ def _log_signal(head: bytes) -> str | None:
     return None
 
 
-def readinto_full(f: BinaryIO | GunzipStream, view: memoryview) -> int:
+def readinto_full(f: Source, view: memoryview) -> int:
     """Fill ``view`` as far as the stream allows (gzip streams return short reads)."""
     total = 0
     while total < len(view):
@@ -239,3 +239,47 @@ def readinto_full(f: BinaryIO | GunzipStream, view: memoryview) -> int:
             break
         total += n
     return total
+
+
+class ByteSink(Protocol):
+    """What sees the bytes a reader reads, with their file offsets (an input's hash, computed
+    from the reads that parse it instead of reading the file once more)."""
+
+    def feed(self, at: int, data: memoryview) -> None:
+        """``data`` is the file's bytes from offset ``at``."""
+
+    def fail(self) -> None:
+        """Bytes this feeder owed will not come (an error, a file cut meanwhile)."""
+
+
+class FedReader:
+    """A binary file positioned at ``at`` whose every read also goes to ``sink``."""
+
+    def __init__(self, f: BinaryIO, at: int, sink: ByteSink) -> None:
+        self.f, self.at, self.sink = f, at, sink
+
+    def readinto(self, b: Any) -> int:
+        n = cast(io.RawIOBase, self.f).readinto(b) or 0
+        self._fed(memoryview(b)[:n])
+        return n
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self._fed(memoryview(data))
+        return data
+
+    def _fed(self, view: memoryview) -> None:
+        if len(view):
+            self.sink.feed(self.at, view)
+            self.at += len(view)
+
+    def read_to(self, stop: int) -> bool:
+        """Read (and feed) what is left up to offset ``stop``; False if the file ends before."""
+        while self.at < stop:
+            if not self.read(min(1 << 20, stop - self.at)):
+                return False
+        return True
+
+
+#: what the parsers read from: a file, a gzip stream, or a file whose reads are fed to a sink
+Source = BinaryIO | GunzipStream | FedReader

@@ -13,9 +13,10 @@ they come (its B/E pairing is sequential by nature, and cheap: a quarter of the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from analyzer.store.buckets import (
     write_ranged_timeline,
 )
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import file_digest
+from analyzer.store.hashing import RangeDigest, file_digest, hashed_soon
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parallel import Executor
 from parsers.inputs import CHUNK_BYTES, InputKind
@@ -34,6 +35,7 @@ from parsers.inputs import CHUNK_BYTES, InputKind
 if TYPE_CHECKING:  # the log parser loads when a log is parsed
     from parsers.nccl.chunks import ChunkMerger
     from parsers.nccl.parser import JobLogParser
+    from parsers.timeline.tokens import RangeTask, TokenizedRange
 
 #: input per ingest task at most (four buckets of small inputs, two chunks of a big log): an
 #: interrupted ingest redoes at most this much per worker (a task's entries come back when it ends)
@@ -154,20 +156,41 @@ def ingest_runner(
             yield item, entry
         if not timelines:
             return
-        from parsers.timeline.tokens import tokenize_task
-
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash") as hasher:
             for b in timelines:  # each reports its progress range by range
-                hashed = hasher.submit(file_digest, str(b.inputs[0].path))
+                item = b.inputs[0]
+                tokenized, hexdigest = _ranges_hashed(item, hasher)
                 yield from write_ranged_timeline(
                     root,
-                    b.inputs[0],
-                    lambda ts: executor.ordered(tokenize_task, ts),
-                    hashed.result,
+                    item,
+                    tokenized,
+                    hexdigest,
                     b.run,
                     range_bytes,
                     progress,
                 )
+
+    def _ranges_hashed(
+        item: InputFile, hasher: ThreadPoolExecutor
+    ) -> tuple[Callable[[list[RangeTask]], Iterable[TokenizedRange]], Callable[[], str]]:
+        """How to tokenize a big timeline's ranges, and its hash: the one started early
+        (:func:`analyzer.store.hashing.hash_soon`), else from the tokenizer's own reads when
+        they are this process's threads (:class:`~analyzer.store.hashing.RangeDigest`), else
+        (Dask workers read the file) read on a thread of its own."""
+        from parsers.timeline.tokens import tokenize_task
+
+        path = str(item.path)
+        early = hashed_soon(path)
+        if early is not None or executor.uses_dask:
+            hashed = early if early is not None else hasher.submit(file_digest, path)
+            return (lambda ts: executor.ordered(tokenize_task, ts)), hashed.result
+        digest = RangeDigest(path, item.size)
+
+        def tokenized(tasks: list[RangeTask]) -> Iterable[TokenizedRange]:
+            digest.head(tasks[0][1] if tasks else item.size)
+            return executor.ordered(partial(tokenize_task, seen=digest), tasks)
+
+        return tokenized, digest.hexdigest
 
     def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
         tasks: list[IngestTask] = []

@@ -20,12 +20,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import BinaryIO
 
 import numpy as np
 
 from parsers.errors import InputError, describe_bytes
-from parsers.inputs import GunzipStream, readinto_full
+from parsers.inputs import ByteSink, FedReader, Source, readinto_full
 from parsers.issues import IssueSeverity, IssueSink, ParseIssue
 from parsers.timeline import _tokenize as T
 from parsers.timeline import layout as L
@@ -101,7 +100,7 @@ class Tokenizer:
         self.position = 0  # file offset after the last byte read
 
     def blocks(
-        self, f: BinaryIO | GunzipStream, start: int = 0, stop: int | None = None, buffer: np.ndarray | None = None
+        self, f: Source, start: int = 0, stop: int | None = None, buffer: np.ndarray | None = None
     ) -> Iterator[TokenBlock]:
         """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end), read
         into ``buffer`` (at least the chunk size + 64 bytes; a new one by default)."""
@@ -277,7 +276,7 @@ class Tokenizer:
         )
 
     @staticmethod
-    def _trailing(f: BinaryIO | GunzipStream, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
+    def _trailing(f: Source, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
         """Non-blank bytes after the closing ']' to the end of the input or range, and the
         bytes read past the buffer to count them."""
         extra, read = nonblank(f, left)
@@ -295,7 +294,7 @@ class Tokenizer:
         return TokenBlock(rows, strings, raw)
 
 
-def nonblank(f: BinaryIO | GunzipStream, left: int | None = None) -> tuple[int, int]:
+def nonblank(f: Source, left: int | None = None) -> tuple[int, int]:
     """The bytes of ``f`` from where it is (``left`` of them, or to its end) other than blanks
     around each MiB read, and how many were read."""
     extra = read = 0
@@ -325,13 +324,21 @@ class TokenizedRange:
 
 
 def tokenize_range(
-    path: str, start: int, stop: int, chunk_bytes: int = DEFAULT_CHUNK, *, resync: bool = False, records_before: int = 1
+    path: str,
+    start: int,
+    stop: int,
+    chunk_bytes: int = DEFAULT_CHUNK,
+    *,
+    resync: bool = False,
+    records_before: int = 1,
+    seen: ByteSink | None = None,
 ) -> TokenizedRange:
     """Tokenize ``path[start:stop]``, a range starting at a record boundary past the ``[``.
 
     By default (a worker's range) it stops at an unreadable record instead of skipping it
     (``Ending("stopped")``): the parser re-reads from there in file order, as the single
-    pass would have.
+    pass would have. ``seen`` gets every byte of the range as it is read (those the tokenizer
+    did not need too), or its ``fail()`` when they cannot all come.
     """
     sink = IssueSink(path)
     tok = Tokenizer(
@@ -342,9 +349,16 @@ def tokenize_range(
         resync=resync,
         records_before=records_before,
     )
-    with open(path, "rb") as f:
-        f.seek(start)
-        blocks = list(tok.blocks(f, start, stop, thread_buffer(tok.chunk_bytes + 64)))
+    with open(path, "rb") as raw:
+        raw.seek(start)
+        f = raw if seen is None else FedReader(raw, start, seen)
+        fed = False
+        try:
+            blocks = list(tok.blocks(f, start, stop, thread_buffer(tok.chunk_bytes + 64)))
+            fed = not isinstance(f, FedReader) or f.read_to(stop)
+        finally:
+            if seen is not None and not fed:
+                seen.fail()
     return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
 
 
@@ -361,10 +375,10 @@ def recycle(block: TokenBlock) -> None:
 RangeTask = tuple[str, int, int, int]
 
 
-def tokenize_task(task: RangeTask) -> TokenizedRange:
+def tokenize_task(task: RangeTask, seen: ByteSink | None = None) -> TokenizedRange:
     """:func:`tokenize_range` of one of :func:`timeline_ranges`' tasks (a worker's unit of work)."""
     path, start, stop, records_before = task
-    return tokenize_range(path, start, stop, records_before=records_before)
+    return tokenize_range(path, start, stop, records_before=records_before, seen=seen)
 
 
 def timeline_ranges(path: str, begin: int, size: int, range_bytes: int = RANGE_BYTES) -> list[RangeTask]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import threading
 from pathlib import Path
+from unittest import mock
 
 import blake3
 import pytest
@@ -17,6 +19,9 @@ from click.testing import CliRunner
 import analyzer.store.hashing as hashing
 from analyzer.cli import cli
 from analyzer.store.buckets import BUCKET_BYTES
+from analyzer.store.discovery import discover
+from analyzer.store.ingest import ingest_runner
+from analyzer.store.parallel import Executor
 from analyzer.store.run_store import RunStore
 from tests.builders import B, E, X, glued, meta
 
@@ -61,21 +66,9 @@ def test_early_hashing_covers_the_inputs_of_their_own_bucket() -> None:
     assert hashing.BIG_BYTES == BUCKET_BYTES
 
 
-def _big_timeline(tmp_path: Path) -> Path:
-    """A 17 MB timeline: its own bucket, hashed with BLAKE3."""
-    step = [B("NEGOTIATE_ALLREDUCE", 10, 1), X(0, 11, 1), X(1, 12, 1), E(12, 1), B("ALLREDUCE", 13, 1), E(20, 1)]
-    path = tmp_path / "timeline.json"
-    path.write_text(glued(meta(1, "allreduce.w"), *(step * 120_000)), encoding="utf-8")
-    assert path.stat().st_size >= hashing.BIG_BYTES
-    return path
-
-
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_ingest_hashes_a_big_input_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
-    """A 17 MB timeline (its own bucket; with 2 jobs, still the single pass below 256 MB): one
-    pass of BLAKE3 over it, by the early hash, and the manifest holds that hash."""
-    path = _big_timeline(tmp_path)
-    hashed: list[str] = []  # the algorithm of every byte hashed by analyzer.store.hashing
+def _count_hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The algorithm of every byte :mod:`analyzer.store.hashing` hashes from now on, in a list."""
+    hashed: list[str] = []
     new_hasher = hashing.new_hasher
 
     class Counted:
@@ -91,6 +84,24 @@ def test_ingest_hashes_a_big_input_once(tmp_path: Path, monkeypatch: pytest.Monk
             return self.h.hexdigest()
 
     monkeypatch.setattr(hashing, "new_hasher", Counted)
+    return hashed
+
+
+def _big_timeline(tmp_path: Path) -> Path:
+    """A 17 MB timeline: its own bucket, hashed with BLAKE3."""
+    step = [B("NEGOTIATE_ALLREDUCE", 10, 1), X(0, 11, 1), X(1, 12, 1), E(12, 1), B("ALLREDUCE", 13, 1), E(20, 1)]
+    path = tmp_path / "timeline.json"
+    path.write_text(glued(meta(1, "allreduce.w"), *(step * 120_000)), encoding="utf-8")
+    assert path.stat().st_size >= hashing.BIG_BYTES
+    return path
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ingest_hashes_a_big_input_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """A 17 MB timeline (its own bucket; with 2 jobs, still the single pass below 32 MB): one
+    pass of BLAKE3 over it, from the parse's own reads, and the manifest holds that hash."""
+    path = _big_timeline(tmp_path)
+    hashed = _count_hashed(monkeypatch)
     res = CliRunner().invoke(cli, ["ingest", str(path), "-o", str(tmp_path / "store"), "-q", "-j", jobs])
     monkeypatch.undo()
     assert res.exit_code == 0, res.output
@@ -125,3 +136,62 @@ def test_a_store_that_hashed_a_big_input_with_sha256_still_knows_its_bytes(tmp_p
     assert other.stat().st_size == path.stat().st_size
     assert CliRunner().invoke(cli, ["ingest", str(other), "-o", str(store), "-q"]).exit_code == 0
     assert [e.get("blake3") is not None for e in RunStore.open(store).inputs] == [False, True]
+
+
+def _fed(digest: hashing.RangeDigest, data: bytes, pieces: list[tuple[int, int]]) -> None:
+    """Feed ``data[a:b]`` for each piece, each on a thread of its own, all started at once."""
+    threads = [threading.Thread(target=digest.feed, args=(a, memoryview(data)[a:b])) for a, b in pieces]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "a feeder still waits"
+
+
+def test_a_range_digest_hashes_ranges_fed_out_of_order_once_each(tmp_path: Path) -> None:
+    """Threads feed their ranges in any order (here the last first) and overlapping (a range read
+    again): the digest is the file's, each byte hashed once."""
+    data = bytes(range(256)) * 40_000
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    digest = hashing.RangeDigest(path, len(data))
+    digest.head(1000)
+    _fed(digest, data, [(9_000_000, len(data)), (5_000_000, 9_000_000), (1000, 5_000_000), (4_000_000, 6_000_000)])
+    with mock.patch.object(hashing, "_digest_of", side_effect=AssertionError("read the file again")):
+        assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("how", ["failed", "short"])
+def test_a_range_digest_missing_bytes_hashes_the_file_anew(tmp_path: Path, how: str) -> None:
+    """A feeder that failed (waking those waiting behind it), or bytes that stop short of the
+    file's end: the hash is read from the file, never made of what came."""
+    data = b"x" * 100_000
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    digest = hashing.RangeDigest(path, len(data))
+    if how == "failed":
+        waiting = threading.Thread(target=digest.feed, args=(50_000, memoryview(data)[50_000:]))
+        waiting.start()
+        digest.fail()
+        waiting.join(timeout=10)
+        assert not waiting.is_alive()
+    else:
+        digest.head(50_000)
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_ingest_of_a_timeline_in_ranges_hashes_it_from_the_tokenizers_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big timeline tokenized in ranges on two threads: every byte hashed once, by BLAKE3, from
+    the ranges' reads (the file is not read for its hash), and the manifest holds that hash."""
+    path = _big_timeline(tmp_path)
+    inputs, skipped = discover([str(path)])
+    hashed = _count_hashed(monkeypatch)
+    monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
+    monkeypatch.undo()
+    assert len(hashed) == path.stat().st_size and set(hashed) == {"blake3"}
+    (entry,) = RunStore.open(tmp_path / "store").inputs
+    assert entry.get("blake3") == blake3.blake3(path.read_bytes()).hexdigest()

@@ -5,7 +5,9 @@ start is not a record boundary at all, and every cut of a real file."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 from parsers.errors import InputError
 from parsers.timeline import ParsedTimeline, TimelineParser, parse_timeline
-from parsers.timeline.tokens import timeline_ranges, tokenize_task
+from parsers.timeline.tokens import timeline_ranges, tokenize_range, tokenize_task
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, X, cycle_start, glued, legacy, meta, write
 from tests.conftest import CORPUS
@@ -96,6 +98,68 @@ DAMAGED = {
 def test_damaged_and_odd_files_parse_the_same_in_ranges(tmp_path: Path, case: str, range_bytes: int) -> None:
     path = write(tmp_path, DAMAGED[case])
     _same(parse_timeline(path), _ranged(path, range_bytes))
+
+
+class _Seen:
+    """A byte sink that keeps what it is fed, per range."""
+
+    def __init__(self) -> None:
+        self.fed: list[tuple[int, bytes]] = []
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    def feed(self, at: int, data: memoryview) -> None:
+        with self._lock:
+            self.fed.append((at, bytes(data)))
+
+    def fail(self) -> None:
+        self.failed += 1
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+@pytest.mark.parametrize("range_bytes", RANGE_SIZES)
+def test_a_range_feeds_every_byte_of_it_to_its_sink_however_it_ends(
+    tmp_path: Path, case: str, range_bytes: int
+) -> None:
+    """Ranges that stop at damage, at a ']' mid-file or in a cut record still feed all their bytes
+    (those the tokenizer did not read too), in order: the input's hash is computed from them."""
+    path = write(tmp_path, DAMAGED[case])
+    data = path.read_bytes()
+    tasks = timeline_ranges(str(path), 2, len(data), range_bytes)
+    seen = _Seen()
+    with ThreadPoolExecutor(2) as ex:
+        list(ex.map(partial(tokenize_task, seen=seen), tasks))
+    assert not seen.failed
+    at = 2
+    for start, piece in sorted(seen.fed):  # each range's pieces follow one another
+        assert start == at and piece == data[start : start + len(piece)]
+        at += len(piece)
+    assert at == len(data)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        glued(meta(1, "grad/w"), '{"ph": "B", "ts": ?}', *_steps(400)),  # stops at the damage
+        glued(meta(1, "grad/w"), *_steps(2)) + " " * 30_000,  # closed, then blanks
+    ],
+    ids=["stopped", "closed"],
+)
+def test_a_range_that_ends_before_its_last_chunk_still_feeds_the_rest(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    data = path.read_bytes()
+    seen = _Seen()
+    r = tokenize_range(str(path), 2, len(data), chunk_bytes=4096, seen=seen)
+    assert r.ending.kind in ("stopped", "closed") and r.ending.at < 4096  # the tokenizer read one chunk
+    assert b"".join(p for _, p in sorted(seen.fed)) == data[2:] and not seen.failed
+
+
+def test_a_range_the_file_no_longer_holds_fails_its_sink(tmp_path: Path) -> None:
+    path = write(tmp_path, DAMAGED["unterminated"])
+    size = path.stat().st_size
+    seen = _Seen()
+    tokenize_range(str(path), 2, size + 100, seen=seen)  # the file was cut after it was planned
+    assert seen.failed == 1 and sum(len(p) for _, p in seen.fed) == size - 2
 
 
 def test_the_cases_are_cut_into_many_ranges_and_exercise_the_damage(tmp_path: Path) -> None:
