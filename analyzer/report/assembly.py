@@ -36,20 +36,30 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
     if store.has_table("ticks"):  # the ranks' statistics on a thread while the others run
         for m in ctx.timelines():
             m.rank_statistics_ahead()
-    # the detectors that read them run last; the findings keep the detectors' order
-    for i in sorted(range(len(detectors)), key=lambda i: detectors[i].reads_rank_statistics):
+
+    def run(i: int) -> None:
         det = detectors[i]
         reason = skip_reason(tuple(det.requires), store, det.why_required)
         if reason is not None:
             skipped_by[i] = Skipped(det.name, reason)
         elif all(store.has_table(t) for t in det.requires):  # else: its logs had nothing of the kind
             found[i] = det.detect(ctx)
+
+    # the detectors that read the statistics run last, after the timeline sections (whose phases
+    # run meanwhile too); the findings keep the detectors' order
+    for i in range(len(detectors)):
+        if not detectors[i].reads_rank_statistics:
+            run(i)
+    models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
+    sections = tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}) for m in models)
+    for i in range(len(detectors)):
+        if detectors[i].reads_rank_statistics:
+            run(i)
     findings = [f for i in sorted(found) for f in found[i]]
     skipped = [skipped_by[i] for i in sorted(skipped_by)]
     with_logs: set[str | None] = {j.id for j in ctx.jobs().jobs if j.logs}
     findings = relate(findings, with_logs)
     findings.sort(key=Finding.sort_key)
-    models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
     issues = store.table("parse_issues").slice(0, MAX_ISSUES_IN_REPORT).drop_columns(["input_id"])
     issue_rows = issues.to_pylist()  # nulls come back as None (pandas would give NaN)
     paths = {e["id"]: e["path"] for e in store.inputs}
@@ -61,7 +71,7 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         skipped=tuple(skipped),
         parse_issues=tuple(issue_rows),
         skipped_files=tuple(store.manifest.get("skipped", [])),
-        timelines=tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}) for m in models),
+        timelines=sections,
         nccl=nccl_section(ctx.nccl()),
         jobs=tuple(_job_doc(j, paths) for j in ctx.jobs().jobs),
     )

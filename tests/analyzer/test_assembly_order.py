@@ -1,14 +1,18 @@
-"""The detectors that read the ranks' statistics run after the others (which run while those
-statistics are computed on a thread), yet the report lists findings and skipped detectors in
-the detectors' own order."""
+"""The detectors that read the ranks' statistics run after the others and after the timeline
+sections (which are built while those statistics are computed on a thread), yet the report lists
+findings and skipped detectors in the detectors' own order."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
 from analyzer.findings import Finding, Severity
+from analyzer.report import assembly
 from analyzer.report.assembly import analyze_in
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
@@ -31,8 +35,15 @@ class Probe:
         return [Finding(self.code, Severity.WARNING, self.name, "", self.name)]
 
 
-def test_findings_keep_the_detectors_order_whatever_order_they_run_in() -> None:
+def test_findings_keep_the_detectors_order_whatever_order_they_run_in(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
+    section = assembly.timeline_section
+
+    def recorded(*args: Any) -> Any:
+        ran.append("section")
+        return section(*args)
+
+    monkeypatch.setattr(assembly, "timeline_section", recorded)
     probes = [
         Probe("reads_ranks", ("spans", "ticks"), True, ran),
         Probe("needs_logs", ("nccl_processes",), False, ran),  # skipped: no log here
@@ -43,6 +54,6 @@ def test_findings_keep_the_detectors_order_whatever_order_they_run_in() -> None:
     with temporary_store() as store:
         store.ingest(*discover([SAMPLE]))
         report = analyze_in(Context(store, AnalysisConfig()), probes)
-    assert ran == ["plain", "reads_ranks", "also_reads_ranks"]
+    assert ran == ["plain", "section", "reads_ranks", "also_reads_ranks"]
     assert [f.detector for f in report.findings] == ["reads_ranks", "plain", "also_reads_ranks"]
     assert [s.detector for s in report.skipped] == ["needs_logs", "also_needs_logs"]
