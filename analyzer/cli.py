@@ -210,7 +210,7 @@ def report(
         found = _discover(paths) if store_path is None else None  # before the rest loads: see _discover
         # imported here: pandas and the detectors take 0.3 s, which ingest does not need
         from analyzer.config import AnalysisConfig
-        from analyzer.report.assembly import analyze
+        from analyzer.report.assembly import HELD_COLUMNS, analyze
         from analyzer.store.parallel import executor_from_options
         from analyzer.store.run_store import RunStore, temporary_store
 
@@ -226,7 +226,7 @@ def report(
 
             # a big timeline's ranges on every core, as ingest does; its tables held in memory
             # when they fit the memory budget (no Parquet written and read back)
-            with temporary_store(hold=fits(found[0], config.memory_budget)) as store:
+            with temporary_store(hold=fits(found[0], config.memory_budget), keep=HELD_COLUMNS) as store:
                 rep = _ingest(found, store, quiet, executor_from_options(None, None, None))
                 if not store.inputs:
                     raise targets.nothing_to_analyse(paths, rep.skipped)

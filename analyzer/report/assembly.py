@@ -18,8 +18,12 @@ from analyzer.report.timeline_section import timeline_section
 from analyzer.report.types import InputDoc, InputKindName, JobDoc, TimelineFactsDoc
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
+from analyzer.timeline.lateness import TICK_COLUMNS
 
 MAX_ISSUES_IN_REPORT = 200
+#: the columns a report reads of the tables it reads only in part: a temporary store held for a
+#: report keeps no others (:func:`analyzer.store.held.holding`; 0.17 GB less of a 1 GB timeline)
+HELD_COLUMNS: dict[str, tuple[str, ...]] = {"ticks": TICK_COLUMNS}
 
 
 def analyze(

@@ -83,7 +83,7 @@ def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
         schema = arrow_schema(name)
-        w = held.new_part(root, folder / PART, schema) or pq.ParquetWriter(
+        w = held.new_part(root, folder / PART, schema, name) or pq.ParquetWriter(
             folder / PART, schema, **parquet_options(schema)
         )
         writers[name] = w

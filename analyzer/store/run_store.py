@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,7 +264,7 @@ class RunStore:
     def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
         if (kept := held.held(path)) is not None:
-            return kept.table()
+            return kept.read(arrow_schema(name).names)
         with reading(path, name):
             if version == 2:
                 return pq.read_table(path, schema=arrow_schema(name))
@@ -403,12 +403,15 @@ class RunStore:
 
 
 @contextmanager
-def temporary_store(run: str | None = None, hold: bool = False) -> Iterator[RunStore]:
+def temporary_store(
+    run: str | None = None, hold: bool = False, keep: Mapping[str, Sequence[str]] | None = None
+) -> Iterator[RunStore]:
     """A store in a temporary folder, removed afterwards (``report PATH`` without a store); with
-    ``hold``, the parts this process writes stay in memory instead (:mod:`analyzer.store.held`)."""
+    ``hold``, the parts this process writes stay in memory instead, with only the columns that
+    ``keep`` lists of its tables (:func:`analyzer.store.held.holding`)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
         store = RunStore.create_or_open(Path(d) / "store", run=run)
-        with held.holding(store.root) if hold else nullcontext():
+        with held.holding(store.root, keep) if hold else nullcontext():
             yield store

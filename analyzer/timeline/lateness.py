@@ -104,6 +104,8 @@ class Lateness:
 #: (``negotiation_id`` with -1 for none, ``rank``, ``ts_us``, ``offset``), one record batch at a time:
 #: each pass reads only the columns it needs
 Chunks = Callable[[tuple[str, ...]], Iterable[tuple[np.ndarray, ...]]]
+#: every column of the ticks table that :data:`Chunks` are asked for
+TICK_COLUMNS = ("negotiation_id", "rank", "ts_us", "offset")
 
 
 def table_chunks(batches: Callable[[list[str]], Iterable[pa.RecordBatch]]) -> Chunks:

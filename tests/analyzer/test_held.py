@@ -3,11 +3,15 @@ reads back exactly what a store of Parquet files reads, and writes no part file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+from click.testing import CliRunner
 
+from analyzer.cli import cli
+from analyzer.errors import StoreError
 from analyzer.store import held
 from analyzer.store.discovery import InputFile, discover
 from analyzer.store.ingest import ingest_runner
@@ -128,3 +132,40 @@ def test_a_dictionary_with_a_word_twice_reads_back_as_from_a_file(tmp_path: Path
             if pa.types.is_dictionary(f.type):
                 words_back = back.column(f.name).chunks[0].dictionary.to_pylist()
                 assert len(words_back) == len(set(words_back))
+
+
+def test_a_held_store_keeps_only_the_columns_its_reader_reads(tmp_path: Path) -> None:
+    """Of a table named in ``keep``, a held store keeps those columns (and ``input_id``), which
+    read back as from files; asking for another is an error that names what it keeps."""
+    disk = _ranged(tmp_path / "disk")
+    with temporary_store(hold=True, keep={"ticks": ("negotiation_id", "rank")}) as store:
+        store.ingest(*discover(INPUTS), runner=ingest_runner(Executor(), range_bytes=4096))
+        timeline = next(e for e in store.inputs if e["kind"] == "horovod_timeline")["id"]
+        part = held.held(store.part_path("ticks", next(e for e in store.inputs if e["id"] == timeline)))
+        assert part is not None and part.table().column_names == ["input_id", "negotiation_id", "rank"]
+
+        def ticks(s: RunStore, cols: list[str]) -> list[dict[str, object]]:
+            return [r for b in s.input_batches("ticks", timeline, cols, 100) for r in b.to_pylist()]
+
+        assert ticks(store, ["rank", "negotiation_id"]) == ticks(disk, ["rank", "negotiation_id"]) != []
+        assert store.table("spans").to_pylist() == disk.table("spans").to_pylist()  # a table not named: whole
+        with pytest.raises(StoreError, match="keeps only input_id, negotiation_id, rank, not ts_us"):
+            ticks(store, ["negotiation_id", "ts_us"])
+        with pytest.raises(StoreError, match="not pid, tensor, ts_us, order, offset"):
+            store.table("ticks")
+
+
+def test_a_report_of_files_reads_only_what_its_held_store_keeps(tmp_path: Path) -> None:
+    """``report FILE`` (held store, :data:`HELD_COLUMNS`) says what ``report STORE`` says, on a
+    straggler sample whose findings read the ticks' lateness and their file offsets."""
+    sample = SAMPLES / "straggler_nocache"
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["ingest", str(sample), "-o", str(store), "-q"]).exit_code == 0
+    docs = []
+    for target in (sample, store):
+        res = CliRunner().invoke(cli, ["report", str(target), "-f", "json"])
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.output)
+        docs.append({k: v for k, v in doc.items() if k not in ("store", "created")})
+    assert any(f["code"] == "timeline.straggler" for f in docs[0]["findings"])
+    assert docs[0] == docs[1]
