@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -11,6 +12,19 @@ from analyzer.cli import cli
 from analyzer.report.json_schema import report_schema
 from parsers.schema import render_markdown
 from tests.conftest import ROOT, SCHEMA, validate_report
+
+
+def test_generated_docs_are_current() -> None:
+    """The CLI reference (docs/cli.md), the README's threshold table, the store's and the
+    reports' schemas: what ``python scripts/docs.py`` writes."""
+    spec = importlib.util.spec_from_file_location("docs_script", ROOT / "scripts" / "docs.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stale = [
+        str(p.relative_to(ROOT)) for p, text in script.generated().items() if p.read_text(encoding="utf-8") != text
+    ]
+    assert stale == [], "run: python scripts/docs.py"
 
 
 def test_schema_doc_is_current() -> None:
