@@ -114,7 +114,7 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
 def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
     if "input_id" in batch.column_names:
         batch = batch.drop_columns(["input_id"])
-    col = A.dictionary(np.zeros(batch.num_rows, np.int32), [input_id])
+    col = A.repeated(input_id, batch.num_rows)
     return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
 
 
@@ -218,7 +218,7 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
     n = len(issues)
     return pa.Table.from_arrays(
         [
-            A.dictionary(np.zeros(n, np.int32), [""]),  # set by the store
+            A.repeated("", n),  # set by the store
             A.strings([i.file for i in issues]),
             A.ints(
                 np.array([i.byte_offset or 0 for i in issues], np.int64),

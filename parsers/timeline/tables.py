@@ -62,7 +62,6 @@ class TimelineNames:
         self.tensor_names: list[str] = []  # each name once: the tensor columns' dictionary
         self._tensor_index: dict[str, int] = {}
         self.pid_tensor = np.full(1024, -1, np.int32)  # pid -> index in tensor_names, -1: unnamed
-        self._zeros = np.zeros(0, np.int32)
 
     # -- interning ------------------------------------------------------------------------
     def new_tokenizer(self) -> None:
@@ -198,9 +197,7 @@ class TimelineNames:
         )
 
     def _input_col(self, n: int) -> pa.Array:
-        if len(self._zeros) < n:
-            self._zeros = np.zeros(max(n, 2 * len(self._zeros)), np.int32)
-        return A.dictionary(self._zeros[:n], [self.input_id])
+        return A.repeated(self.input_id, n)
 
     def _tensor_col(self, pids: np.ndarray) -> pa.Array:
         pt = self.pid_tensor
