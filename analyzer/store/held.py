@@ -12,9 +12,9 @@ Measured on the 1 GB bench timeline: its ingest 1.50-1.67 -> 1.28-1.30 s (the Pa
 was a sixth of its CPU), and the analysis reads its spans and ticks without decoding them:
 ``report FILE`` 3.51 -> 2.88 s (medians of 5 interleaved runs). The price is memory: ~0.8 bytes
 of tables per byte of timeline, held until the report is written (peak 1.30 -> 1.77 GB), so
-``report`` holds them only within its memory budget (:func:`fits`), and of ``ticks`` only the
-columns it reads (~0.65 bytes per byte; peak 1.67 -> 1.50 GB, 0.16 s less: fresh memory costs
-this project's VM 0.5-0.8 CPU-seconds per GB in the kernel).
+``report`` holds them only within its memory budget (:func:`fits`), and of ``ticks`` and
+``spans`` only the columns it reads (~0.6 bytes per byte; peak 1.67 -> 1.50 GB, 0.16 s less:
+fresh memory costs this project's VM 0.5-0.8 CPU-seconds per GB in the kernel).
 """
 
 from __future__ import annotations
