@@ -35,9 +35,9 @@ def cli() -> None:
 
 
 def _discover(paths: tuple[str, ...], timelines: bool = True) -> tuple[list[InputFile], list[SkippedFile]]:
-    """The inputs under ``paths``, the big ones' hash started at once (:func:`analyzer.store.hashing.
-    hash_inputs_soon`, ``timelines`` or not): before the store and the parsers load, so that
-    the hash runs on the core their imports leave idle (0.1-0.2 s of a big ingest)."""
+    """The inputs under ``paths``, the big ones' hash started at once on a thread of its own
+    (:func:`analyzer.store.hashing.hash_inputs_soon`, of ``timelines`` or not): before the store
+    and the parsers load, so that it runs on the core their imports leave idle."""
     from analyzer.store.discovery import discover
     from analyzer.store.hashing import hash_inputs_soon
 

@@ -13,8 +13,8 @@ was a sixth of its CPU), and the analysis reads its spans and ticks without deco
 ``report FILE`` 3.51 -> 2.88 s (medians of 5 interleaved runs). The price is memory: ~0.8 bytes
 of tables per byte of timeline, held until the report is written (peak 1.30 -> 1.77 GB), so
 ``report`` holds them only within its memory budget (:func:`fits`), and of ``ticks`` and
-``spans`` only the columns it reads (~0.6 bytes per byte; peak 1.67 -> 1.50 GB, 0.16 s less:
-fresh memory costs this project's VM 0.5-0.8 CPU-seconds per GB in the kernel).
+``spans`` only the columns it reads (~0.6 bytes per byte; for the ticks' alone, peak 1.67 ->
+1.50 GB and 0.16 s less: fresh memory costs this project's VM 0.5-0.8 CPU-seconds per GB).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def fits(inputs: Iterable[InputFile], budget: int) -> bool:
 def holding(root: Path, keep: Mapping[str, Sequence[str]] | None = None) -> Iterator[None]:
     """Hold the parts this process writes to the store at ``root`` in memory, until the end;
     of the tables named in ``keep`` only the columns listed (and ``input_id``): those its reader
-    reads (``report`` reads 4 of the 8 columns of ``ticks``, 13 of the 40 bytes per tick)."""
+    reads (``report`` reads 4 of the 8 columns of ``ticks``, 28 of its 40 bytes per tick)."""
     _ROOTS[root] = keep or {}
     try:
         yield
