@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 
 from analyzer.errors import InputError, StoreError
+from analyzer.store import held
 from analyzer.store.discovery import InputFile
 from analyzer.store.hashing import HashingReader, algorithm_for, hashed_soon
 from analyzer.store.manifest import ManifestEntry, digest
@@ -162,7 +163,7 @@ def write_ranged_timeline(
 
     def fill(writers: Writers, tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
-        parser = TimelineParser(item.path, display_name=str(item.path))
+        parser = TimelineParser(item.path, display_name=str(item.path), columns=held.kept(root))
         rows: dict[str, int] = {}
         batches = parser.batches_in_ranges(counted, range_bytes or RANGE_BYTES)
         for name, table in _with_issues(in_background(batches), parser):
@@ -213,7 +214,11 @@ def _stream(
     (item,) = bucket.inputs
     iid = input_id or prefix_id(item.path, item.size)
     entry = _parse(
-        item, progress, lambda name, t: write_part(root, writers, name, tmp, with_input_id(t, iid)), threaded_hash=True
+        item,
+        progress,
+        lambda name, t: write_part(root, writers, name, tmp, with_input_id(t, iid)),
+        threaded_hash=True,
+        columns=held.kept(root),
     )
     entry["id"] = iid
     return [(item, entry)]
@@ -232,7 +237,7 @@ def _gather(
         def collect(name: str, t: pa.Table, into: list[tuple[str, pa.Table]] = tables) -> None:
             into.append((name, t))
 
-        entry = _parse(item, progress, collect, threaded_hash=False)
+        entry = _parse(item, progress, collect, threaded_hash=False, columns=held.kept(root))
         entry["id"] = digest(entry)[1][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
@@ -256,10 +261,15 @@ def prefix_id(path: Path, size: int) -> str:
 
 
 def _parse(
-    item: InputFile, progress: Callable[[int], None] | None, emit: Callable[[str, pa.Table], None], threaded_hash: bool
+    item: InputFile,
+    progress: Callable[[int], None] | None,
+    emit: Callable[[str, pa.Table], None],
+    threaded_hash: bool,
+    columns: Mapping[str, Sequence[str]] | None = None,
 ) -> ManifestEntry:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
-    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`."""
+    (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`; ``columns``:
+    those a timeline's tables need (:func:`analyzer.store.held.kept`)."""
     if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
         raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
     rows: dict[str, int] = {}
@@ -279,7 +289,7 @@ def _parse(
             # imported here: the timeline parser, which a worker parsing only logs never needs
             from parsers.timeline.parser import TimelineParser
 
-            parser = TimelineParser(item.path, display_name=str(item.path))
+            parser = TimelineParser(item.path, display_name=str(item.path), columns=columns)
             batches = in_background(parser.batches(stream))
         last = 0
         try:

@@ -130,6 +130,12 @@ def holding(root: Path, keep: Mapping[str, Sequence[str]] | None = None) -> Iter
             del _PARTS[path]
 
 
+def kept(root: Path) -> Mapping[str, Sequence[str]] | None:
+    """The columns the store at ``root`` keeps of the tables it names (None: it is not held), so
+    that a parser builds no other (:class:`parsers.timeline.tables.TimelineNames`)."""
+    return _ROOTS.get(root)
+
+
 def new_part(root: Path, path: Path, schema: pa.Schema, name: str = "") -> HeldPart | None:
     """A held part for the part file ``path`` (of table ``name``, whose schema is ``schema``) of
     the store at ``root``, or None when it is not held."""

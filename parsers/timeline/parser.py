@@ -18,7 +18,7 @@ Use :class:`TimelineParser` to stream Arrow batches (the store does), or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -65,7 +65,13 @@ class TimelineParser:
     """
 
     def __init__(
-        self, path: str | Path, *, input_id: str = "", chunk_bytes: int = DEFAULT_CHUNK, display_name: str | None = None
+        self,
+        path: str | Path,
+        *,
+        input_id: str = "",
+        chunk_bytes: int = DEFAULT_CHUNK,
+        display_name: str | None = None,
+        columns: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.name = display_name or str(path)
@@ -73,7 +79,7 @@ class TimelineParser:
         self.chunk_bytes = max(4096, chunk_bytes)
         self.sink = IssueSink(self.name)
         self.info = TimelineInfo(self.name)
-        self.names = TimelineNames(input_id)
+        self.names = TimelineNames(input_id, columns)
         self._pair = PairState.new()
         self._tok_iss = new_issues()
         self._tok = {"records": 0, "nl": 0, "glued": 0}
@@ -287,20 +293,8 @@ class TimelineParser:
         at, n = 0, len(ev)
         while True:
             # rows accumulate across blocks: a damaged file's many small blocks make few tables
-            status, at = P.pair(
-                ev,
-                at,
-                n,
-                st.ctr,
-                st.iss,
-                st.top,
-                st.pstat,
-                st.slots,
-                outs["spans"][acc[0] :],
-                outs["ticks"][acc[1] :],
-                outs["markers"][acc[2] :],
-                outn,
-            )
+            sp, tk, mk = (outs[key][int(k) :] for key, k in zip(("spans", "ticks", "markers"), acc, strict=True))
+            status, at = P.pair(ev, at, n, st.ctr, st.iss, st.top, st.pstat, st.slots, sp, tk, mk, outn)
             acc += outn
             if status == L.ST_FULL:
                 yield from self._flush()

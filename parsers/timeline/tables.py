@@ -12,6 +12,8 @@ tokenized apart name the same strings with the same ids.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -53,8 +55,11 @@ def row_arrays(chunk_bytes: int) -> dict[str, np.ndarray]:
 class TimelineNames:
     """The names of one timeline's rows, and the tables built from them."""
 
-    def __init__(self, input_id: str) -> None:
+    def __init__(self, input_id: str, columns: Mapping[str, Sequence[str]] | None = None) -> None:
         self.input_id = input_id
+        #: of the tables named, only these columns (and ``input_id``) are built; all of the others
+        self.columns: Mapping[str, Sequence[str]] = columns or {}
+        self._schemas: dict[str, pa.Schema] = {}
         self.strings: tuple[list[str], list[str], list[str]] = ([], [], [])  # by L.CAT_*
         self._index: tuple[dict[str, int], ...] = ({}, {}, {})
         self._local: tuple[list[int], list[int], list[int]] = ([], [], [])  # the current tokenizer's ids -> ours
@@ -107,65 +112,78 @@ class TimelineNames:
         end, start = a[:, L.SP_END], a[:, L.SP_START]
         closed = end != -1
         open_ = None if closed.all() else ~closed
+        dtype, shape = a[:, L.SP_DTYPE], a[:, L.SP_SHAPE]
         dtypes = self.strings[L.CAT_DTYPE]
-        sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
-        numel, dtype, shape = a[:, L.SP_NUMEL].copy(), a[:, L.SP_DTYPE], a[:, L.SP_SHAPE]
-        nbytes = numel * sizes[dtype]
-        nbytes_null = (numel < 0) | (dtype < 0) | (sizes[dtype] < 0)
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(a)),
-                A.ints(a[:, L.SP_ID].copy()),
-                A.ints(a[:, L.SP_PID].astype(np.int32)),
-                self._tensor_col(a[:, L.SP_PID]),
-                dict_column(a[:, L.SP_NAME], self.strings[L.CAT_NAME]),
-                dict_column(a[:, L.SP_KIND], list(KINDS)),
-                A.ints(a[:, L.SP_DEPTH].astype(np.int16)),
-                A.ints(start.copy()),
-                A.ints(end.copy(), open_),
-                A.ints(end - start, open_),
-                A.bools(closed),
-                A.nonneg(a[:, L.SP_PARENT].copy()),
-                A.nonneg(a[:, L.SP_OP].copy()),
-                dict_column(dtype, dtypes),
-                A.decoded(shape, self.strings[L.CAT_SHAPE], shape < 0),
-                A.nonneg(numel),
-                A.ints(nbytes, nbytes_null),
-                A.ints(a[:, L.SP_SOFF].copy()),
-                A.ints(a[:, L.SP_EOFF].copy(), open_),
-            ],
-            schema=arrow_schema("spans"),
+
+        def nbytes() -> pa.Array:
+            sizes = np.array([DTYPE_BYTES.get(d, -1) for d in dtypes] + [-1], np.int64)
+            numel, size = a[:, L.SP_NUMEL], sizes[dtype]
+            return A.ints(numel * size, (numel < 0) | (dtype < 0) | (size < 0))
+
+        return self._table(
+            "spans",
+            {
+                "input_id": lambda: self._input_col(len(a)),
+                "span_id": lambda: A.ints(a[:, L.SP_ID].copy()),
+                "pid": lambda: A.ints(a[:, L.SP_PID].astype(np.int32)),
+                "tensor": lambda: self._tensor_col(a[:, L.SP_PID]),
+                "name": lambda: dict_column(a[:, L.SP_NAME], self.strings[L.CAT_NAME]),
+                "kind": lambda: dict_column(a[:, L.SP_KIND], list(KINDS)),
+                "depth": lambda: A.ints(a[:, L.SP_DEPTH].astype(np.int16)),
+                "start_us": lambda: A.ints(start.copy()),
+                "end_us": lambda: A.ints(end.copy(), open_),
+                "dur_us": lambda: A.ints(end - start, open_),
+                "closed": lambda: A.bools(closed),
+                "parent_id": lambda: A.nonneg(a[:, L.SP_PARENT].copy()),
+                "op_id": lambda: A.nonneg(a[:, L.SP_OP].copy()),
+                "dtype": lambda: dict_column(dtype, dtypes),
+                "shape": lambda: A.decoded(shape, self.strings[L.CAT_SHAPE], shape < 0),
+                "numel": lambda: A.nonneg(a[:, L.SP_NUMEL].copy()),
+                "bytes": nbytes,
+                "start_offset": lambda: A.ints(a[:, L.SP_SOFF].copy()),
+                "end_offset": lambda: A.ints(a[:, L.SP_EOFF].copy(), open_),
+            },
         )
 
     def ticks(self, t: np.ndarray) -> pa.Table:
         """``ticks`` from rows of ``L.TK_*`` columns."""
         # the pairer reuses ``t``: each column is copied (or cast) out of it once
-        pids = t[:, L.TK_PID].astype(np.int32)
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(t)),
-                A.ints(pids),
-                self._tensor_col(t[:, L.TK_PID]),
-                A.nonneg(t[:, L.TK_NEG].copy()),
-                A.ints(t[:, L.TK_RANK].astype(np.int32)),
-                A.ints(t[:, L.TK_TS].copy()),
-                A.ints(t[:, L.TK_ORDER].astype(np.int32)),
-                A.ints(t[:, L.TK_OFF].copy()),
-            ],
-            schema=arrow_schema("ticks"),
+        return self._table(
+            "ticks",
+            {
+                "input_id": lambda: self._input_col(len(t)),
+                "pid": lambda: A.ints(t[:, L.TK_PID].astype(np.int32)),
+                "tensor": lambda: self._tensor_col(t[:, L.TK_PID]),
+                "negotiation_id": lambda: A.nonneg(t[:, L.TK_NEG].copy()),
+                "rank": lambda: A.ints(t[:, L.TK_RANK].astype(np.int32)),
+                "ts_us": lambda: A.ints(t[:, L.TK_TS].copy()),
+                "order": lambda: A.ints(t[:, L.TK_ORDER].astype(np.int32)),
+                "offset": lambda: A.ints(t[:, L.TK_OFF].copy()),
+            },
         )
 
     def markers(self, t: np.ndarray) -> pa.Table:
         """``markers`` from rows of ``L.MK_*`` columns."""
-        return pa.Table.from_arrays(
-            [
-                self._input_col(len(t)),
-                dict_column(t[:, L.MK_NAME], self.strings[L.CAT_NAME]),
-                A.ints(t[:, L.MK_TS].copy()),
-                A.ints(t[:, L.MK_OFF].copy()),
-            ],
-            schema=arrow_schema("markers"),
+        return self._table(
+            "markers",
+            {
+                "input_id": lambda: self._input_col(len(t)),
+                "name": lambda: dict_column(t[:, L.MK_NAME], self.strings[L.CAT_NAME]),
+                "ts_us": lambda: A.ints(t[:, L.MK_TS].copy()),
+                "offset": lambda: A.ints(t[:, L.MK_OFF].copy()),
+            },
         )
+
+    def _table(self, name: str, columns: dict[str, Callable[[], pa.Array]]) -> pa.Table:
+        """Table ``name`` of the columns its schema (or :attr:`columns`) names, each built only then."""
+        schema = self._schemas.get(name)
+        if schema is None:
+            full = arrow_schema(name)
+            keep = self.columns.get(name)
+            wanted = full.names if keep is None else {"input_id", *keep}
+            schema = self._schemas[name] = pa.schema([f for f in full if f.name in wanted])
+        assert set(columns) == set(arrow_schema(name).names), f"{name}: a column without a builder"
+        return pa.Table.from_arrays([columns[f.name]() for f in schema], schema=schema)
 
     def tensors(self, pstat: np.ndarray, n_pids: int) -> pa.Table:
         """One row per pid seen in metadata or events, from the pairer's per-pid ``L.P_*``

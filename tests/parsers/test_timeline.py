@@ -334,3 +334,33 @@ def test_repeated_metadata_names_each_tensor_once_in_the_dictionary(tmp_path: Pa
             assert len(words) == len(set(words)), (name, words)
     assert tables["ticks"].column("tensor").to_pylist() == ["grad.a"]
     assert sorted(tables["spans"].column("tensor").to_pylist()) == ["grad.a", "grad.b"]
+
+
+def test_a_parser_asked_for_some_columns_builds_only_those(tmp_path: Path) -> None:
+    """``columns`` (what a store held for a report keeps): the tables it names have those
+    columns and ``input_id``, with the values of the whole tables; the others are whole."""
+    import pyarrow as pa
+
+    from parsers.timeline import TimelineParser
+
+    path = write(tmp_path, glued(meta(1, "grad/w"), *_ticked_steps(5)))
+    whole = parse_timeline(path).tables
+    parser = TimelineParser(path, columns={"ticks": ("ts_us", "rank"), "spans": ("span_id", "bytes")})
+    got: dict[str, list[pa.Table]] = {}
+    for name, batch in parser.batches():
+        got.setdefault(name, []).append(batch)
+    ticks, spans = pa.concat_tables(got["ticks"]), pa.concat_tables(got["spans"])
+    assert ticks.column_names == ["input_id", "rank", "ts_us"]  # the schema's order
+    assert spans.column_names == ["input_id", "span_id", "bytes"]
+    assert ticks.to_pylist() == whole["ticks"].select(ticks.column_names).to_pylist() != []
+    assert spans.to_pylist() == whole["spans"].select(spans.column_names).to_pylist() != []
+    assert pa.concat_tables(got["markers"]).equals(whole["markers"])
+
+
+def _ticked_steps(n: int) -> list[str]:
+    out = []
+    for k in range(n):
+        t = 1000 + 100 * k
+        out += [B("NEGOTIATE_ALLREDUCE", t, 1), X(0, t + 1, 1), X(1, t + 2, 1), E(t + 3, 1)]
+        out += [B("ALLREDUCE", t + 4, 1), E(t + 7, 1, "float32", "[4, 8]"), cycle_start(t + 8)]
+    return out
