@@ -12,6 +12,7 @@ into the (decompressed) input file so that evidence can cite a position.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -350,10 +351,17 @@ LOG_TABLES: dict[str, TableSpec] = {
 TABLES.update(LOG_TABLES)
 
 
-def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema of a declared table."""
-    spec = TABLES[table]
-    return pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in spec.columns])
+def arrow_schema(table: str, keep: Iterable[str] | None = None) -> pa.Schema:
+    """The Arrow schema of a declared table; with ``keep``, of those of its columns only (and
+    ``input_id``), in the table's order."""
+    wanted = None if keep is None else {"input_id", *keep}
+    return pa.schema(
+        [
+            pa.field(c.name, c.type, nullable=c.nullable)
+            for c in TABLES[table].columns
+            if wanted is None or c.name in wanted
+        ]
+    )
 
 
 def validate(data: pa.Table, table: str) -> pa.Table:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from analyzer.errors import StoreError
+from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
@@ -51,14 +52,13 @@ class HeldPart:
     what a reader asks of a part file. ``schema``: the columns it keeps, those of the table
     ``name`` or some of them."""
 
-    def __init__(self, schema: pa.Schema, name: str = "", projected: bool = False) -> None:
+    def __init__(self, schema: pa.Schema, name: str = "") -> None:
         self.schema = schema
         self.name = name
-        self._projected = projected
         self._batches: list[pa.Table] = []
 
     def write_table(self, table: pa.Table) -> None:
-        if self._projected:
+        if table.column_names != self.schema.names:  # a batch of every column, for a part of some
             table = table.select(self.schema.names)
         self._batches.append(_unique_dictionaries(table))
 
@@ -136,18 +136,13 @@ def kept(root: Path) -> Mapping[str, Sequence[str]] | None:
     return _ROOTS.get(root)
 
 
-def new_part(root: Path, path: Path, schema: pa.Schema, name: str = "") -> HeldPart | None:
-    """A held part for the part file ``path`` (of table ``name``, whose schema is ``schema``) of
-    the store at ``root``, or None when it is not held."""
+def new_part(root: Path, path: Path, name: str) -> HeldPart | None:
+    """A held part for the part file ``path`` (of table ``name``) of the store at ``root``, or None
+    when it is not held."""
     keep = _ROOTS.get(root)
     if keep is None:
         return None
-    if name in keep:
-        wanted = {"input_id", *keep[name]}
-        part = HeldPart(pa.schema([f for f in schema if f.name in wanted]), name, projected=True)
-    else:
-        part = HeldPart(schema, name)
-    _PARTS[path] = part
+    part = _PARTS[path] = HeldPart(arrow_schema(name, keep.get(name)), name)
     return part
 
 

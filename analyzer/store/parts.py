@@ -82,10 +82,10 @@ def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.
     if w is None:
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
-        schema = arrow_schema(name)
-        w = held.new_part(root, folder / PART, schema, name) or pq.ParquetWriter(
-            folder / PART, schema, **parquet_options(schema)
-        )
+        w = held.new_part(root, folder / PART, name)
+        if w is None:
+            schema = arrow_schema(name)
+            w = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
         writers[name] = w
     w.write_table(batch)
 

@@ -177,12 +177,9 @@ class TimelineNames:
     def _table(self, name: str, columns: dict[str, Callable[[], pa.Array]]) -> pa.Table:
         """Table ``name`` of the columns its schema (or :attr:`columns`) names, each built only then."""
         schema = self._schemas.get(name)
-        if schema is None:
-            full = arrow_schema(name)
-            keep = self.columns.get(name)
-            wanted = full.names if keep is None else {"input_id", *keep}
-            schema = self._schemas[name] = pa.schema([f for f in full if f.name in wanted])
-        assert set(columns) == set(arrow_schema(name).names), f"{name}: a column without a builder"
+        if schema is None:  # the first batch of this table
+            assert set(columns) == set(arrow_schema(name).names), f"{name}: a column without a builder"
+            schema = self._schemas[name] = arrow_schema(name, self.columns.get(name))
         return pa.Table.from_arrays([columns[f.name]() for f in schema], schema=schema)
 
     def tensors(self, pstat: np.ndarray, n_pids: int) -> pa.Table:
