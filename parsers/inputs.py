@@ -245,7 +245,7 @@ class ByteSink(Protocol):
     """What sees the bytes a reader reads, with their file offsets (an input's hash, computed
     from the reads that parse it instead of reading the file once more)."""
 
-    def feed(self, at: int, data: memoryview) -> None:
+    def feed(self, at: int, data: bytes | memoryview) -> None:
         """``data`` is the file's bytes from offset ``at``."""
 
     def fail(self) -> None:
@@ -265,13 +265,13 @@ class FedReader:
 
     def read(self, n: int = -1) -> bytes:
         data = self.f.read(n)
-        self._fed(memoryview(data))
+        self._fed(data)
         return data
 
-    def _fed(self, view: memoryview) -> None:
-        if len(view):
-            self.sink.feed(self.at, view)
-            self.at += len(view)
+    def _fed(self, data: bytes | memoryview) -> None:
+        if len(data):
+            self.sink.feed(self.at, data)
+            self.at += len(data)
 
     def read_to(self, stop: int) -> bool:
         """Read (and feed) what is left up to offset ``stop``; False if the file ends before."""

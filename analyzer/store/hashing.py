@@ -12,14 +12,15 @@ tables, so their ids are those of every store written before.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import queue
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol, cast, get_args
+from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol, cast, get_args
+
+from parsers.inputs import FedReader, InputKind
 
 if TYPE_CHECKING:
     from analyzer.store.discovery import InputFile
@@ -51,8 +52,9 @@ def new_hasher(algorithm: Algorithm) -> Hasher:
     return cast(Hasher, blake3(max_threads=1))
 
 
-class HashingReader:
-    """A raw file that hashes every byte read through it and counts them.
+class HashingReader(FedReader):
+    """A raw file that hashes every byte read through it and counts them (:attr:`pos`): the
+    :class:`parsers.inputs.ByteSink` of its own reads.
 
     ``threaded``: hash in a thread of its own. Both hashes release the GIL on large buffers, so
     this takes the hashing off the parsing thread's path (0.3 s per GB here) when a core is
@@ -62,8 +64,7 @@ class HashingReader:
     """
 
     def __init__(self, raw: BinaryIO, algorithm: Algorithm, threaded: bool = True, hashing: bool = True) -> None:
-        self.raw = raw
-        self.pos = 0
+        super().__init__(raw, 0, self)
         self.hashing = hashing  # False: only count (the file's hash is known already: hash_soon)
         self._hash_of = new_hasher(algorithm)
         self._blocks: queue.Queue[bytes | None] | None = None
@@ -73,34 +74,28 @@ class HashingReader:
             self._thread = threading.Thread(target=self._hash, name="hvd-analyze-hash", daemon=True)
             self._thread.start()
 
+    @property
+    def pos(self) -> int:
+        """Bytes read so far."""
+        return self.at
+
     def _hash(self) -> None:
         assert self._blocks is not None
         while (block := self._blocks.get()) is not None:
             self._hash_of.update(block)
 
-    def readinto(self, b: Any) -> int:
-        # every binary file object Python opens has readinto; typeshed's BinaryIO does not declare it
-        n = cast(io.RawIOBase, self.raw).readinto(b)
-        if n:
-            self._take(memoryview(b)[:n])
-        return n or 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        if data:
-            self._take(data)
-        return data
-
-    def _take(self, block: bytes | memoryview) -> None:
-        """Hash ``block`` here, or hand the hashing thread a copy (the reader reuses its buffer;
+    def feed(self, at: int, data: bytes | memoryview) -> None:
+        """Hash ``data`` here, or hand the hashing thread a copy (the reader reuses its buffer;
         ``bytes`` of a ``bytes`` is the same object, no copy)."""
         if not self.hashing:
             pass
         elif self._blocks is None:
-            self._hash_of.update(block)
+            self._hash_of.update(data)
         else:
-            self._blocks.put(bytes(block))
-        self.pos += len(block)
+            self._blocks.put(bytes(data))
+
+    def fail(self) -> None:
+        """Nothing is owed: this reader's reads are all the file's."""
 
     def readable(self) -> bool:
         return True
@@ -118,7 +113,7 @@ class HashingReader:
 
     def close(self) -> None:
         self.finish()
-        self.raw.close()
+        self.f.close()
 
 
 def file_digest(path: str | Path, algorithm: Algorithm | None = None) -> str:
@@ -169,7 +164,7 @@ class RangeDigest:
             self.fail()
         self.feed(0, memoryview(data))
 
-    def feed(self, at: int, data: memoryview) -> None:
+    def feed(self, at: int, data: bytes | memoryview) -> None:
         with self._turn:
             self._turn.wait_for(lambda: self._next >= at or self._broken)
             if self._broken:
@@ -247,8 +242,6 @@ def hash_inputs_soon(inputs: Iterable[InputFile], timelines: bool = True) -> Non
     """:func:`hash_soon` of the big ones among ``inputs`` (smaller ones are hashed as they are
     parsed, in their bucket); ``timelines`` False: not uncompressed timelines, whose tokenizer
     threads hash what they read (:class:`RangeDigest`)."""
-    from parsers.inputs import InputKind
-
     hash_soon(
         i.path
         for i in inputs
