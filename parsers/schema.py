@@ -12,7 +12,7 @@ into the (decompressed) input file so that evidence can cite a position.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -351,17 +351,10 @@ LOG_TABLES: dict[str, TableSpec] = {
 TABLES.update(LOG_TABLES)
 
 
-def arrow_schema(table: str, keep: Iterable[str] | None = None) -> pa.Schema:
-    """The Arrow schema of a declared table; with ``keep``, of those of its columns only (and
-    ``input_id``), in the table's order."""
-    wanted = None if keep is None else {"input_id", *keep}
-    return pa.schema(
-        [
-            pa.field(c.name, c.type, nullable=c.nullable)
-            for c in TABLES[table].columns
-            if wanted is None or c.name in wanted
-        ]
-    )
+def arrow_schema(table: str, keep: Sequence[str] | None = None) -> pa.Schema:
+    """The Arrow schema of a declared table (``keep``: of those columns only, and ``input_id``)."""
+    cols = [c for c in TABLES[table].columns if keep is None or c.name == "input_id" or c.name in keep]
+    return pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in cols])
 
 
 def validate(data: pa.Table, table: str) -> pa.Table:
