@@ -9,11 +9,11 @@ order a few us apart. For each negotiation with a tick from every rank:
   than one cycle after the first (ranks that all ticked in one cycle tie: none of them is last);
 * ``vs_median_us`` = tick - the median tick of the ranks that were not last (what the
   job would save if this rank were as early as a typical on-time rank; 0 when every rank
-  ticked in the last cycle).
+  ticked in the last cycle): each negotiation keeps its median tick, not each tick this.
 
 A 1 GB timeline with 64 ranks holds ~13 M ticks, so everything here works on numpy
-arrays grouped per negotiation by compiled loops (:mod:`analyzer.timeline._kernels`), never on a
-DataFrame of ticks.
+arrays grouped per negotiation by compiled loops (:mod:`analyzer.timeline._kernels`,
+:mod:`analyzer.timeline._ranks`), never on a DataFrame of ticks.
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ import pyarrow.compute as pc
 
 from analyzer.timeline._kernels import (
     count_span_ticks,
-    group_lateness,
-    rank_stats,
     scatter_ticks,
 )
 from analyzer.timeline._kernels import (
     first_last_offsets as first_last_offsets_kernel,
 )
+from analyzer.timeline._ranks import group_lateness, rank_stats
 
 SAME_CYCLE_US = 1_000
 NO_OFFSET = np.iinfo(np.int64).max
@@ -60,9 +59,11 @@ class Lateness:
 
     Per negotiation (every negotiation of the timeline): ``bounds`` (its ticks are
     ``bounds[g]:bounds[g + 1]``, empty unless fully ticked), ``tick_counts`` (all its ticks,
-    fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed) and ``keep`` (the negotiations this view covers; selecting makes
-    a new view, never a copy of the ticks). Per tick: ``rank``, ``lateness_us``,
-    ``vs_median_us``, ``last`` (21 bytes). The file offsets of the ticks' records, which only
+    fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed), ``keep`` (the
+    negotiations this view covers; selecting makes a new view, never a copy of the ticks),
+    ``first_us`` (its first tick) and ``typical_us`` (the median tick of its ranks that were not
+    last, NaN when all were: :meth:`vs_median_us`). Per tick: ``rank``, ``lateness_us``, ``last``
+    (13 bytes). The file offsets of the ticks' records, which only
     the evidence of a finding needs, are not kept: :func:`first_last_offsets` reads them again
     from the tick source when a finding asks (one pass for every rank of a view).
     """
@@ -74,7 +75,8 @@ class Lateness:
     keep: np.ndarray
     rank: np.ndarray
     lateness_us: np.ndarray
-    vs_median_us: np.ndarray
+    first_us: np.ndarray
+    typical_us: np.ndarray
     last: np.ndarray
     lut: np.ndarray  # negotiation index of a span id (-1: not a negotiation of this view's timeline)
 
@@ -94,6 +96,16 @@ class Lateness:
     def steps(self) -> np.ndarray:
         """Distinct steps with fully ticked negotiations in this view."""
         return np.unique(self.neg_step[self.ticked])
+
+    def vs_median_us(self, g: int) -> np.ndarray:
+        """Per tick of negotiation ``g``: its distance from the median tick of the ranks that were
+        not last (0.0 when all were), as :func:`analyzer.timeline._ranks.rank_stats` computes it."""
+        a, b = int(self.bounds[g]), int(self.bounds[g + 1])
+        typical = float(self.typical_us[g])
+        if np.isnan(typical):
+            return np.zeros(b - a)
+        vs: np.ndarray = (self.lateness_us[a:b] + self.first_us[g]).astype(np.float64) - typical
+        return vs
 
     def where_negotiations(self, keep: np.ndarray) -> Lateness:
         """The view restricted to the negotiations for which ``keep`` holds."""
@@ -180,7 +192,7 @@ def tick_lateness(
 
     Two passes over the chunks (count, then copy into per-negotiation slots): no sort, no
     concatenated copy of the ticks and only one chunk of them in memory at a time, which
-    matters at ~13 M ticks per GB of timeline. The result holds 21 bytes per tick, which is
+    matters at ~13 M ticks per GB of timeline. The result holds 13 bytes per tick, which is
     also the peak (the lateness replaces the tick times in place). ``counted`` gives the first
     pass (:func:`span_ticks`) when the caller started it earlier, before the spans were read.
     """
@@ -200,7 +212,7 @@ def tick_lateness(
     fill = bounds[:-1].copy()
     for ids, rank, ts in chunks(("negotiation_id", "rank", "ts_us")):
         scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
-    vs, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
+    first_us, typical_us, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
     # ties: in a negotiation whose ranks all ticked within one cycle, nobody was late, so nobody is
     # "last" (else in a healthy 64-rank run every rank was last in most negotiations)
     last &= ts_out > SAME_CYCLE_US
@@ -212,7 +224,8 @@ def tick_lateness(
         full,
         rank_out,
         ts_out,
-        vs,
+        first_us,
+        typical_us,
         last,
         lut,
     )
@@ -223,7 +236,7 @@ def rank_summary(lat: Lateness) -> list[RankLateness]:
     if not len(lat):
         return []
     n_ranks = int(lat.rank.max()) + 1
-    stats = rank_stats(lat.bounds, lat.keep, lat.rank, lat.lateness_us, lat.vs_median_us, lat.last, n_ranks)
+    stats = rank_stats(lat.bounds, lat.keep, lat.rank, lat.lateness_us, lat.first_us, lat.typical_us, lat.last, n_ranks)
     out = [
         RankLateness(
             rank=r,
@@ -258,7 +271,7 @@ def loss_by_step(lat: Lateness, ranks: tuple[int, ...]) -> tuple[np.ndarray, np.
     steps, worst = [], []
     for g in final:
         a, b = lat.bounds[g], lat.bounds[g + 1]
-        v = lat.vs_median_us[a:b][np.isin(lat.rank[a:b], ranks)]
+        v = lat.vs_median_us(g)[np.isin(lat.rank[a:b], ranks)]
         if len(v):
             steps.append(int(lat.neg_step[g]))
             worst.append(max(float(v.max()), 0.0))

@@ -52,7 +52,8 @@ from analyzer.timeline.steps import NO_END, find_steps, step_of, step_table
 BASELINE_BYTES = 450 << 20
 #: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
 #: bench/analysis.py's whole-model peaks (1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M
-#: and 67 M, 18.8 GB at 33 M and 268 M; a tick's lateness takes 21 bytes)
+#: and 67 M, 18.8 GB at 33 M and 268 M, when a tick's lateness took 21 bytes; 13 since: the
+#: estimate errs on the safe side)
 SPAN_BYTES = 340
 TICK_BYTES = 24
 DETAIL_SHARE = 0.75

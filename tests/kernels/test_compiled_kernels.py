@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import analyzer.timeline._kernels as compiled_kernels
+import analyzer.timeline._ranks as compiled_ranks
 import parsers.timeline._pair as compiled_pair
 import parsers.timeline._tokenize as compiled_tokenize
 from tests.conftest import CORPUS, ROOT
-from tests.kernels.reference import KERNELS, parsed_tables, reference_parser
+from tests.kernels.reference import KERNELS, RANKS, parsed_tables, reference_parser
 
 #: the reference runs at a few MB/s: files above this are checked by their cut copies only
 MAX_WHOLE = 1_600_000
@@ -33,7 +34,7 @@ def _timelines() -> list[Path]:
 
 def test_the_kernels_are_compiled() -> None:
     """``pip install`` compiled them: what imports find is the extension, not the .py file."""
-    for module in (compiled_tokenize, compiled_pair, compiled_kernels):
+    for module in (compiled_tokenize, compiled_pair, compiled_kernels, compiled_ranks):
         assert module.COMPILED is True, f"{module.__name__} is not compiled: reinstall with a C compiler"
         assert not module.__file__.endswith(".py")
 
@@ -110,8 +111,9 @@ def _both(name: str, *args: object) -> tuple[object, object]:
     kernels write into their arguments: the copies are compared too)."""
     a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
     b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    out_a = getattr(compiled_kernels, name)(*a)
-    out_b = getattr(KERNELS, name)(*b)
+    compiled, reference = (compiled_kernels, KERNELS) if hasattr(KERNELS, name) else (compiled_ranks, RANKS)
+    out_a = getattr(compiled, name)(*a)
+    out_b = getattr(reference, name)(*b)
     for x, y in zip(a, b, strict=True):
         if isinstance(x, np.ndarray):
             np.testing.assert_array_equal(x, y)
@@ -179,12 +181,12 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     out_rank, out_ts = np.zeros(bounds[-1], np.int32), np.zeros(bounds[-1], np.int64)
     _both("scatter_ticks", ids, rank, ts, lut, fill, full, out_rank, out_ts)
     compiled_kernels.scatter_ticks(ids, rank, ts, lut, fill.copy(), full, out_rank, out_ts)
-    vs_late = _both("group_lateness", bounds, out_ts, 1000)
-    _same(*vs_late)
-    vs, last = vs_late[0]  # type: ignore[misc]
-    compiled_kernels.group_lateness(bounds, out_ts, 1000)  # out_ts now holds the lateness
+    grouped = _both("group_lateness", bounds, out_ts, 1000)
+    _same(*grouped)
+    first, typical, last = grouped[0]  # type: ignore[misc]
+    compiled_ranks.group_lateness(bounds, out_ts, 1000)  # out_ts now holds the lateness
     keep = rng.random(n_neg) < 0.8
-    _same(*_both("rank_stats", bounds, keep, out_rank, out_ts, vs, last, ranks))
+    _same(*_both("rank_stats", bounds, keep, out_rank, out_ts, first, typical, last, ranks))
     out = np.full(ranks, np.iinfo(np.int64).max, np.int64)
     _both("first_last_offsets", ids, rank, offset, lut, bounds[:-1].copy(), full, keep, last, out)
 
@@ -203,17 +205,24 @@ def test_each_tick_s_distance_from_the_median_equals_numpy_s(ranks: int, order: 
         ts = ts[:, ::-1]
     ts[::7] = ts[::7, :1]  # a cycle with every rank at once: nobody late
     bounds = np.arange(n_neg + 1, dtype=np.int64) * ranks
-    want_vs, want_last = np.zeros(ts.shape), np.zeros(ts.shape, bool)
+    want_vs, want_last, want_typical = np.zeros(ts.shape), np.zeros(ts.shape, bool), np.full(n_neg, np.nan)
     for g, row in enumerate(ts):
         want_last[g] = row >= row.max() - cycle
         if not want_last[g].all():
-            want_vs[g] = row - np.median(row[~want_last[g]])
-    for name, kernels in (("compiled", compiled_kernels), ("reference", KERNELS)):
+            want_typical[g] = np.median(row[~want_last[g]])
+            want_vs[g] = row - want_typical[g]
+    assert np.isnan(want_typical[::7]).all()  # no median tick where every rank was last
+    for name, kernels in (("compiled", compiled_ranks), ("reference", RANKS)):
         flat = ts.ravel().copy()
-        vs, last = kernels.group_lateness(bounds, flat, cycle)
-        np.testing.assert_array_equal(vs, want_vs.ravel(), err_msg=name)
+        first, typical, last = kernels.group_lateness(bounds, flat, cycle)
         np.testing.assert_array_equal(last, want_last.ravel(), err_msg=name)
         np.testing.assert_array_equal(flat, (ts - ts.min(axis=1, keepdims=True)).ravel(), err_msg=name)
+        np.testing.assert_array_equal(first, ts.min(axis=1), err_msg=name)
+        np.testing.assert_array_equal(typical, want_typical, err_msg=name)
+        # each tick's distance from the median, as rank_stats and Lateness.vs_median_us compute it
+        late = flat.reshape(ts.shape)
+        vs = np.where(np.isnan(typical)[:, None], 0.0, (late + first[:, None]).astype(np.float64) - typical[:, None])
+        np.testing.assert_array_equal(vs, want_vs, err_msg=name)
 
 
 def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,13 +233,18 @@ def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.
     bounds = np.arange(n_neg + 1, dtype=np.int64) * ranks
     rank = np.tile(np.arange(ranks, dtype=np.int32), n_neg)
     late = rng.integers(0, 9000, len(rank)).astype(np.int64) * (1 + (rank == 3))
-    vs = rng.normal(0, 500, len(rank))
+    # per negotiation its first tick and its median tick (a half when the median is of two; none in a tenth)
+    first = rng.integers(0, 10**12, n_neg)
+    typical = np.where(rng.random(n_neg) < 0.1, np.nan, first + rng.integers(0, 18_000, n_neg) / 2)
+    g = np.repeat(np.arange(n_neg), ranks)
+    vs = np.where(np.isnan(typical[g]), 0.0, (late + first[g]).astype(np.float64) - typical[g])
     last = rng.random(len(rank)) < 0.1
     keep = rng.random(n_neg) < 0.9
-    assert int(keep.sum()) * ranks >= compiled_kernels.PARALLEL_VALUES
-    threaded = compiled_kernels.rank_stats(bounds, keep, rank, late, vs, last, ranks)
-    monkeypatch.setattr(compiled_kernels, "PARALLEL_VALUES", 1 << 62)
-    np.testing.assert_array_equal(threaded, compiled_kernels.rank_stats(bounds, keep, rank, late, vs, last, ranks))
+    args = (bounds, keep, rank, late, first, typical, last, ranks)
+    assert int(keep.sum()) * ranks >= compiled_ranks.PARALLEL_VALUES
+    threaded = compiled_ranks.rank_stats(*args)
+    monkeypatch.setattr(compiled_ranks, "PARALLEL_VALUES", 1 << 62)
+    np.testing.assert_array_equal(threaded, compiled_ranks.rank_stats(*args))
     kept = np.repeat(keep, ranks)
     for r in (0, 3, ranks - 1):
         mine = kept & (rank == r)
