@@ -7,18 +7,20 @@ this file, uncompiled, is the reference the tests check the compiled module agai
 
 The distance of a tick from its negotiation's median tick is not kept per tick (8 bytes per tick,
 0.1 GB of fresh pages for a 1 GB timeline, which this kind of machine zeroes at 1-1.5 s per GB):
-each negotiation keeps its first tick and its median tick, from which :func:`rank_stats` and
-:meth:`analyzer.timeline.lateness.Lateness.vs_median_us` compute it, in the same double arithmetic.
+each negotiation keeps its first tick and twice its median tick (an integer: the median of an
+even count is a half), from which :func:`rank_stats` and
+:meth:`analyzer.timeline.lateness.Lateness.vs_median_us` compute it exactly.
+
+Nor does :func:`rank_stats` copy each rank's values aside to select their medians (another 0.1 GB):
+it counts them into histograms (:func:`order_stats`), one pass over the ticks per 6 to 12 bits
+of their range (12 with up to 42 ranks).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import cython
 import numpy as np
 
-from analyzer.config import available_cores
 from analyzer.timeline._kernels import _i32, _i64, _u8
 
 #: the compiled module (False: this file runs as the plain-Python reference)
@@ -28,8 +30,9 @@ I64 = cython.typedef(cython.longlong[::1])
 CI64 = cython.typedef(cython.const[cython.longlong][::1])
 CI32 = cython.typedef(cython.const[cython.int][::1])
 CU8 = cython.typedef(cython.const[cython.uchar][::1])
-F64 = cython.typedef(cython.double[::1])
-CF64 = cython.typedef(cython.const[cython.double][::1])
+#: twice the median tick of a negotiation whose ranks were all last: none
+NO_MEDIAN = np.iinfo(np.int64).min
+_NO_MEDIAN = cython.declare(cython.longlong, NO_MEDIAN)
 
 
 @cython.cfunc
@@ -84,18 +87,18 @@ def _sift(buf: I64, root: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.voi
 
 def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For ticks grouped by negotiation (``bounds``): replaces each tick in ``ts`` by its
-    lateness behind the group's first tick, and returns per group its first tick and the median
-    tick of the ranks that were not last (NaN when all were, or the group is empty), and per
-    tick whether it was last (within ``same_cycle_us`` of the group's last tick)."""
+    lateness behind the group's first tick, and returns per group its first tick and twice the
+    median tick of the ranks that were not last (:data:`NO_MEDIAN` when all were, or the group
+    is empty), and per tick whether it was last (within ``same_cycle_us`` of the group's last tick)."""
     bd: CI64 = _i64(bounds)
     t: I64 = ts
     cycle: cython.longlong = same_cycle_us
     n_groups = max(len(bounds) - 1, 0)
     first_a = np.zeros(n_groups, np.int64)
-    typical_a = np.full(n_groups, np.nan)
+    twice_a = np.full(n_groups, NO_MEDIAN, np.int64)
     last_a = np.empty(len(ts), np.bool_)
     first: I64 = first_a
-    typ: F64 = typical_a
+    twice: I64 = twice_a
     last: cython.uchar[::1] = last_a.view(np.uint8)
     widest: cython.longlong = 0
     for g in range(bd.shape[0] - 1):
@@ -120,23 +123,27 @@ def group_lateness(bounds: np.ndarray, ts: np.ndarray, same_cycle_us: int) -> tu
                     m += 1
             if m:  # the median as numpy takes it: the middle value, or the mean of the middle two
                 _sort(buf, m)
-                typ[g] = buf[m // 2] if m % 2 else (cython.cast(cython.double, buf[m // 2 - 1]) + buf[m // 2]) / 2.0
+                twice[g] = 2 * buf[m // 2] if m % 2 else buf[m // 2 - 1] + buf[m // 2]
             first[g] = lo
             for k in range(a, b):
                 t[k] -= lo
-    return first_a, typical_a, last_a
+    return first_a, twice_a, last_a
 
 
 @cython.cfunc
 @cython.inline
 @cython.nogil
 @cython.exceptval(check=False)
-def _vs(late: cython.longlong, first: cython.longlong, typical: cython.double) -> cython.double:
-    """A tick's distance from its negotiation's median tick (0.0 without one), as it was computed
-    when each tick kept it: its time as a double minus the median."""
-    if typical != typical:  # NaN: every rank was last
-        return 0.0
-    return cython.cast(cython.double, late + first) - typical
+def _key(
+    distance: cython.bint, late: cython.longlong, first: cython.longlong, twice: cython.longlong
+) -> cython.longlong:
+    """What :func:`order_stats` selects of a tick: its lateness, or (``distance``) twice its
+    distance from its negotiation's median tick (0 without one)."""
+    if not distance:
+        return late
+    if twice == _NO_MEDIAN:
+        return 0
+    return 2 * (late + first) - twice
 
 
 def rank_stats(
@@ -145,99 +152,171 @@ def rank_stats(
     rank: np.ndarray,
     late: np.ndarray,
     first: np.ndarray,
-    typical: np.ndarray,
+    twice_median: np.ndarray,
     last: np.ndarray,
     n_ranks: int,
 ) -> np.ndarray:
     """Per rank, over the negotiations where ``keep`` holds: ticks, times last, median and
     p90 (linear) lateness, median distance from the median tick (of the groups' ``first`` and
-    ``typical``, :func:`group_lateness`). Returns an ``(n_ranks, 5)`` float64 array."""
-    bd: CI64 = _i64(bounds)
-    kp: CU8 = _u8(keep)
-    rk: CI32 = _i32(rank)
+    ``twice_median``, :func:`group_lateness`), each the double numpy's median and percentile
+    give. Returns an ``(n_ranks, 5)`` float64 array."""
+    ticks = (_i64(bounds), _u8(keep), _i32(rank), _i64(late), _i64(first), _i64(twice_median))
+    bd: CI64 = ticks[0]
+    kp: CU8 = ticks[1]
+    rk: CI32 = ticks[2]
+    lt: CI64 = ticks[3]
+    fi: CI64 = ticks[4]
+    tw: CI64 = ticks[5]
     ls: CU8 = _u8(last)
-    lt: CI64 = _i64(late)
-    count_a = np.zeros(n_ranks + 1, np.int64)
+    count_a = np.zeros(n_ranks, np.int64)
     count: I64 = count_a
     times_last_a = np.zeros(n_ranks, np.int64)
     times_last: I64 = times_last_a
-    nr: cython.Py_ssize_t = n_ranks
+    # per rank its smallest and largest lateness and distance (keys): where their histograms start
+    lo_a = np.full((n_ranks, 2), np.iinfo(np.int64).max, np.int64)
+    hi_a = np.full((n_ranks, 2), np.iinfo(np.int64).min, np.int64)
+    lo: cython.longlong[:, ::1] = lo_a
+    hi: cython.longlong[:, ::1] = hi_a
     with cython.nogil:
         for g in range(bd.shape[0] - 1):
             if kp[g]:
                 for k in range(bd[g], bd[g + 1]):
-                    count[rk[k] + 1] += 1
-                    times_last[rk[k]] += ls[k]
-        for r in range(nr):
-            count[r + 1] += count[r]
+                    r = rk[k]
+                    count[r] += 1
+                    times_last[r] += ls[k]
+                    for j in range(2):
+                        x = _key(j, lt[k], fi[g], tw[g])
+                        lo[r, j] = min(lo[r, j], x)
+                        hi[r, j] = max(hi[r, j], x)
+    n = count_a
+    lo_a[n == 0] = 0
+    hi_a[n == 0] = 0
+    # numpy's linear percentile: the two values around its virtual index (the last one twice above it)
+    virtual = (n - 1) * np.true_divide(90.0, 100)
+    above = virtual >= n - 1
+    below = np.where(above, n - 1, np.floor(virtual)).astype(np.int64)
+    gamma = virtual - below
+    # the lateness at the median's and the percentile's positions, then the distance at the median's
+    at = np.column_stack([(n - 1) // 2, n // 2, below, np.where(above, n - 1, below + 1), (n - 1) // 2, n // 2])
+    at[n == 0] = -1
+    distance = np.array([False] * 4 + [True] * 2)
+    column = distance.astype(np.intp)
+    keys = order_stats(ticks, distance, lo_a[:, column], hi_a[:, column], at)
+    late_keys, distance_keys = keys[:, :4].astype(np.float64), keys[:, 4:].astype(np.float64)
     out = np.zeros((n_ranks, 5), np.float64)
-    out[:, 0] = np.diff(count_a)
+    out[:, 0] = n
     out[:, 1] = times_last_a
-    # each rank's values side by side in one scratch buffer: the lateness (as the integers it is: a
-    # median of integers is the float median of the same values, exact in a double), then the
-    # distance from the median, as doubles in the same bytes (fresh pages cost the kernel's zeroing)
-    buf_a = np.empty(count_a[n_ranks], np.int64)
-    _by_rank(bd, kp, rk, lt, count, buf_a)
-    _select(buf_a, count_a, out, 2, True)
-    _vs_by_rank(bd, kp, rk, lt, _i64(first), np.ascontiguousarray(typical, np.float64), count, buf_a.view(np.float64))
-    _select(buf_a.view(np.float64), count_a, out, 4, False)
+    # as numpy computes them: a median is the mean of the middle two values (of the middle one
+    # twice when their count is odd: the same double), the percentile numpy's _lerp of its two
+    out[:, 2] = (late_keys[:, 0] + late_keys[:, 1]) / 2.0
+    a, b = late_keys[:, 2], late_keys[:, 3]
+    diff = b - a  # exact: integers below 2**53
+    out[:, 3] = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    out[:, 4] = (distance_keys[:, 0] / 2.0 + distance_keys[:, 1] / 2.0) / 2.0
+    out[n == 0, 2:] = 0.0
     return out
 
 
+#: the histograms of :func:`order_stats` hold at most this many counts in all (4 MB), and at most
+#: :data:`MAX_BINS` per target: a pass over the ticks narrows a target's window up to 4096 times
+HISTOGRAM_CELLS = 1 << 20
+MAX_BINS = 4096
+
+
+def order_stats(
+    ticks: tuple[np.ndarray, ...], distance: np.ndarray, lo: np.ndarray, hi: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """Per rank ``r`` and column ``t`` of ``at``: the key (:func:`_key`: the lateness, or twice the
+    distance from the median tick where ``distance[t]``) at position ``at[r, t]`` (-1: none) of
+    rank ``r``'s keys in ascending order, over the negotiations kept; ``ticks``: bounds, keep,
+    rank, lateness, first and twice the median tick (:func:`rank_stats`); ``lo``/``hi``: each
+    rank's smallest and largest key of each column.
+
+    Each target narrows a window of keys, ``[lo, hi]`` at first: a pass over the ticks counts
+    the keys inside it into bins (a power of two wide), and the bin where the target's position
+    falls is its next window, until a window holds one key. Targets with the same window share
+    one histogram (a rank's start together). No value is copied aside."""
+    bd, kp, rk, lt, fi, tw = ticks
+    n_ranks, n_targets = at.shape
+    size = n_ranks * n_targets
+    found = np.zeros(size, np.int64)
+    start = np.asarray(lo, np.int64).ravel().copy()
+    width = np.asarray(hi, np.int64).ravel() - start + 1
+    of_distance = np.tile(np.asarray(distance, np.bool_), n_ranks)
+    need = np.asarray(at, np.int64).ravel().copy()  # the target's position among its window's keys
+    pending = need >= 0
+    bits = max(6, min(MAX_BINS.bit_length() - 1, (HISTOGRAM_CELLS // max(size, 1)).bit_length() - 1))
+    # rows a cache line longer than the bins: rows a multiple of 4 KB apart make the same bin of two
+    # ranks look like one address to the CPU's store forwarding (4K aliasing; 13 M ticks counted in
+    # 0.17 s instead of 0.15, measured)
+    hist = np.zeros((size, (1 << bits) + 16), np.int32)
+    every = np.arange(size)
+    while pending.any():
+        shift = np.array([max(0, int(w - 1).bit_length() - bits) for w in width], np.int64)
+        row = every.copy()  # whose histogram a target reads: the first of its rank with its window
+        for i in np.flatnonzero(pending):
+            j = i - i % n_targets
+            while j < i and not (
+                pending[j] and of_distance[j] == of_distance[i] and start[j] == start[i] and width[j] == width[i]
+            ):
+                j += 1
+            row[i] = j
+        counting = pending & (row == every)
+        hist[counting] = 0
+        _histogram(
+            bd,
+            kp,
+            rk,
+            lt,
+            fi,
+            tw,
+            n_targets,
+            of_distance.view(np.uint8),
+            start,
+            width,
+            shift,
+            counting.view(np.uint8),
+            hist,
+        )
+        idx = np.flatnonzero(pending)
+        cum = np.cumsum(hist[row[idx], : 1 << bits], axis=1)
+        b = (cum <= need[idx, None]).sum(axis=1)  # the bin of the target's position
+        need[idx] -= np.where(b > 0, cum[np.arange(len(idx)), np.maximum(b - 1, 0)], 0)
+        start[idx] += b << shift[idx]
+        width[idx] = np.minimum(1 << shift[idx], width[idx] - (b << shift[idx]))
+        done = idx[shift[idx] == 0]
+        found[done] = start[done]
+        pending[done] = False
+    return found.reshape(n_ranks, n_targets)
+
+
 @cython.cfunc
-def _by_rank(bounds: CI64, keep: CU8, rank: CI32, values: CI64, count: I64, buf: I64) -> cython.void:
-    """Copy ``values`` of the ticks of the negotiations where ``keep`` holds into ``buf``, rank
-    ``r``'s at ``buf[count[r]:count[r + 1]]``."""
-    fill: I64 = np.asarray(count[: count.shape[0] - 1]).copy()
-    j: cython.longlong
+def _histogram(
+    bounds: CI64,
+    keep: CU8,
+    rank: CI32,
+    late: CI64,
+    first: CI64,
+    twice_median: CI64,
+    n_targets: cython.Py_ssize_t,
+    distance: CU8,
+    start: CI64,
+    width: CI64,
+    shift: CI64,
+    counting: CU8,
+    hist: cython.int[:, ::1],
+) -> cython.void:
+    """Count each kept tick's keys into the histogram of each counting target of its rank whose
+    window holds them (:func:`order_stats`)."""
     with cython.nogil:  # beside the detectors that run meanwhile (TimelineModel.steady_ranks)
         for g in range(bounds.shape[0] - 1):
             if keep[g]:
                 for k in range(bounds[g], bounds[g + 1]):
-                    j = fill[rank[k]]
-                    buf[j] = values[k]
-                    fill[rank[k]] = j + 1
-
-
-@cython.cfunc
-def _vs_by_rank(
-    bounds: CI64, keep: CU8, rank: CI32, late: CI64, first: CI64, typical: CF64, count: I64, buf: F64
-) -> cython.void:
-    """:func:`_by_rank` of each tick's distance from its negotiation's median tick (:func:`_vs`)."""
-    fill: I64 = np.asarray(count[: count.shape[0] - 1]).copy()
-    j: cython.longlong
-    with cython.nogil:
-        for g in range(bounds.shape[0] - 1):
-            if keep[g]:
-                for k in range(bounds[g], bounds[g + 1]):
-                    j = fill[rank[k]]
-                    buf[j] = _vs(late[k], first[g], typical[g])
-                    fill[rank[k]] = j + 1
-
-
-#: values from which :func:`_select` shares the ranks among threads (below, a thread costs more)
-PARALLEL_VALUES = 1 << 20
-
-
-def _select(buf: np.ndarray, count: np.ndarray, out: np.ndarray, col: int, p90: bool) -> None:
-    """Per rank ``r``, the median (and the p90) of ``buf[count[r]:count[r + 1]]`` into ``out[r, col]``
-    (and ``out[r, col + 1]``), selected in place: ``buf`` is scratch, and order does not change
-    a median or a percentile. numpy's selection releases the GIL, so the ranks of a big
-    timeline are shared among threads, one per core: 0.14 -> 0.07 s for 13 M ticks on two."""
-
-    def one(r: int) -> None:
-        a, b = count[r], count[r + 1]
-        if b > a:
-            out[r, col] = np.median(buf[a:b], overwrite_input=True)
-            if p90:
-                out[r, col + 1] = np.percentile(buf[a:b], 90.0, overwrite_input=True)
-
-    ranks = range(len(count) - 1)
-    workers = min(available_cores(), len(ranks)) if count[len(ranks)] >= PARALLEL_VALUES else 1
-    if workers < 2:
-        for r in ranks:
-            one(r)
-        return
-    with ThreadPoolExecutor(workers, thread_name_prefix="hvd-analyze-select") as pool:
-        for _ in pool.map(one, ranks):  # each rank's slice is its own: no two threads share one
-            pass
+                    x0 = late[k]
+                    x1 = _key(True, x0, first[g], twice_median[g])
+                    i = rank[k] * n_targets
+                    for t in range(i, i + n_targets):
+                        if counting[t]:
+                            d = (x1 if distance[t] else x0) - start[t]
+                            if 0 <= d < width[t]:
+                                hist[t, d >> shift[t]] += 1

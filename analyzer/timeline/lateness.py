@@ -32,7 +32,7 @@ from analyzer.timeline._kernels import (
 from analyzer.timeline._kernels import (
     first_last_offsets as first_last_offsets_kernel,
 )
-from analyzer.timeline._ranks import group_lateness, rank_stats
+from analyzer.timeline._ranks import NO_MEDIAN, group_lateness, rank_stats
 
 SAME_CYCLE_US = 1_000
 NO_OFFSET = np.iinfo(np.int64).max
@@ -61,8 +61,8 @@ class Lateness:
     ``bounds[g]:bounds[g + 1]``, empty unless fully ticked), ``tick_counts`` (all its ticks,
     fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed), ``keep`` (the
     negotiations this view covers; selecting makes a new view, never a copy of the ticks),
-    ``first_us`` (its first tick) and ``typical_us`` (the median tick of its ranks that were not
-    last, NaN when all were: :meth:`vs_median_us`). Per tick: ``rank``, ``lateness_us``, ``last``
+    ``first_us`` (its first tick) and ``twice_median_us`` (twice the median tick of its ranks that
+    were not last, :data:`NO_MEDIAN` when all were: :meth:`vs_median_us`). Per tick: ``rank``, ``lateness_us``, ``last``
     (13 bytes). The file offsets of the ticks' records, which only
     the evidence of a finding needs, are not kept: :func:`first_last_offsets` reads them again
     from the tick source when a finding asks (one pass for every rank of a view).
@@ -76,7 +76,7 @@ class Lateness:
     rank: np.ndarray
     lateness_us: np.ndarray
     first_us: np.ndarray
-    typical_us: np.ndarray
+    twice_median_us: np.ndarray
     last: np.ndarray
     lut: np.ndarray  # negotiation index of a span id (-1: not a negotiation of this view's timeline)
 
@@ -101,10 +101,10 @@ class Lateness:
         """Per tick of negotiation ``g``: its distance from the median tick of the ranks that were
         not last (0.0 when all were), as :func:`analyzer.timeline._ranks.rank_stats` computes it."""
         a, b = int(self.bounds[g]), int(self.bounds[g + 1])
-        typical = float(self.typical_us[g])
-        if np.isnan(typical):
+        twice = int(self.twice_median_us[g])
+        if twice == NO_MEDIAN:
             return np.zeros(b - a)
-        vs: np.ndarray = (self.lateness_us[a:b] + self.first_us[g]).astype(np.float64) - typical
+        vs: np.ndarray = (2 * (self.lateness_us[a:b] + self.first_us[g]) - twice) / 2.0
         return vs
 
     def where_negotiations(self, keep: np.ndarray) -> Lateness:
@@ -212,7 +212,7 @@ def tick_lateness(
     fill = bounds[:-1].copy()
     for ids, rank, ts in chunks(("negotiation_id", "rank", "ts_us")):
         scatter_ticks(ids, rank, ts, lut, fill, full, rank_out, ts_out)
-    first_us, typical_us, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
+    first_us, twice_median_us, last = group_lateness(bounds, ts_out, SAME_CYCLE_US)  # ts_out now holds the lateness
     # ties: in a negotiation whose ranks all ticked within one cycle, nobody was late, so nobody is
     # "last" (else in a healthy 64-rank run every rank was last in most negotiations)
     last &= ts_out > SAME_CYCLE_US
@@ -225,7 +225,7 @@ def tick_lateness(
         rank_out,
         ts_out,
         first_us,
-        typical_us,
+        twice_median_us,
         last,
         lut,
     )
@@ -236,7 +236,9 @@ def rank_summary(lat: Lateness) -> list[RankLateness]:
     if not len(lat):
         return []
     n_ranks = int(lat.rank.max()) + 1
-    stats = rank_stats(lat.bounds, lat.keep, lat.rank, lat.lateness_us, lat.first_us, lat.typical_us, lat.last, n_ranks)
+    stats = rank_stats(
+        lat.bounds, lat.keep, lat.rank, lat.lateness_us, lat.first_us, lat.twice_median_us, lat.last, n_ranks
+    )
     out = [
         RankLateness(
             rank=r,

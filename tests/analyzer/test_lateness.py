@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from analyzer.timeline._ranks import NO_MEDIAN
 from analyzer.timeline.lateness import Chunks, Lateness, span_ticks, tick_lateness
 
 # span ids 5, 9 and 40 are negotiations; 12 is another span a malformed tick names (with rank 7,
@@ -32,7 +33,7 @@ def _lateness(early: bool) -> Lateness:
 
 def test_the_first_pass_started_early_gives_the_same_lateness() -> None:
     spans, early = _lateness(False), _lateness(True)
-    for name in ("bounds", "tick_counts", "keep", "rank", "lateness_us", "first_us", "typical_us", "last", "lut"):
+    for name in ("bounds", "tick_counts", "keep", "rank", "lateness_us", "first_us", "twice_median_us", "last", "lut"):
         np.testing.assert_array_equal(getattr(early, name), getattr(spans, name), err_msg=name)
     # ranks 0-3 (the malformed tick's rank 7 is no rank of the job): 5 and 40 fully ticked, 9 not
     np.testing.assert_array_equal(spans.tick_counts, [4, 3, 4])
@@ -42,7 +43,7 @@ def test_the_first_pass_started_early_gives_the_same_lateness() -> None:
     np.testing.assert_array_equal(spans.last, [False, False, True, True, False, False, True, False])
     # per negotiation its first tick and the median of its ranks that were not last; per tick the distance
     np.testing.assert_array_equal(spans.first_us[[0, 2]], [10, 50])
-    np.testing.assert_array_equal(spans.typical_us, [11.0, np.nan, 51.0])
+    np.testing.assert_array_equal(spans.twice_median_us, [22, NO_MEDIAN, 102])
     np.testing.assert_array_equal(spans.vs_median_us(0), [-1.0, 1.0, 2_489.0, 2_589.0])
     np.testing.assert_array_equal(spans.vs_median_us(2), [-1.0, 0.0, 2_949.0, 2.0])
     assert len(spans.vs_median_us(1)) == 0  # not fully ticked: no ticks kept

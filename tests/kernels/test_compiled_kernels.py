@@ -183,10 +183,10 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     compiled_kernels.scatter_ticks(ids, rank, ts, lut, fill.copy(), full, out_rank, out_ts)
     grouped = _both("group_lateness", bounds, out_ts, 1000)
     _same(*grouped)
-    first, typical, last = grouped[0]  # type: ignore[misc]
+    first, twice_median, last = grouped[0]  # type: ignore[misc]
     compiled_ranks.group_lateness(bounds, out_ts, 1000)  # out_ts now holds the lateness
     keep = rng.random(n_neg) < 0.8
-    _same(*_both("rank_stats", bounds, keep, out_rank, out_ts, first, typical, last, ranks))
+    _same(*_both("rank_stats", bounds, keep, out_rank, out_ts, first, twice_median, last, ranks))
     out = np.full(ranks, np.iinfo(np.int64).max, np.int64)
     _both("first_last_offsets", ids, rank, offset, lut, bounds[:-1].copy(), full, keep, last, out)
 
@@ -214,46 +214,65 @@ def test_each_tick_s_distance_from_the_median_equals_numpy_s(ranks: int, order: 
     assert np.isnan(want_typical[::7]).all()  # no median tick where every rank was last
     for name, kernels in (("compiled", compiled_ranks), ("reference", RANKS)):
         flat = ts.ravel().copy()
-        first, typical, last = kernels.group_lateness(bounds, flat, cycle)
+        first, twice, last = kernels.group_lateness(bounds, flat, cycle)
         np.testing.assert_array_equal(last, want_last.ravel(), err_msg=name)
         np.testing.assert_array_equal(flat, (ts - ts.min(axis=1, keepdims=True)).ravel(), err_msg=name)
         np.testing.assert_array_equal(first, ts.min(axis=1), err_msg=name)
-        np.testing.assert_array_equal(typical, want_typical, err_msg=name)
+        none = twice == compiled_ranks.NO_MEDIAN
+        np.testing.assert_array_equal(none, np.isnan(want_typical), err_msg=name)
+        np.testing.assert_array_equal(twice[~none] / 2, want_typical[~none], err_msg=name)
         # each tick's distance from the median, as rank_stats and Lateness.vs_median_us compute it
         late = flat.reshape(ts.shape)
-        vs = np.where(np.isnan(typical)[:, None], 0.0, (late + first[:, None]).astype(np.float64) - typical[:, None])
+        vs = np.where(none[:, None], 0.0, (2 * (late + first[:, None]) - twice[:, None]) / 2.0)
         np.testing.assert_array_equal(vs, want_vs, err_msg=name)
 
 
-def test_rank_statistics_shared_among_threads_equal_numpy_s(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Above :data:`PARALLEL_VALUES` the ranks' medians and p90s are selected on several threads: the
-    same bits as numpy's on each rank's values, and as one thread's."""
-    rng = np.random.default_rng(7)
-    ranks, n_neg = 16, 80_000  # 1.28 M ticks
+@pytest.mark.parametrize(
+    ("ranks", "spread"),
+    [
+        (16, 9_000),  # every window fits one histogram: one pass
+        (16, 10**9),  # the lateness spans 30 bits: three passes narrow each window
+        (300, 50_000),  # many ranks: fewer bins per window, more passes
+    ],
+)
+def test_rank_statistics_equal_numpy_s_median_and_percentile(ranks: int, spread: int) -> None:
+    """The ranks' medians and p90s counted into histograms are the doubles numpy's median and
+    percentile give on each rank's values, compiled and from source; ranks with one tick, two,
+    none, and negotiations without a median tick (every rank last) included."""
+    rng = np.random.default_rng(ranks + spread)
+    n_neg = 90_000 // ranks  # the source runs at a few M ticks a minute
     bounds = np.arange(n_neg + 1, dtype=np.int64) * ranks
     rank = np.tile(np.arange(ranks, dtype=np.int32), n_neg)
-    late = rng.integers(0, 9000, len(rank)).astype(np.int64) * (1 + (rank == 3))
-    # per negotiation its first tick and its median tick (a half when the median is of two; none in a tenth)
+    late = rng.integers(0, spread, len(rank)) * (1 + (rank == 3))
+    late[rank == 5] = rng.integers(0, 3, int((rank == 5).sum()))  # few values, many repeats
+    # per negotiation its first tick and twice its median tick (odd: a half), none in a tenth
     first = rng.integers(0, 10**12, n_neg)
-    typical = np.where(rng.random(n_neg) < 0.1, np.nan, first + rng.integers(0, 18_000, n_neg) / 2)
+    twice = np.where(rng.random(n_neg) < 0.1, compiled_ranks.NO_MEDIAN, 2 * first + rng.integers(0, 2 * spread, n_neg))
     g = np.repeat(np.arange(n_neg), ranks)
-    vs = np.where(np.isnan(typical[g]), 0.0, (late + first[g]).astype(np.float64) - typical[g])
+    vs = np.where(twice[g] == compiled_ranks.NO_MEDIAN, 0.0, (2 * (late + first[g]) - twice[g]) / 2.0)
     last = rng.random(len(rank)) < 0.1
     keep = rng.random(n_neg) < 0.9
-    args = (bounds, keep, rank, late, first, typical, last, ranks)
-    assert int(keep.sum()) * ranks >= compiled_ranks.PARALLEL_VALUES
-    threaded = compiled_ranks.rank_stats(*args)
-    monkeypatch.setattr(compiled_ranks, "PARALLEL_VALUES", 1 << 62)
-    np.testing.assert_array_equal(threaded, compiled_ranks.rank_stats(*args))
     kept = np.repeat(keep, ranks)
-    for r in (0, 3, ranks - 1):
+    # rank 1 in one kept negotiation, rank 2 in two, rank 4 in none
+    for r, times in ((1, 1), (2, 2), (4, 0)):
+        drop = kept & (rank == r)
+        drop[np.flatnonzero(drop)[:times]] = False
+        rank[drop] = 0
+    stats = _both("rank_stats", bounds, keep, rank, late, first, twice, last, ranks + 1)
+    _same(*stats)
+    out = stats[0]
+    assert isinstance(out, np.ndarray)
+    for r in range(ranks + 1):
         mine = kept & (rank == r)
+        assert (out[r, 0], out[r, 1]) == (mine.sum(), last[mine].sum())
+        if not mine.any():
+            assert (out[r, 2:] == 0).all()
+            continue
         want = (np.median(late[mine]), np.percentile(late[mine], 90.0), np.median(vs[mine]))
-        assert (threaded[r, 2], threaded[r, 3], threaded[r, 4]) == want
-        # the lateness is selected as integers: the same bits as the floats of the same values
+        assert (out[r, 2], out[r, 3], out[r, 4]) == want, r
+        # the same bits as numpy's on the doubles of the same values
         as_float = late[mine].astype(np.float64)
-        assert (threaded[r, 2], threaded[r, 3]) == (np.median(as_float), np.percentile(as_float, 90.0))
-        assert threaded[r, 0] == mine.sum() and threaded[r, 1] == last[mine].sum()
+        assert (out[r, 2], out[r, 3]) == (np.median(as_float), np.percentile(as_float, 90.0)), r
 
 
 def test_the_kernels_take_arrow_s_read_only_arrays_and_other_int_widths() -> None:
