@@ -58,6 +58,21 @@ def assign_recurrence(codes: np.ndarray, n_codes: int) -> np.ndarray:
     return out_a
 
 
+def min_by_key(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per key in ``[0, n)``, the smallest of its ``values`` (:data:`NO_LIMIT`: none); rows with a
+    key outside are left out. ``np.minimum.at`` without its per-row dispatch (0.04 s per M rows)."""
+    ky: CI64 = _i64(keys)
+    vl: CI64 = _i64(values)
+    out_a = np.full(n, NO_LIMIT, np.int64)
+    out: I64 = out_a
+    with cython.nogil:
+        for i in range(ky.shape[0]):
+            k = ky[i]
+            if 0 <= k < out.shape[0] and vl[i] < out[k]:
+                out[k] = vl[i]
+    return out_a
+
+
 def union_by_group(
     group: np.ndarray, start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_groups: int
 ) -> np.ndarray:

@@ -150,7 +150,7 @@ def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
 
 def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:
     """The spans of an input (those matching ``where``), typed for the analyses."""
-    return typed_spans(store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas())
+    return typed_spans(store.input_table("spans", input_id, SPAN_COLUMNS, where).to_pandas(split_blocks=True))
 
 
 def tick_chunks(store: RunStore, input_id: str, tick_range: tuple[int, int] | None = None) -> Chunks:

@@ -65,14 +65,21 @@ def step_of(start_us: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return (np.searchsorted(starts, start_us, side="right") - 1).astype(np.int64)
 
 
+#: the columns of the spans :func:`find_steps` reads
+STEP_SOURCE_COLUMNS = ["pid", "start_us", "start_offset"]
+
+
 def find_steps(spans: pd.DataFrame) -> tuple[np.ndarray, pd.Index, Segmentation]:
     """``(step_starts_us, gradient_pids, segmentation)`` of one input's spans (columns pid,
     kind, start_us, start_offset): spans before the first step (start-up broadcasts) belong
     to step -1 (:func:`step_of`); ``gradient_pids`` is empty unless the method is
     ``recurrence``. Only the negotiation spans are read (the op spans when there are none),
     so a caller short of memory may pass just those rows."""
-    src_kind: Literal["negotiate", "op"] = "negotiate" if (spans["kind"] == "negotiate").any() else "op"
-    src = spans[spans["kind"] == src_kind]
+    kind = spans["kind"]
+    negotiations = (kind == "negotiate").to_numpy()
+    src_kind: Literal["negotiate", "op"] = "negotiate" if negotiations.any() else "op"
+    # only the columns read: a row filter of the whole frame copies every column
+    src = spans.loc[negotiations if src_kind == "negotiate" else (kind == "op").to_numpy(), STEP_SOURCE_COLUMNS]
     if src.empty:
         return (
             np.empty(0, np.int64),

@@ -43,3 +43,17 @@ def test_activities_join_their_op_s_batch_and_others_none() -> None:
     assert table["tensors"].tolist() == [2, 1]
     # an op is ready when its pid's last negotiation before it ended; pid 2 has none
     assert ready_of[1] == 90.0 and np.isnan(ready_of[2]) and ready_of[5] == 90.0
+
+
+def test_rows_in_any_order_and_any_index_give_the_same_batches() -> None:
+    """The parser writes ops in file order, which the batching reads without sorting; rows in
+    another order (hand-made tables, another writer) or under another index are sorted first."""
+    spans = _spans()
+    want_batch, want_ready, want_table = find_batches(spans)
+    shuffled = spans.iloc[[8, 5, 2, 0, 7, 1, 4, 6, 3]]
+    shuffled.index = [90, 10, 40, 70, 20, 80, 30, 60, 50]  # a frame filtered or concatenated
+    batch_of, ready_of, table = find_batches(shuffled)
+    pd.testing.assert_frame_equal(table, want_table)
+    back = np.argsort([8, 5, 2, 0, 7, 1, 4, 6, 3])
+    assert batch_of[back].tolist() == want_batch.tolist()
+    np.testing.assert_array_equal(ready_of[back], want_ready)

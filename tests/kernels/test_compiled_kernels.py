@@ -148,6 +148,13 @@ def test_the_step_and_batch_loops_match(seed: int) -> None:
     start_off = np.cumsum(rng.integers(1, 100, n))
     exec_off = start_off + rng.integers(0, 400, n)
     _same(*_both("group_batches", names, start_us, start_off, exec_off, 300))
+    keys = rng.integers(-3, 600, n)  # keys outside [0, 500) are left out
+    least = _both("min_by_key", keys, start_off, 500)
+    _same(*least)
+    want = np.full(500, compiled_kernels.NO_LIMIT, np.int64)
+    inside = (keys >= 0) & (keys < 500)
+    np.minimum.at(want, keys[inside], start_off[inside])
+    np.testing.assert_array_equal(least[0], want)
 
 
 @pytest.mark.parametrize("ranks", [2, 8, 33, 257])  # the median's sort: insertion below 33 values, heapsort above
