@@ -27,7 +27,7 @@ from analyzer.store.buckets import (
     write_ranged_timeline,
 )
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import RangeDigest, file_digest, hashed_soon
+from analyzer.store.hashing import RangeDigest, file_digest, hashed_soon, take_over_early_hash
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parallel import Executor
 from parsers.inputs import CHUNK_BYTES, InputKind
@@ -173,18 +173,21 @@ def ingest_runner(
     def _ranges_hashed(
         item: InputFile, hasher: ThreadPoolExecutor
     ) -> tuple[Callable[[list[RangeTask]], Iterable[TokenizedRange]], Callable[[], str]]:
-        """How to tokenize a big timeline's ranges, and its hash: the one started early
-        (:func:`analyzer.store.hashing.hash_soon`), else from the tokenizer's own reads when
-        they are this process's threads (:class:`~analyzer.store.hashing.RangeDigest`), else
-        (Dask workers read the file) read on a thread of its own."""
+        """How to tokenize a big timeline's ranges, and its hash: from the tokenizer's own reads
+        when they are this process's threads (:class:`~analyzer.store.hashing.RangeDigest`), going
+        on from where the hash started early stopped (:func:`analyzer.store.hashing.hash_soon`);
+        else (Dask workers read the file) the early one, or one read on a thread of its own."""
         from parsers.timeline.tokens import tokenize_task
 
         path = str(item.path)
-        early = hashed_soon(path)
-        if early is not None or executor.uses_dask:
-            hashed = early if early is not None else hasher.submit(file_digest, path)
+        if executor.uses_dask:
+            hashed = hashed_soon(path) or hasher.submit(file_digest, path)
             return (lambda ts: executor.ordered(tokenize_task, ts)), hashed.result
-        digest = RangeDigest(path, item.size)
+        early = take_over_early_hash(path)
+        if isinstance(early, str):
+            done = early
+            return (lambda ts: executor.ordered(tokenize_task, ts)), lambda: done
+        digest = RangeDigest(path, item.size, early)
 
         def tokenized(tasks: list[RangeTask]) -> Iterable[TokenizedRange]:
             digest.head(tasks[0][1] if tasks else item.size)

@@ -1,7 +1,8 @@
 """An input's hash: sha256 below 16 MB, BLAKE3 from there (:func:`algorithm_for`). A big input's
 hash is started as soon as the CLI has found its inputs (:func:`hash_soon`), and whoever needs it
-later takes that result instead of hashing the file again; a file that changed meanwhile is
-hashed anew. Stores that hashed big inputs with sha256 still recognise their bytes."""
+later takes that result instead of hashing the file again (a timeline ingested in ranges takes
+over where the early hash got to); a file that changed meanwhile is hashed anew. Stores that
+hashed big inputs with sha256 still recognise their bytes."""
 
 from __future__ import annotations
 
@@ -189,6 +190,90 @@ def test_ingest_of_a_timeline_in_ranges_hashes_it_from_the_tokenizers_reads(
     inputs, skipped = discover([str(path)])
     hashed = _count_hashed(monkeypatch)
     monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
+    store = RunStore.create_or_open(tmp_path / "store")
+    store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
+    monkeypatch.undo()
+    assert len(hashed) == path.stat().st_size and set(hashed) == {"blake3"}
+    (entry,) = RunStore.open(tmp_path / "store").inputs
+    assert entry.get("blake3") == blake3.blake3(path.read_bytes()).hexdigest()
+
+
+def test_an_early_hash_stopped_midway_hands_over_what_it_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked to stop after its first block, the early hash hands over the hash of that block and
+    its length; a range digest going on from there gives the file's hash without reading it again."""
+    data = bytes(range(256)) * 4_000
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    monkeypatch.setattr(hashing, "FILE_BLOCK", 100_000)
+    job = hashing._Job(str(path))
+    new_hasher = hashing.new_hasher
+
+    def stopping(algorithm: hashing.Algorithm) -> hashing.Hasher:
+        h = new_hasher(algorithm)
+
+        class Stops:
+            def update(self, block: bytes | memoryview, /) -> None:
+                h.update(block)
+                job.stop.set()  # as take_over_early_hash does while the block is hashed
+
+            def hexdigest(self) -> str:
+                return h.hexdigest()
+
+        return Stops()
+
+    monkeypatch.setattr(hashing, "new_hasher", stopping)
+    job.run()
+    assert not job.future.done()
+    begun, at = job.handed.result()
+    assert at == 100_000
+    digest = hashing.RangeDigest(path, len(data), (begun, at))
+    digest.head(1000)  # before what was hashed: skipped
+    _fed(digest, data, [(50_000, 700_000), (700_000, len(data))])
+    monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_taking_over_an_early_hash_gives_its_hash_or_where_it_stopped(tmp_path: Path) -> None:
+    """Whether the early hash is done, stopped midway or not yet begun, what it hands over plus the
+    rest fed to a range digest is the file's hash; a second caller gets nothing."""
+    data = bytes(range(256)) * 200_000
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    hashing.hash_soon([path])
+    early = hashing.take_over_early_hash(path)
+    assert early is not None
+    if isinstance(early, str):
+        assert early == hashing.file_digest(path, "blake3")
+    else:
+        digest = hashing.RangeDigest(path, len(data), early)
+        _fed(digest, data, [(0, len(data))])
+        assert digest.hexdigest() == blake3.blake3(data).hexdigest()
+    assert hashing.take_over_early_hash(path) is None
+
+
+def test_an_early_hash_that_failed_is_not_handed_over(tmp_path: Path) -> None:
+    path = tmp_path / "gone.bin"
+    path.write_bytes(b"x" * 100)
+    job = hashing._Job(str(path))
+    path.unlink()
+    job.run()
+    assert isinstance(job.future.exception(), FileNotFoundError)
+    key = ("k", 0, 0)
+    with mock.patch.object(hashing, "_key", return_value=key):
+        hashing._SOON.jobs[key] = job
+        assert hashing.take_over_early_hash(path) is None
+
+
+def test_a_ranged_ingest_goes_on_from_the_early_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``report FILE`` hashes a big timeline early, while its modules load; its ranged ingest takes
+    over: every byte hashed once in all, the file never read for it again, the manifest's hash right."""
+    path = _big_timeline(tmp_path)
+    inputs, skipped = discover([str(path)])
+    hashed = _count_hashed(monkeypatch)
+    monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
+    hashing.hash_inputs_soon(inputs)
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
     monkeypatch.undo()
