@@ -181,15 +181,20 @@ def test_a_range_digest_missing_bytes_hashes_the_file_anew(tmp_path: Path, how: 
     assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
 
 
+@pytest.mark.parametrize("early", [False, True], ids=["ingest", "report"])
 def test_ingest_of_a_timeline_in_ranges_hashes_it_from_the_tokenizers_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, early: bool
 ) -> None:
     """A big timeline tokenized in ranges on two threads: every byte hashed once, by BLAKE3, from
-    the ranges' reads (the file is not read for its hash), and the manifest holds that hash."""
+    the ranges' reads (the file is not read for its hash), and the manifest holds that hash. As
+    ``report FILE`` does, hashed early while the modules load: the ranges go on from where that
+    hash got to, every byte still hashed once in all."""
     path = _big_timeline(tmp_path)
     inputs, skipped = discover([str(path)])
     hashed = _count_hashed(monkeypatch)
     monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
+    if early:
+        hashing.hash_inputs_soon(inputs)
     store = RunStore.create_or_open(tmp_path / "store")
     store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
     monkeypatch.undo()
@@ -264,19 +269,3 @@ def test_an_early_hash_that_failed_is_not_handed_over(tmp_path: Path) -> None:
     with mock.patch.object(hashing, "_key", return_value=key):
         hashing._SOON.jobs[key] = job
         assert hashing.take_over_early_hash(path) is None
-
-
-def test_a_ranged_ingest_goes_on_from_the_early_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``report FILE`` hashes a big timeline early, while its modules load; its ranged ingest takes
-    over: every byte hashed once in all, the file never read for it again, the manifest's hash right."""
-    path = _big_timeline(tmp_path)
-    inputs, skipped = discover([str(path)])
-    hashed = _count_hashed(monkeypatch)
-    monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
-    hashing.hash_inputs_soon(inputs)
-    store = RunStore.create_or_open(tmp_path / "store")
-    store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
-    monkeypatch.undo()
-    assert len(hashed) == path.stat().st_size and set(hashed) == {"blake3"}
-    (entry,) = RunStore.open(tmp_path / "store").inputs
-    assert entry.get("blake3") == blake3.blake3(path.read_bytes()).hexdigest()
