@@ -10,7 +10,7 @@ KERNELS = [
     "parsers/timeline/_tokenize.py",
     "parsers/timeline/_pair.py",
     "analyzer/timeline/_kernels.py",
-    "analyzer/timeline/_ranks.py",
+    "analyzer/timeline/_lateness_loops.py",
 ]
 DIRECTIVES = {
     "language_level": 3,

@@ -13,7 +13,7 @@ order a few us apart. For each negotiation with a tick from every rank:
 
 A 1 GB timeline with 64 ranks holds ~13 M ticks, so everything here works on numpy
 arrays grouped per negotiation by compiled loops (:mod:`analyzer.timeline._kernels`,
-:mod:`analyzer.timeline._ranks`), never on a DataFrame of ticks.
+:mod:`analyzer.timeline._lateness_loops`), never on a DataFrame of ticks.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from analyzer.timeline._kernels import (
 from analyzer.timeline._kernels import (
     first_last_offsets as first_last_offsets_kernel,
 )
-from analyzer.timeline._ranks import NO_MEDIAN, group_lateness, rank_stats
+from analyzer.timeline._lateness_loops import NO_MEDIAN, group_lateness, rank_stats
 
 SAME_CYCLE_US = 1_000
 NO_OFFSET = np.iinfo(np.int64).max
@@ -99,7 +99,7 @@ class Lateness:
 
     def vs_median_us(self, g: int) -> np.ndarray:
         """Per tick of negotiation ``g``: its distance from the median tick of the ranks that were
-        not last (0.0 when all were), as :func:`analyzer.timeline._ranks.rank_stats` computes it."""
+        not last (0.0 when all were), as :func:`analyzer.timeline._lateness_loops.rank_stats` computes it."""
         a, b = int(self.bounds[g]), int(self.bounds[g + 1])
         twice = int(self.twice_median_us[g])
         if twice == NO_MEDIAN:

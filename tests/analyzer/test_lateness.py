@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from analyzer.timeline._ranks import NO_MEDIAN
+from analyzer.timeline._lateness_loops import NO_MEDIAN
 from analyzer.timeline.lateness import Chunks, Lateness, span_ticks, tick_lateness
 
 # span ids 5, 9 and 40 are negotiations; 12 is another span a malformed tick names (with rank 7,

@@ -33,7 +33,7 @@ def load_source(relative: str, name: str) -> ModuleType:
 TOKENIZE = load_source("parsers/timeline/_tokenize.py", "reference_tokenize")
 PAIR = load_source("parsers/timeline/_pair.py", "reference_pair")
 KERNELS = load_source("analyzer/timeline/_kernels.py", "reference_kernels")
-RANKS = load_source("analyzer/timeline/_ranks.py", "reference_ranks")
+LATENESS = load_source("analyzer/timeline/_lateness_loops.py", "reference_lateness_loops")
 
 
 @contextmanager

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import analyzer.timeline._kernels as compiled_kernels
-import analyzer.timeline._ranks as compiled_ranks
+import analyzer.timeline._lateness_loops as compiled_lateness
 import parsers.timeline._pair as compiled_pair
 import parsers.timeline._tokenize as compiled_tokenize
 from tests.conftest import CORPUS, ROOT
-from tests.kernels.reference import KERNELS, RANKS, parsed_tables, reference_parser
+from tests.kernels.reference import KERNELS, LATENESS, parsed_tables, reference_parser
 
 #: the reference runs at a few MB/s: files above this are checked by their cut copies only
 MAX_WHOLE = 1_600_000
@@ -34,7 +34,7 @@ def _timelines() -> list[Path]:
 
 def test_the_kernels_are_compiled() -> None:
     """``pip install`` compiled them: what imports find is the extension, not the .py file."""
-    for module in (compiled_tokenize, compiled_pair, compiled_kernels, compiled_ranks):
+    for module in (compiled_tokenize, compiled_pair, compiled_kernels, compiled_lateness):
         assert module.COMPILED is True, f"{module.__name__} is not compiled: reinstall with a C compiler"
         assert not module.__file__.endswith(".py")
 
@@ -111,7 +111,7 @@ def _both(name: str, *args: object) -> tuple[object, object]:
     kernels write into their arguments: the copies are compared too)."""
     a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
     b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    compiled, reference = (compiled_kernels, KERNELS) if hasattr(KERNELS, name) else (compiled_ranks, RANKS)
+    compiled, reference = (compiled_kernels, KERNELS) if hasattr(KERNELS, name) else (compiled_lateness, LATENESS)
     out_a = getattr(compiled, name)(*a)
     out_b = getattr(reference, name)(*b)
     for x, y in zip(a, b, strict=True):
@@ -191,7 +191,7 @@ def test_the_lateness_loops_match(ranks: int) -> None:
     grouped = _both("group_lateness", bounds, out_ts, 1000)
     _same(*grouped)
     first, twice_median, last = grouped[0]  # type: ignore[misc]
-    compiled_ranks.group_lateness(bounds, out_ts, 1000)  # out_ts now holds the lateness
+    compiled_lateness.group_lateness(bounds, out_ts, 1000)  # out_ts now holds the lateness
     keep = rng.random(n_neg) < 0.8
     _same(*_both("rank_stats", bounds, keep, out_rank, out_ts, first, twice_median, last, ranks))
     out = np.full(ranks, np.iinfo(np.int64).max, np.int64)
@@ -219,13 +219,13 @@ def test_each_tick_s_distance_from_the_median_equals_numpy_s(ranks: int, order: 
             want_typical[g] = np.median(row[~want_last[g]])
             want_vs[g] = row - want_typical[g]
     assert np.isnan(want_typical[::7]).all()  # no median tick where every rank was last
-    for name, kernels in (("compiled", compiled_ranks), ("reference", RANKS)):
+    for name, kernels in (("compiled", compiled_lateness), ("reference", LATENESS)):
         flat = ts.ravel().copy()
         first, twice, last = kernels.group_lateness(bounds, flat, cycle)
         np.testing.assert_array_equal(last, want_last.ravel(), err_msg=name)
         np.testing.assert_array_equal(flat, (ts - ts.min(axis=1, keepdims=True)).ravel(), err_msg=name)
         np.testing.assert_array_equal(first, ts.min(axis=1), err_msg=name)
-        none = twice == compiled_ranks.NO_MEDIAN
+        none = twice == compiled_lateness.NO_MEDIAN
         np.testing.assert_array_equal(none, np.isnan(want_typical), err_msg=name)
         np.testing.assert_array_equal(twice[~none] / 2, want_typical[~none], err_msg=name)
         # each tick's distance from the median, as rank_stats and Lateness.vs_median_us compute it
@@ -254,9 +254,11 @@ def test_rank_statistics_equal_numpy_s_median_and_percentile(ranks: int, spread:
     late[rank == 5] = rng.integers(0, 3, int((rank == 5).sum()))  # few values, many repeats
     # per negotiation its first tick and twice its median tick (odd: a half), none in a tenth
     first = rng.integers(0, 10**12, n_neg)
-    twice = np.where(rng.random(n_neg) < 0.1, compiled_ranks.NO_MEDIAN, 2 * first + rng.integers(0, 2 * spread, n_neg))
+    twice = np.where(
+        rng.random(n_neg) < 0.1, compiled_lateness.NO_MEDIAN, 2 * first + rng.integers(0, 2 * spread, n_neg)
+    )
     g = np.repeat(np.arange(n_neg), ranks)
-    vs = np.where(twice[g] == compiled_ranks.NO_MEDIAN, 0.0, (2 * (late + first[g]) - twice[g]) / 2.0)
+    vs = np.where(twice[g] == compiled_lateness.NO_MEDIAN, 0.0, (2 * (late + first[g]) - twice[g]) / 2.0)
     last = rng.random(len(rank)) < 0.1
     keep = rng.random(n_neg) < 0.9
     kept = np.repeat(keep, ranks)
