@@ -2,7 +2,9 @@
 """Sequential loops over spans and ticks that numpy cannot vectorise, compiled by Cython at install.
 
 Each kernel walks arrays once (O(n)); the callers sort and prepare the inputs. They are here,
-not in the modules that use them, so that one compiled module holds them all. Cython's
+not in the modules that use them, so that compiled modules hold them all: these for spans,
+steps, batches and the ticks' grouping, :mod:`analyzer.timeline._lateness_loops` for each
+negotiation's lateness and each rank's statistics. Cython's
 pure-Python mode: this file, uncompiled, is the reference the tests check the compiled module
 against. Each public kernel takes numpy arrays of any integer or bool dtype (read-only ones
 too: Arrow's) and views them as the C types of its loops (:func:`_i64`, :func:`_i32`, :func:`_u8`),

@@ -9,7 +9,8 @@ order a few us apart. For each negotiation with a tick from every rank:
   than one cycle after the first (ranks that all ticked in one cycle tie: none of them is last);
 * ``vs_median_us`` = tick - the median tick of the ranks that were not last (what the
   job would save if this rank were as early as a typical on-time rank; 0 when every rank
-  ticked in the last cycle): each negotiation keeps its median tick, not each tick this.
+  ticked in the last cycle); each negotiation keeps its median tick, and a tick's distance
+  from it is computed where it is read.
 
 A 1 GB timeline with 64 ranks holds ~13 M ticks, so everything here works on numpy
 arrays grouped per negotiation by compiled loops (:mod:`analyzer.timeline._kernels`,
@@ -62,8 +63,8 @@ class Lateness:
     fully ticked or not), ``neg_step``, ``neg_end_us`` (NaN while unclosed), ``keep`` (the
     negotiations this view covers; selecting makes a new view, never a copy of the ticks),
     ``first_us`` (its first tick) and ``twice_median_us`` (twice the median tick of its ranks that
-    were not last, :data:`NO_MEDIAN` when all were: :meth:`vs_median_us`). Per tick: ``rank``, ``lateness_us``, ``last``
-    (13 bytes). The file offsets of the ticks' records, which only
+    were not last, :data:`NO_MEDIAN` when all were: :meth:`vs_median_us`). Per tick: ``rank``,
+    ``lateness_us``, ``last`` (13 bytes). The file offsets of the ticks' records, which only
     the evidence of a finding needs, are not kept: :func:`first_last_offsets` reads them again
     from the tick source when a finding asks (one pass for every rank of a view).
     """
