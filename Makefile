@@ -19,7 +19,11 @@ test: check
 	$(PYTHON) -m pytest -q
 
 # The benchmarks (need: pip install -e ".[bench]"); each prints its ratio against its baseline.
+# machine.py first: what fresh memory and the page cache cost on this machine right now.
 bench:
+	$(PYTHON) bench/machine.py
+	$(PYTHON) bench/processes.py --report
+	$(PYTHON) bench/cold_start.py
 	$(PYTHON) bench/ingest.py --skip-json
 	$(PYTHON) bench/report.py
 	$(PYTHON) bench/nccl_log.py
