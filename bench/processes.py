@@ -6,18 +6,22 @@ process reading the same timeline, interleaved, medians of several runs, on two 
 Shapes (``sample_traces.generator``, cached in bench/.cache): ``default`` 64 ranks x 100 tensors
 and ``dense`` 64 ranks x 200 tensors, both with the response cache off (rank ticks on every
 negotiation). Per file and run, in this order: ``hvd-analyze ingest FILE -o STORE -q``; DuckDB's
-``read_json(FILE, format='array')`` in a ``python -c`` process twice: counting the records (a read,
-which DuckDB may do without building columns it does not need) and ``COPY ... TO`` a zstd Parquet
-file (the conversion ``ingest`` does: every field, written); and with ``--report`` the whole
-``hvd-analyze report FILE -f json`` (temporary store: ingest and analysis). Each process's wall time
-and its own peak RSS (``wait4``). Before each timed process the bench reads the input once, so
-that every process finds it in the page cache: this VM's kernel pages out file cache left idle for
-about a minute (DAMON), and whichever process came first after a pause read part of the file
-from disk (0.07-0.09 GB of a 1 GB input, measured with ``ru_inblock``) and left it cached for
-the next one.
-The figures go to stdout and to bench/.cache/processes.json. Targets (issue 23): ingest >= 1.5x
-DuckDB's rate at 1 GB and >= 1.2x at 300 MB on both shapes, peak RSS <= 0.5x the input at 1 GB;
-report end to end <= 1.0x DuckDB's time to read the file.
+``read_json(FILE, format='array')`` in a ``python -c`` process counting the records (a read, which
+DuckDB may do without building columns it does not need); with ``--report`` the whole
+``hvd-analyze report FILE -f json`` (temporary store: ingest and analysis); DuckDB again, ``COPY
+... TO`` a zstd Parquet file (the conversion ``ingest`` does: every field, written). Each
+process's wall time and its own peak RSS (``wait4``).
+
+Before each timed process the bench reads the input once, so that every process finds it in the
+page cache: this VM's kernel pages out file cache left idle for about a minute (DAMON), and
+whichever process came first after a pause read part of the file from disk (0.07-0.09 GB of a
+1 GB input, measured with ``ru_inblock``) and left it cached for the next one.
+
+The figures go to stdout and to bench/.cache/processes.json: medians of each method, their
+ratios, and the ratio of each run's own pair of processes (``*_per_run``, their median as
+``*_paired``): the two ran seconds apart, so a box whose speed drifts between runs moves both.
+Targets (issue 23): ingest >= 1.5x DuckDB's rate at 1 GB and >= 1.2x at 300 MB on both shapes,
+peak RSS <= 0.5x the input at 1 GB; report end to end <= 1.0x DuckDB's time to read the file.
 """
 
 from __future__ import annotations
@@ -93,6 +97,12 @@ def duckdb_parquet(path: Path, out: Path) -> list[str]:
     return [sys.executable, "-c", f"import duckdb; duckdb.sql({query!r})"]
 
 
+def paired(row: dict[str, object], name: str, ratios: list[float]) -> None:
+    """Each run's ratio of ``name`` and their median, into ``row``."""
+    row[f"{name}_per_run"] = [round(r, 2) for r in ratios]
+    row[f"{name}_paired"] = round(statistics.median(ratios), 2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", default="300,1024")
@@ -118,9 +128,9 @@ def main() -> None:
                 try:
                     samples["ingest"].append(run([HVD, "ingest", str(path), "-o", str(work / "s"), "-q"], path))
                     samples["duckdb"].append(run(duckdb_count(path), path))
-                    samples["duckdb_parquet"].append(run(duckdb_parquet(path, work / "d.parquet"), path))
-                    if a.report:
+                    if a.report:  # right after DuckDB's count, the figure it is compared with
                         samples["report"].append(run([HVD, "report", str(path), "-f", "json", "-o", os.devnull], path))
+                    samples["duckdb_parquet"].append(run(duckdb_parquet(path, work / "d.parquet"), path))
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
             row: dict[str, object] = {"shape": shape, "mb": round(size), "runs": a.runs}
@@ -132,6 +142,17 @@ def main() -> None:
             row["ingest_vs_duckdb_parquet"] = round(float(row["duckdb_parquet_s"]) / float(row["ingest_s"]), 2)  # type: ignore[arg-type]
             if a.report:
                 row["report_vs_duckdb"] = round(float(row["report_s"]) / float(row["duckdb_s"]), 2)  # type: ignore[arg-type]
+            paired(
+                row,
+                "ingest_vs_duckdb",
+                [d / i for (i, _), (d, _) in zip(samples["ingest"], samples["duckdb"], strict=True)],
+            )
+            if a.report:
+                paired(
+                    row,
+                    "report_vs_duckdb",
+                    [r / d for (r, _), (d, _) in zip(samples["report"], samples["duckdb"], strict=True)],
+                )
             row["ingest_rss_vs_input"] = round(float(row["ingest_rss_mb"]) / size, 2)  # type: ignore[arg-type]
             print(json.dumps(row), flush=True)
             results.append(row)
