@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analyzer.errors import StoreError
 from analyzer.store import held
@@ -28,7 +27,9 @@ from parsers import arrow as A
 from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Parquet loads where a file is written or read: a report's store held in memory has none
+    import pyarrow.parquet as pq
+
     from analyzer.store.manifest import ManifestEntry
 
 QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
@@ -84,6 +85,8 @@ def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.
         folder.mkdir(parents=True, exist_ok=True)
         w = held.new_part(root, folder / PART, name)
         if w is None:
+            import pyarrow.parquet as pq
+
             schema = arrow_schema(name)
             w = pq.ParquetWriter(folder / PART, schema, **parquet_options(schema))
         writers[name] = w
@@ -121,6 +124,7 @@ def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
 def drop_input_rows(path: Path, name: str, input_id: str) -> None:
     """Rewrite the part file ``path`` of table ``name`` without the rows of ``input_id``."""
     import pyarrow.compute as pc  # here: writing parts never needs it
+    import pyarrow.parquet as pq
 
     part = held.held(path)
     t = part.table() if part is not None else pq.read_table(path, schema=arrow_schema(name))
@@ -244,6 +248,8 @@ def reading(path: Path, name: str) -> Iterator[None]:
     if held.held(path) is not None:  # in memory: nothing to check
         yield
         return
+    import pyarrow.parquet as pq
+
     try:
         missing = set(file_schema(name).names) - {"input_id"} - set(pq.read_schema(path).names)
         if missing:

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analyzer import __version__
 from analyzer.errors import StoreError
@@ -206,6 +205,8 @@ class RunStore:
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
         path, ids, version = part
         if version == 1:
+            import pyarrow.parquet as pq  # here, as below: a store held in memory reads no file (20 ms)
+
             with reading(path, name):
                 return pq.read_table(path, schema=schema, columns=columns, filters=where)
         cols = columns if columns is not None else schema.names
@@ -216,6 +217,8 @@ class RunStore:
             where = mine if where is None else where & mine
         if (kept := held.held(path)) is not None:
             return kept.read(cols, where)
+        import pyarrow.parquet as pq
+
         with reading(path, name):
             return pq.read_table(path, columns=cols, filters=where)
 
@@ -245,6 +248,8 @@ class RunStore:
             if (kept := held.held(path)) is not None:
                 batches: Iterable[pa.RecordBatch] = kept.batches(read, batch_rows)
             else:
+                import pyarrow.parquet as pq
+
                 file = pq.ParquetFile(path)
                 groups = row_groups(file.metadata, *between) if between else None
                 batches = file.iter_batches(batch_size=batch_rows, row_groups=groups, columns=read)
@@ -265,6 +270,8 @@ class RunStore:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
         if (kept := held.held(path)) is not None:
             return kept.read(arrow_schema(name).names)
+        import pyarrow.parquet as pq
+
         with reading(path, name):
             if version == 2:
                 return pq.read_table(path, schema=arrow_schema(name))
