@@ -8,9 +8,13 @@ and a read from the page cache cost right now.
   big arrays), and populated in bulk (``MADV_POPULATE_WRITE``); then the same memory touched again
   (it stays in the process: what reusing a buffer costs).
 * **page cache**: GB/s reading a cached file of the bench inputs with ``readinto`` into one buffer.
+* **Python**: seconds for ``sum(range(30_000_000))``, the interpreter's speed (imports and the
+  analysis's Python work scale with it).
 
 On this project's VM fresh memory cost 0.8-1.1 s per GB however it was faulted (2026-11-24),
-against about 0.1-0.2 s on a bare machine: a report of a 1 GB timeline touches ~1.3 GB of it.
+against about 0.1-0.2 s on a bare machine: a report of a 1 GB timeline touches ~1.3 GB of it. The
+Python loop took 0.71-0.85 s that day, when the warm small report took 1.1-1.2 s (0.67 s in an
+earlier session of the same day with the same code).
 """
 
 from __future__ import annotations
@@ -69,12 +73,23 @@ def cached_read(path: Path) -> float:
     return n / 1e9 / (time.perf_counter() - t)
 
 
+def python_speed() -> float:
+    """Seconds of a pure-Python loop (best of 3)."""
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        sum(range(30_000_000))
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=4)
     a = ap.parse_args()
     size = a.mb << 20
+    print(f"python, sum(range(30_000_000)): {python_speed():.2f} s")
     for how in ("demand", "huge", "populate"):
         runs = [fresh(size, how) for _ in range(a.rounds)]
         print(
