@@ -51,6 +51,7 @@ from analyzer.store.parts import (
     drop_input_rows,
     entry_folder,
     file_schema,
+    read_part,
     reading,
     row_groups,
     safe_name,
@@ -205,10 +206,7 @@ class RunStore:
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
         path, ids, version = part
         if version == 1:
-            import pyarrow.parquet as pq  # here, as below: a store held in memory reads no file (20 ms)
-
-            with reading(path, name):
-                return pq.read_table(path, schema=schema, columns=columns, filters=where)
+            return read_part(path, name, schema=schema, columns=columns, filters=where)
         cols = columns if columns is not None else schema.names
         if len(ids) > 1:
             import pyarrow.compute as pc
@@ -217,10 +215,7 @@ class RunStore:
             where = mine if where is None else where & mine
         if (kept := held.held(path)) is not None:
             return kept.read(cols, where)
-        import pyarrow.parquet as pq
-
-        with reading(path, name):
-            return pq.read_table(path, columns=cols, filters=where)
+        return read_part(path, name, columns=cols, filters=where)
 
     def input_batches(
         self,
@@ -248,7 +243,7 @@ class RunStore:
             if (kept := held.held(path)) is not None:
                 batches: Iterable[pa.RecordBatch] = kept.batches(read, batch_rows)
             else:
-                import pyarrow.parquet as pq
+                import pyarrow.parquet as pq  # here: a store held in memory reads no file (20 ms)
 
                 file = pq.ParquetFile(path)
                 groups = row_groups(file.metadata, *between) if between else None
@@ -270,12 +265,9 @@ class RunStore:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
         if (kept := held.held(path)) is not None:
             return kept.read(arrow_schema(name).names)
-        import pyarrow.parquet as pq
-
-        with reading(path, name):
-            if version == 2:
-                return pq.read_table(path, schema=arrow_schema(name))
-            t = pq.read_table(path, schema=file_schema(name))
+        if version == 2:
+            return read_part(path, name, schema=arrow_schema(name))
+        t = read_part(path, name, schema=file_schema(name))
         col = A.dictionary(np.zeros(t.num_rows, np.int32), ids)
         return t.add_column(0, arrow_schema(name).field("input_id"), col)
 
