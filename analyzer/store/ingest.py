@@ -180,13 +180,14 @@ def ingest_runner(
         from parsers.timeline.tokens import tokenize_task
 
         path = str(item.path)
+        unhashed = partial(executor.ordered, tokenize_task)  # the ranges, read by tokenizers that hash nothing
         if executor.uses_dask:
             hashed = hashed_soon(path) or hasher.submit(file_digest, path)
-            return (lambda ts: executor.ordered(tokenize_task, ts)), hashed.result
+            return unhashed, hashed.result
         early = take_over_early_hash(path)
         if isinstance(early, str):
             done = early
-            return (lambda ts: executor.ordered(tokenize_task, ts)), lambda: done
+            return unhashed, lambda: done
         digest = RangeDigest(path, item.size, early)
 
         def tokenized(tasks: list[RangeTask]) -> Iterable[TokenizedRange]:
