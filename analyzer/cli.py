@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from analyzer import __version__
-from analyzer.cli_options import budget_option, errors, leave, scale_options
+from analyzer.cli_options import budget_option, errors, imports_done, leave, scale_options, tune_process
 from analyzer.compare_cli import compare as compare_command
 from analyzer.config import parse_size
 from analyzer.render import RENDERERS, renderer_for
@@ -214,6 +214,7 @@ def report(
         from analyzer.store.parallel import executor_from_options
         from analyzer.store.run_store import RunStore, temporary_store
 
+        imports_done()
         config = AnalysisConfig(memory_budget=parse_size(memory_budget, "--memory-budget"))
         if store_path is not None:
             store = RunStore.open(store_path)
@@ -393,13 +394,8 @@ INTERNAL_ERROR = 3
 
 def main() -> None:
     """Console-script entry point. A failure inside hvd-analyze exits 3 with one message (the
-    traceback with HVD_ANALYZE_DEBUG=1), so that CI tells it from a finding (1) or bad input (2).
-
-    OpenBLAS gets one thread unless the user says otherwise: no analysis multiplies matrices
-    big enough to gain from more, and its idle threads spin on the cores that ingest's
-    tokenizer, Parquet writer and hasher share (0.1 s of CPU per 300 MB ingested, measured).
-    Set here, before anything imports numpy."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    traceback with HVD_ANALYZE_DEBUG=1), so that CI tells it from a finding (1) or bad input (2)."""
+    tune_process()
     try:
         cli(prog_name="hvd-analyze")
     except SystemExit as done:  # click ends every command so, with its exit code

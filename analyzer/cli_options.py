@@ -1,11 +1,12 @@
 """What the ``hvd-analyze`` commands share: library errors as one message (exit 2), the options
-several commands take, and how the process leaves. Errors become messages here, at the
+several commands take, and how the process starts and leaves. Errors become messages here, at the
 command-line edge, and nowhere else."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -75,6 +76,34 @@ def scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         help="Local workers (default: all cores; 1: this process only): processes for files, runs "
         "and log chunks, threads for a big timeline's ranges.",
     )(fn)
+
+
+#: the collector's thresholds as Python sets them
+DEFAULT_GC_THRESHOLDS = gc.get_threshold()
+
+
+def tune_process() -> None:
+    """What the process is told before any command runs.
+
+    OpenBLAS gets one thread unless the user says otherwise: no analysis multiplies matrices
+    big enough to gain from more, and its idle threads spin on the cores that ingest's
+    tokenizer, Parquet writer and hasher share (0.1 s of CPU per 300 MB ingested, measured).
+    Set before anything imports numpy.
+
+    The garbage collector looks at young objects every 200,000 allocations instead of 700 (mypy's
+    setting for its command line) until the command has loaded its modules (:func:`imports_done`):
+    the imports' objects live as long as the process. A report of a small timeline ran 170
+    collections while importing, 0.045 s of its 0.7 s."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    gc.set_threshold(200_000, 30, 30)
+
+
+def imports_done() -> None:
+    """The command has loaded the modules it runs on: the collector leaves their objects out from
+    now on (``gc.freeze``) and looks at new ones as often as Python does by default, so that a
+    cycle holding a big array does not wait long to be freed."""
+    gc.freeze()
+    gc.set_threshold(*DEFAULT_GC_THRESHOLDS)
 
 
 def leave(code: int) -> NoReturn:
