@@ -73,13 +73,12 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
         order = np.argsort(start_off, kind="stable")
         ops, pos = ops.iloc[order], pos[order]
     is_act = (kind == "activity").to_numpy()
-    acts = spans.loc[is_act, ["op_id", "start_offset"]]
-    # per span id (arrays, not a group-by: ~1 M activities per GB of timeline): an op's first
-    # activity's offset, and later an activity's batch through its op
-    op_of = acts["op_id"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    # per span id (arrays, not a group-by nor a frame's row filter: ~1 M activities per GB of
+    # timeline): an op's first activity's offset, and later an activity's batch through its op
+    op_of = _ids(spans["op_id"], is_act)
     ids_top = int(spans["span_id"].max()) + 1
     has_op = (op_of >= 0) & (op_of < ids_top)
-    first_child = min_by_key(op_of, acts["start_offset"].to_numpy(), ids_top)
+    first_child = min_by_key(op_of, spans["start_offset"].to_numpy()[is_act], ids_top)
     end = ops["end_offset"].to_numpy(dtype=float, na_value=np.inf)
     ended = ops["closed"].to_numpy() & np.isfinite(end)
     end_off = np.full(len(ops), NO_LIMIT, np.int64)
@@ -96,7 +95,7 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     batch_by_span = np.full(ids_top, -1, np.int64)
     batch_by_span[ops["span_id"].to_numpy()] = ids
     batch_of[pos] = ids
-    batch_of[is_act] = np.where(has_op, batch_by_span[np.where(has_op, op_of, 0)], -1)
+    batch_of[np.flatnonzero(is_act)[has_op]] = batch_by_span[op_of[has_op]]
 
     ops = ops.assign(batch=ids, ready_us=_ready_times(spans, ops))
     ready_of[pos] = ops["ready_us"].to_numpy()
@@ -121,6 +120,15 @@ def find_batches(spans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.DataFr
     table["dur_us"] = table["end_us"] - table["start_us"]
     table["dispatch_us"] = table["start_us"] - table["ready_us"]
     return batch_of, ready_of, table[list(BATCH_COLUMNS)]
+
+
+def _ids(col: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The span ids in ``col`` (nullable: NaN or NA) of the ``rows`` (a mask), -1 where null."""
+    if col.dtype.kind == "f":  # nulls read back from Arrow as NaN: select, then fill (no copy of the column)
+        picked: np.ndarray = col.to_numpy()[rows]
+        return np.where(np.isnan(picked), -1, picked).astype(np.int64)
+    ids: np.ndarray = col.to_numpy(dtype=np.float64, na_value=-1)[rows].astype(np.int64)
+    return ids
 
 
 def _ready_times(spans: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:

@@ -37,8 +37,8 @@ def default_threshold(facts: Mapping[str, Any]) -> tuple[int, str]:
 
 
 def steady_ops(model: TimelineModel) -> pd.DataFrame:
-    sp = model.spans
-    return sp[(sp["kind"] == "op") & sp["step"].isin(model.steady["step"])]
+    """The ops of the steady steps (:attr:`TimelineModel.steady_ops`: the columns read here)."""
+    return model.steady_ops
 
 
 def batch_overhead_us(model: TimelineModel) -> float | None:
