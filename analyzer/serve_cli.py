@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from analyzer.cli_options import budget_option, errors
+from analyzer.cli_options import budget_option, errors, imports_done
 from analyzer.config import parse_size
 
 
@@ -128,6 +128,8 @@ def serve(
             budget=budget,
         )
     import waitress  # a production WSGI server, not Flask's development one
+
+    imports_done()  # a server lives long: Python's own collector thresholds from here on
 
     click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
     waitress.serve(
