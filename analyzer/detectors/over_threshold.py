@@ -31,7 +31,6 @@ from analyzer.timeline.fusion import (
     batch_overhead_us,
     default_threshold,
     expected_batches,
-    steady_ops,
     suggested_threshold,
 )
 from analyzer.timeline.model import TimelineModel
@@ -46,7 +45,7 @@ class TensorOverFusionThreshold(TimelineDetector):
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.over_threshold
         est = model.fusion_estimate
-        ops = steady_ops(model)
+        ops = model.steady_ops
         if est.lower_bytes is None or ops.empty:
             return None
         sizes = model.batches.set_index("batch")["tensors"]

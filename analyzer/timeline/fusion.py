@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from analyzer.timeline.model import TimelineModel
 
@@ -36,11 +35,6 @@ def default_threshold(facts: Mapping[str, Any]) -> tuple[int, str]:
     return DEFAULT_THRESHOLD, text
 
 
-def steady_ops(model: TimelineModel) -> pd.DataFrame:
-    """The ops of the steady steps (:attr:`TimelineModel.steady_ops`: the columns read here)."""
-    return model.steady_ops
-
-
 def batch_overhead_us(model: TimelineModel) -> float | None:
     b = model.steady_batches.dropna(subset=["bytes", "dur_us"])
     if len(b) < 3:
@@ -55,7 +49,7 @@ def batch_overhead_us(model: TimelineModel) -> float | None:
 
 def expected_batches(model: TimelineModel, threshold: int, cycle_us: float) -> float | None:
     """Median batches per steady step if the fusion threshold were ``threshold`` bytes."""
-    ops = steady_ops(model).dropna(subset=["ready_us"])
+    ops = model.steady_ops.dropna(subset=["ready_us"])
     if ops.empty:
         return None
     counts = []
