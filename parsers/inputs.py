@@ -246,17 +246,30 @@ class ByteSink(Protocol):
     from the reads that parse it instead of reading the file once more)."""
 
     def feed(self, at: int, data: bytes | memoryview) -> None:
-        """``data`` is the file's bytes from offset ``at``."""
+        """``data`` is the file's bytes from offset ``at`` (done with when this returns)."""
 
     def fail(self) -> None:
         """Bytes this feeder owed will not come (an error, a file cut meanwhile)."""
 
 
-class FedReader:
-    """A binary file positioned at ``at`` whose every read also goes to ``sink``."""
+class LendingSink(ByteSink, Protocol):
+    """A :class:`ByteSink` that can also take bytes the reader keeps using, without waiting."""
 
-    def __init__(self, f: BinaryIO, at: int, sink: ByteSink) -> None:
+    def lend(self, at: int, data: bytes | memoryview) -> None:
+        """``data`` is the file's bytes from offset ``at``, unchanged until :meth:`settle` returns."""
+
+    def settle(self, stop: int) -> None:
+        """Return once done with every byte lent before offset ``stop``."""
+
+
+class FedReader:
+    """A binary file positioned at ``at`` whose every read also goes to ``sink``: fed, or with
+    ``lend`` lent (the caller leaves the bytes read as they are until :meth:`settle`)."""
+
+    def __init__(self, f: BinaryIO, at: int, sink: ByteSink, lend: bool = False) -> None:
         self.f, self.at, self.sink = f, at, sink
+        # lent only to a sink that borrows (the others are fed)
+        self.lending: LendingSink | None = cast(LendingSink, sink) if lend and hasattr(sink, "lend") else None
 
     def readinto(self, b: Any) -> int:
         n = cast(io.RawIOBase, self.f).readinto(b) or 0
@@ -270,8 +283,16 @@ class FedReader:
 
     def _fed(self, data: bytes | memoryview) -> None:
         if len(data):
-            self.sink.feed(self.at, data)
+            if self.lending is not None:
+                self.lending.lend(self.at, data)
+            else:
+                self.sink.feed(self.at, data)
             self.at += len(data)
+
+    def settle(self) -> None:
+        """Wait until the sink is done with the bytes lent (at once when none were)."""
+        if self.lending is not None:
+            self.lending.settle(self.at)
 
     def read_to(self, stop: int) -> bool:
         """Read (and feed) what is left up to offset ``stop``; False if the file ends before."""

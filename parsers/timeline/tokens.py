@@ -100,13 +100,18 @@ class Tokenizer:
         self.position = 0  # file offset after the last byte read
 
     def blocks(
-        self, f: Source, start: int = 0, stop: int | None = None, buffer: np.ndarray | None = None
+        self,
+        f: Source,
+        start: int = 0,
+        stop: int | None = None,
+        buffer: np.ndarray | None = None,
+        first_read: int | None = None,
     ) -> Iterator[TokenBlock]:
-        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end), read
-        into ``buffer`` (at least the chunk size + 64 bytes; a new one by default)."""
+        """Tokenize ``f`` (positioned at file offset ``start``) up to ``stop`` (or its end), read into
+        ``buffer`` (a new one by default) a chunk at a time, the first read ``first_read`` bytes if given."""
         st = self.state
         chunk = self.chunk_bytes
-        cap = max(1024, chunk // 48)
+        cap = max(1024, chunk // 48)  # one size for every block: the pool (events_array) reuses them
         metas = np.empty((4096, L.MT_N), np.int64)
         newstr = np.empty((4096, 4), np.int64)
         outn = np.zeros(4, np.int64)
@@ -120,9 +125,11 @@ class Tokenizer:
                 left -= n
             return n
 
-        buf = buffer if buffer is not None and len(buffer) >= chunk + 64 else np.empty(chunk + 64, np.uint8)
-        end = read(buf.data[:chunk])
-        eof = end < chunk or left == 0
+        first = first_read or chunk
+        room = max(chunk, first) + 64
+        buf = buffer if buffer is not None and len(buffer) >= room else np.empty(room, np.uint8)
+        end = read(buf.data[:first])
+        eof = end < first or left == 0
         pos = self.open_array(buf, end) if self.first else 0
         base = start
         if pos < 0:
@@ -341,6 +348,10 @@ def tokenize_range(
     did not need too), or its ``fail()`` when they cannot all come.
     """
     sink = IssueSink(path)
+    # a range a little over the chunk size (ranges end at the first record boundary after it) is
+    # read at once: its bytes stay in the buffer until it is tokenized, so they are lent to ``seen``
+    most = chunk_bytes + chunk_bytes // 2
+    whole = stop - start <= most
     tok = Tokenizer(
         path,
         sink,
@@ -351,14 +362,18 @@ def tokenize_range(
     )
     with open(path, "rb") as raw:
         raw.seek(start)
-        f = raw if seen is None else FedReader(raw, start, seen)
+        f = raw if seen is None else FedReader(raw, start, seen, lend=whole)
         fed = False
         try:
-            blocks = list(tok.blocks(f, start, stop, thread_buffer(tok.chunk_bytes + 64)))
+            # one size for every range: the next one (a little longer or shorter) reads into it too
+            buffer = thread_buffer((most if whole else tok.chunk_bytes) + 64)
+            blocks = list(tok.blocks(f, start, stop, buffer, stop - start if whole else None))
             fed = not isinstance(f, FedReader) or f.read_to(stop)
         finally:
             if seen is not None and not fed:
                 seen.fail()
+        if isinstance(f, FedReader):
+            f.settle()  # before this thread's next range reads into the buffer
     return TokenizedRange(start, stop, blocks, tok.state.ctr, tok.state.iss, sink.issues, tok.skipped_bytes, tok.ending)
 
 

@@ -162,6 +162,45 @@ def test_a_range_digest_hashes_ranges_fed_out_of_order_once_each(tmp_path: Path)
         assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
 
 
+def test_a_range_digest_takes_lent_bytes_without_waiting_and_settles_once_they_are_hashed(tmp_path: Path) -> None:
+    """Bytes lent before their turn wait in the digest, not in the lender; the thread that lends
+    the bytes before them hashes both, in order; a lender's ``settle`` returns only once its bytes
+    are hashed, even while another thread is still hashing them."""
+    data = bytes(range(256)) * 4_000
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    half = len(data) // 2
+    digest = hashing.RangeDigest(path, len(data))
+    hashing_started, go_on = threading.Event(), threading.Event()
+    real = digest._hash_of
+
+    class Slow:
+        def update(self, block: bytes | memoryview, /) -> None:
+            hashing_started.set()
+            assert go_on.wait(10)
+            real.update(block)
+
+        def hexdigest(self) -> str:
+            return real.hexdigest()
+
+    digest._hash_of = Slow()
+    digest.lend(half, memoryview(data)[half:])  # not its turn: returns at once, nothing hashed
+    assert not hashing_started.is_set()
+    first = threading.Thread(target=digest.lend, args=(0, memoryview(data)[:half]))
+    first.start()  # its turn: hashes its bytes, then the half lent before
+    assert hashing_started.wait(10)
+    settled = threading.Thread(target=digest.settle, args=(len(data),))
+    settled.start()
+    settled.join(timeout=0.2)
+    assert settled.is_alive()  # the bytes are still being hashed
+    go_on.set()
+    first.join(timeout=10)
+    settled.join(timeout=10)
+    assert not first.is_alive() and not settled.is_alive()
+    with mock.patch.object(hashing, "_digest_of", side_effect=AssertionError("read the file again")):
+        assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
 @pytest.mark.parametrize("how", ["failed", "short"])
 def test_a_range_digest_missing_bytes_hashes_the_file_anew(tmp_path: Path, how: str) -> None:
     """A feeder that failed (waking those waiting behind it), or bytes that stop short of the

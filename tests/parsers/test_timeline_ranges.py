@@ -137,6 +137,45 @@ def test_a_range_feeds_every_byte_of_it_to_its_sink_however_it_ends(
     assert at == len(data)
 
 
+class _Borrowing(_Seen):
+    """A sink that borrows: it keeps each lent view with a copy of its bytes, and checks when the
+    lender settles that the bytes are still those lent (the reader did not reuse its buffer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lent: list[tuple[int, memoryview, bytes]] = []
+        self.lends = 0
+        self.changed = 0
+
+    def lend(self, at: int, data: memoryview) -> None:
+        with self._lock:
+            self.lends += 1
+            self.lent.append((at, data, bytes(data)))
+            self.fed.append((at, bytes(data)))
+
+    def settle(self, stop: int) -> None:
+        with self._lock:
+            for _at, view, copy in [x for x in self.lent if x[0] < stop]:
+                self.changed += bytes(view) != copy
+            self.lent = [x for x in self.lent if x[0] >= stop]
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_a_range_read_at_once_lends_its_bytes_until_it_is_tokenized(tmp_path: Path, case: str) -> None:
+    """A range that fits a read (all of them here) lends its bytes instead of waiting for the
+    sink to take them, and keeps them as they are until it settles, at its end: the next range
+    on its thread reads into the same buffer. Every byte is lent once, in order."""
+    path = write(tmp_path, DAMAGED[case])
+    data = path.read_bytes()
+    tasks = timeline_ranges(str(path), 2, len(data), 256)
+    seen = _Borrowing()
+    with ThreadPoolExecutor(2) as ex:
+        list(ex.map(partial(tokenize_task, seen=seen), tasks))
+    assert len(tasks) >= 10 and seen.lends >= len(tasks)
+    assert not seen.failed and not seen.changed and not seen.lent  # each settled, its bytes unchanged
+    assert b"".join(p for _, p in sorted(seen.fed)) == data[2:]
+
+
 @pytest.mark.parametrize(
     "text",
     [
