@@ -231,7 +231,8 @@ class RangeDigest:
     def hexdigest(self) -> str:
         """The file's hash: of the bytes fed when they were all of it, else read anew."""
         with self._turn:
-            whole = not self._broken and not self._hashing and self._next == self.size
+            self._turn.wait_for(lambda: not self._hashing)  # the last lender may still be leaving
+            whole = not self._broken and self._next == self.size
         return self._hash_of.hexdigest() if whole else _digest_of(self.path)
 
 

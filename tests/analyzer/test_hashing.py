@@ -164,8 +164,8 @@ def test_a_range_digest_hashes_ranges_fed_out_of_order_once_each(tmp_path: Path)
 
 def test_a_range_digest_takes_lent_bytes_without_waiting_and_settles_once_they_are_hashed(tmp_path: Path) -> None:
     """Bytes lent before their turn wait in the digest, not in the lender; the thread that lends
-    the bytes before them hashes both, in order; a lender's ``settle`` returns only once its bytes
-    are hashed, even while another thread is still hashing them."""
+    the bytes before them hashes both, in order; a lender's ``settle``, and the hash, return only
+    once the bytes are hashed, even while another thread is still hashing them."""
     data = bytes(range(256)) * 4_000
     path = tmp_path / "a.bin"
     path.write_bytes(data)
@@ -191,14 +191,17 @@ def test_a_range_digest_takes_lent_bytes_without_waiting_and_settles_once_they_a
     assert hashing_started.wait(10)
     settled = threading.Thread(target=digest.settle, args=(len(data),))
     settled.start()
-    settled.join(timeout=0.2)
-    assert settled.is_alive()  # the bytes are still being hashed
-    go_on.set()
-    first.join(timeout=10)
-    settled.join(timeout=10)
-    assert not first.is_alive() and not settled.is_alive()
+    hexdigest: list[str] = []
     with mock.patch.object(hashing, "_digest_of", side_effect=AssertionError("read the file again")):
-        assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+        asked = threading.Thread(target=lambda: hexdigest.append(digest.hexdigest()))
+        asked.start()  # every byte is lent: the hash waits for the hashing, it does not read the file
+        settled.join(timeout=0.2)
+        assert settled.is_alive() and asked.is_alive()  # the bytes are still being hashed
+        go_on.set()
+        for t in (first, settled, asked):
+            t.join(timeout=10)
+            assert not t.is_alive()
+    assert hexdigest == [hashlib.sha256(data).hexdigest()]
 
 
 @pytest.mark.parametrize("how", ["failed", "short"])
