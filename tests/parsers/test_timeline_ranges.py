@@ -193,12 +193,14 @@ def test_a_range_that_ends_before_its_last_chunk_still_feeds_the_rest(tmp_path: 
     assert b"".join(p for _, p in sorted(seen.fed)) == data[2:] and not seen.failed
 
 
-def test_a_range_the_file_no_longer_holds_fails_its_sink(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sink", [_Seen, _Borrowing], ids=["fed", "lent"])
+def test_a_range_the_file_no_longer_holds_fails_its_sink(tmp_path: Path, sink: type[_Seen]) -> None:
     path = write(tmp_path, DAMAGED["unterminated"])
     size = path.stat().st_size
-    seen = _Seen()
+    seen = sink()
     tokenize_range(str(path), 2, size + 100, seen=seen)  # the file was cut after it was planned
     assert seen.failed == 1 and sum(len(p) for _, p in seen.fed) == size - 2
+    assert not isinstance(seen, _Borrowing) or (seen.lends == 1 and not seen.lent and not seen.changed)
 
 
 def test_the_cases_are_cut_into_many_ranges_and_exercise_the_damage(tmp_path: Path) -> None:
