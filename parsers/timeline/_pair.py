@@ -10,7 +10,9 @@ each a range of the file), so the rows it writes do not depend on how the file w
 
 Contract of :func:`pair`: rows ``events[at:n]`` are applied in order; when an output array is
 full (``ST_FULL``) or a state array too small (``ST_GROW``: ``ctr[C_NEED]`` says which) it
-returns the first row not applied, and the caller flushes or grows and calls again.
+returns the first row not applied, and the caller flushes or grows and calls again. The rows'
+string ids are their tokenizer's: ``pair`` reads them as the file's through the maps it is given
+(a range's tokenizer interns strings in its own order), as it applies each row.
 Both kernels run without the GIL. Compiled by Cython at install (pure-Python mode: this file,
 uncompiled, is the reference the tests check the compiled module against); the row layouts are
 in :mod:`parsers.timeline.layout`.
@@ -110,6 +112,17 @@ def _issue(iss: Rows, k: cython.Py_ssize_t, off: cython.longlong) -> cython.void
 
 
 @cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _mapped(ids: Ints, v: cython.longlong) -> cython.longlong:
+    """String id ``v`` of a row's tokenizer as the file's (``ids`` empty: the same; -1 stays -1)."""
+    if v < 0 or ids.shape[0] == 0:
+        return v
+    return ids[v]
+
+
+@cython.cfunc
 @cython.nogil
 @cython.exceptval(check=False)
 def _emit_span(
@@ -167,10 +180,15 @@ def pair(
     ticks: Out,
     marks: Out,
     outn: Ints,
+    names: Ints,
+    dtypes: Ints,
+    shapes: Ints,
 ) -> tuple[int, int]:
     """Apply event rows ``events[at:n]``; see the module docstring. Returns (status, row).
 
-    ``outn`` receives the number of rows written: [spans, ticks, marks].
+    ``outn`` receives the number of rows written: [spans, ticks, marks]. ``names``, ``dtypes``,
+    ``shapes``: the file's id of each of the rows' tokenizer's string ids (names of ``B`` and
+    instant rows, dtypes and shapes of ``E`` rows), empty when they are the same.
     """
     with cython.nogil:
         ns: cython.Py_ssize_t = 0
@@ -202,7 +220,7 @@ def pair(
                     ctr[C_NEED] = 2
                     status = ST_GROW
                     break
-                nid = events[r, EV_A]
+                nid = _mapped(names, events[r, EV_A])
                 is_neg = events[r, EV_B] == 1
                 slot = ctr[C_FREE]
                 if slot >= 0:
@@ -244,7 +262,9 @@ def pair(
                     _issue(iss, I_ORPHAN_E, off)
                 else:
                     slot = top[pid]
-                    _emit_span(spans, ns, slots, slot, ts, off, events[r, EV_A], events[r, EV_B], events[r, EV_C])
+                    dtype_id = _mapped(dtypes, events[r, EV_A])
+                    shape_id = _mapped(shapes, events[r, EV_B])
+                    _emit_span(spans, ns, slots, slot, ts, off, dtype_id, shape_id, events[r, EV_C])
                     ns += 1
                     _close_negotiation_stats(pstat, slots, slot)
                     top[pid] = slots[slot, S_PREV]
@@ -272,7 +292,7 @@ def pair(
                 nt += 1
                 ctr[C_TICKS] += 1
             else:  # instant marker
-                marks[nm, MK_NAME] = events[r, EV_A]
+                marks[nm, MK_NAME] = _mapped(names, events[r, EV_A]) if ph == PH_I else events[r, EV_A]
                 marks[nm, MK_TS] = ts
                 marks[nm, MK_OFF] = off
                 nm += 1
@@ -297,18 +317,3 @@ def drain(top: Ints, pstat: Rows, slots: Rows, spans: Out) -> int:
                 s = slots[s, S_PREV]
             top[pid] = -1
     return ns
-
-
-def renumber(events: Rows, names: Ints, dtypes: Ints, shapes: Ints) -> None:
-    """Rewrite the string ids of event rows from their tokenizer's to the file's, in place: names
-    of ``B`` and instant rows, dtypes and shapes of ``E`` rows (-1 stays -1)."""
-    with cython.nogil:
-        for r in range(events.shape[0]):
-            ph = events[r, EV_PH]
-            if ph == PH_B or ph == PH_I:
-                events[r, EV_A] = names[events[r, EV_A]]
-            elif ph == PH_E:
-                if events[r, EV_A] >= 0:
-                    events[r, EV_A] = dtypes[events[r, EV_A]]
-                if events[r, EV_B] >= 0:
-                    events[r, EV_B] = shapes[events[r, EV_B]]

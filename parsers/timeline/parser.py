@@ -286,7 +286,7 @@ class TimelineParser:
     def _take(self, block: TokenBlock) -> Iterator[tuple[str, pa.Table]]:
         """One block of event rows: its strings and metadata, then its rows paired."""
         ev = block.events
-        self.names.intern(block.strings, ev)
+        maps = self.names.intern(block.strings)
         for offset, raw in block.metas:
             self._meta(raw, offset)
         st, outs, outn, acc = self._pair, self._outs, self._outn, self._acc
@@ -294,7 +294,7 @@ class TimelineParser:
         while True:
             # rows accumulate across blocks: a damaged file's many small blocks make few tables
             sp, tk, mk = (outs[key][int(k) :] for key, k in zip(("spans", "ticks", "markers"), acc, strict=True))
-            status, at = P.pair(ev, at, n, st.ctr, st.iss, st.top, st.pstat, st.slots, sp, tk, mk, outn)
+            status, at = P.pair(ev, at, n, st.ctr, st.iss, st.top, st.pstat, st.slots, sp, tk, mk, outn, *maps)
             acc += outn
             if status == L.ST_FULL:
                 yield from self._flush()

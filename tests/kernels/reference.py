@@ -15,7 +15,6 @@ from pathlib import Path
 from types import ModuleType
 
 import parsers.timeline.parser as parser_module
-import parsers.timeline.tables as tables_module
 import parsers.timeline.tokens as tokens_module
 from tests.conftest import ROOT
 
@@ -38,13 +37,13 @@ LATENESS = load_source("analyzer/timeline/_lateness_loops.py", "reference_latene
 
 @contextmanager
 def reference_parser() -> Iterator[None]:
-    """The timeline parser with the uncompiled tokenizer and pairer (and renumbering)."""
-    saved = tokens_module.T, parser_module.P, tables_module.P
-    tokens_module.T, parser_module.P, tables_module.P = TOKENIZE, PAIR, PAIR
+    """The timeline parser with the uncompiled tokenizer and pairer."""
+    saved = tokens_module.T, parser_module.P
+    tokens_module.T, parser_module.P = TOKENIZE, PAIR
     try:
         yield
     finally:
-        tokens_module.T, parser_module.P, tables_module.P = saved
+        tokens_module.T, parser_module.P = saved
 
 
 def parsed_tables(path: Path, **kw: object) -> dict[str, object]:

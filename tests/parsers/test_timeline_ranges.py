@@ -244,6 +244,34 @@ def test_generated_files_parse_the_same_in_ranges(tmp_path: Path, layout: str) -
         _same(parse_timeline(path), _ranged(path, range_bytes))
 
 
+def test_ranges_whose_strings_come_in_another_order_pair_through_the_maps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later range meets the file's strings (names, dtypes, shapes, markers) in another order
+    than the file: its tokenizer's ids are not the file's, and the pairing reads them through
+    the maps. Guards the check above from being vacuous: maps were used, and the tables match."""
+    from parsers.timeline.tables import TimelineNames
+
+    first = [B("NEGOTIATE_ALLREDUCE", 10, 1), E(11, 1), B("ALLREDUCE", 12, 1), E(13, 1, "float32", "[2]")]
+    later = [cycle_start(99)]  # a marker first, then a new name, dtype and shape before the known ones
+    for k in range(400):
+        t = 100 + 10 * k
+        later += [B("BROADCAST", t, 1), E(t + 1, 1, "int64", "[3, 3]"), B("ALLREDUCE", t + 2, 1)]
+        later += [E(t + 3, 1, "float32", "[2]")]
+    path = write(tmp_path, glued(meta(1, "grad/w"), *first, *later))
+    mapped: list[bool] = []
+    intern = TimelineNames.intern
+
+    def watched(self: TimelineNames, strings: list[tuple[int, int, str]]) -> tuple[object, ...]:
+        maps = intern(self, strings)
+        mapped.append(any(len(m) for m in maps))
+        return maps
+
+    monkeypatch.setattr(TimelineNames, "intern", watched)
+    _same(parse_timeline(path), _ranged(path, 512))
+    assert any(mapped)
+
+
 def test_a_file_that_is_not_a_timeline_fails_the_same_way(tmp_path: Path) -> None:
     path = write(tmp_path, "[\n" + "not json at all, " * 400)
     with pytest.raises(InputError) as whole:
