@@ -70,6 +70,10 @@ class FusionFragmented(TimelineDetector):
                 f"{cycle_us / 1e3:g} to {new_cycle:g} ms so that a cycle collects several (or try horovodrun --autotune)."
             )
             expected = expected_batches(model, 1 << 40, new_cycle * 1e3)
+            cause = (
+                f"the threshold ({est.text()}) is not the limit: tensors are ready one cycle apart "
+                f"with the cycle time in effect of {cycle_us / 1e3:g} ms"
+            )
         else:  # no markers: the cycle in effect is unknown, so no value is advised
             env = {"HOROVOD_TIMELINE_MARK_CYCLES": "1"}
             action = (
