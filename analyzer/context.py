@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzer.config import AnalysisConfig
-from analyzer.jobs import Job, JobPlan, plan_jobs
+from analyzer.jobs import Job, JobPlan, LogIdentity, plan_jobs
 from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
 from analyzer.nccl.ranks import RankPlace, rank_places
 from analyzer.store.manifest import ManifestEntry
@@ -50,8 +50,31 @@ class Context:
     def jobs(self) -> JobPlan:
         """The run's jobs (:mod:`analyzer.jobs`): which inputs belong together."""
         if self._jobs is None:
-            self._jobs = plan_jobs(self.store.inputs)
+            self._jobs = plan_jobs(self.store.inputs, self._log_identities())
         return self._jobs
+
+    def _log_identities(self) -> dict[str, LogIdentity]:
+        """What each log says of its job (:class:`analyzer.jobs.LogIdentity`), from its processes."""
+        if not self.store.has_table("nccl_processes"):
+            return {}
+        procs = self.store.table("nccl_processes").select(["input_id", "host", "version"]).to_pydict()
+        hosts: dict[str, set[str]] = {}
+        versions: dict[str, set[str]] = {}
+        for i, h, v in zip(procs["input_id"], procs["host"], procs["version"], strict=True):
+            if h:
+                hosts.setdefault(str(i), set()).add(h)
+            if v:
+                versions.setdefault(str(i), set()).add(v)
+        sizes: dict[str, set[int]] = {}
+        if self.store.has_table("nccl_comm_ranks"):
+            comms = self.store.table("nccl_comm_ranks").select(["input_id", "nranks"]).to_pydict()
+            for i, n in zip(comms["input_id"], comms["nranks"], strict=True):
+                if n:
+                    sizes.setdefault(str(i), set()).add(int(n))
+        return {
+            i: LogIdentity(frozenset(hosts.get(i, ())), frozenset(sizes.get(i, ())), frozenset(versions.get(i, ())))
+            for i in set(hosts) | set(sizes) | set(versions)
+        }
 
     def timelines(self, job: Job | None = None) -> list[TimelineModel]:
         """Every timeline input (of ``job``), analysed once (:func:`analyzer.timeline.load.analysed_model`)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from parsers.errors import HvdAnalyzeError, InputError, SchemaError
 
-__all__ = ["HvdAnalyzeError", "InputError", "SchemaError", "StoreError", "UsageError"]
+__all__ = ["HvdAnalyzeError", "InputError", "NothingAnalysable", "SchemaError", "StoreError", "UsageError"]
 
 
 class StoreError(HvdAnalyzeError):
@@ -13,3 +13,7 @@ class StoreError(HvdAnalyzeError):
 
 class UsageError(HvdAnalyzeError):
     """The arguments do not make sense together (named in the message)."""
+
+
+class NothingAnalysable(HvdAnalyzeError):
+    """Every input of a run was read, and none holds evidence to analyse (named in the message)."""

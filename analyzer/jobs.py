@@ -13,12 +13,19 @@ evidence, weakest last:
    unassigned and analysed alone, with the reason.
 
 Every input is in exactly one job; :attr:`Job.tied_by` says why its logs are there.
+
+Logs gathered in one place are not one job by that alone: a post-mortem folder can hold logs of
+several clusters. Logs whose processes share no host, no communicator size and no NCCL version
+(:class:`LogIdentity`, read from the log tables) are split into jobs of their own, said to look like
+different jobs, so that no finding links them (a version "mismatch" across clusters, a timeout
+"following" another cluster's failure). A log that names none of these (a watchdog excerpt) cannot be
+told apart: it stays with the others when they are one job, and is analysed alone beside several.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -54,8 +61,70 @@ class JobPlan:
         return next((j for j in self.jobs if input_id in j.inputs), None)
 
 
-def plan_jobs(entries: Sequence[ManifestEntry]) -> JobPlan:
-    """The jobs of the inputs ``entries`` (:mod:`analyzer.jobs` says how they are told apart)."""
+@dataclass(frozen=True, slots=True)
+class LogIdentity:
+    """What a log says of the job it comes from: its processes' hosts, communicator sizes and NCCL
+    versions. Two logs sharing any one of them may be one job; sharing none, they look like two."""
+
+    hosts: frozenset[str] = frozenset()
+    sizes: frozenset[int] = frozenset()
+    versions: frozenset[str] = frozenset()
+
+    def known(self) -> bool:
+        return bool(self.hosts or self.sizes or self.versions)
+
+    def shares(self, other: LogIdentity) -> bool:
+        return bool(self.hosts & other.hosts or self.sizes & other.sizes or self.versions & other.versions)
+
+
+UNRELATED = (
+    "logs that share no host, communicator size or NCCL version with the job's other logs: they look like "
+    "another job, so no finding links them"
+)
+
+
+UNTIED = (
+    "a log that names no host, communicator size or NCCL version, beside logs of several jobs: nothing ties it "
+    "to one of them, so it is analysed alone"
+)
+
+
+def related_groups(ids: Sequence[str], identity: Mapping[str, LogIdentity]) -> list[list[str]]:
+    """``ids`` in groups of logs tied by a shared host, size or version (transitively), largest first.
+    A log that names none of these stays with the others when they are one group; beside several,
+    nothing ties it to one, and it is a group of its own."""
+    known = [i for i in ids if identity.get(i, LogIdentity()).known()]
+    groups: list[list[str]] = []
+    for i in known:
+        mine = identity[i]
+        tied = [g for g in groups if any(mine.shares(identity[j]) for j in g)]
+        merged = [j for g in tied for j in g] + [i]
+        groups = [g for g in groups if g not in tied] + [merged]
+    groups.sort(key=lambda g: (-len(g), min(ids.index(j) for j in g)))
+    unknown = [i for i in ids if i not in known]
+    if len(groups) <= 1:
+        return [list(ids)] if ids else []
+    return [sorted(g, key=ids.index) for g in groups] + [[i] for i in unknown]
+
+
+def plan_jobs(entries: Sequence[ManifestEntry], identity: Mapping[str, LogIdentity] | None = None) -> JobPlan:
+    """The jobs of the inputs ``entries`` (:mod:`analyzer.jobs` says how they are told apart);
+    ``identity``: what each log (by input id) says of its job, to split unrelated logs."""
+    plan = _plan(entries)
+    if not identity:
+        return plan
+    jobs: list[tuple[str, list[str], tuple[str, ...], str]] = []
+    paths = {e["id"]: e["path"] for e in entries}
+    for j in plan.jobs:
+        first, *others = related_groups(j.logs, identity) or [[]]
+        jobs.append((j.folder, list(j.timelines), tuple(first), j.tied_by))
+        for g in others:
+            why = UNRELATED if identity.get(g[0], LogIdentity()).known() else UNTIED
+            jobs.append((paths[g[0]] if len(g) == 1 else j.folder, [], tuple(g), why))
+    return JobPlan(tuple(_job(i, *x) for i, x in enumerate(jobs)), plan.unassigned)
+
+
+def _plan(entries: Sequence[ManifestEntry]) -> JobPlan:
     timelines: dict[str, list[str]] = {}
     logs: list[ManifestEntry] = []
     for e in entries:

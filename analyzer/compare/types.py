@@ -21,7 +21,7 @@ class SideDoc(TypedDict):
     source: str
     job: str | None
     timeline: str | None
-    verdict: Literal["healthy", "degraded", "failed"]
+    verdict: Literal["healthy", "degraded", "failed", "inconclusive"]
     steps: Count
 
 

@@ -11,6 +11,7 @@ from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
 from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.jobs import Job
+from analyzer.report.evidence import require_evidence
 from analyzer.report.nccl_section import nccl_section
 from analyzer.report.relations import relate
 from analyzer.report.skips import skip_reason
@@ -36,6 +37,8 @@ def analyze(
 def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> AnalysisReport:
     """:func:`analyze` with the caller's context, whose models stay cached for further views."""
     store = ctx.store
+    where = "" if store.temporary else f"the run store {store.root}"
+    require_evidence(store.inputs, store.manifest.get("skipped", []), where)
     found: dict[int, list[Finding]] = {}
     skipped_by: dict[int, Skipped] = {}
     if store.has_table("ticks"):  # the ranks' statistics on a thread while the others run

@@ -290,8 +290,14 @@ class VerdictDoc(TypedDict):
     """What to read first (analyzer.report.verdict): the status, the key numbers, the one thing to do."""
 
     status: Annotated[
-        Literal["healthy", "degraded", "failed"],
-        Schema({"description": "failed: the job died or hung; degraded: a warning or worse; healthy: neither"}),
+        Literal["healthy", "degraded", "failed", "inconclusive"],
+        Schema(
+            {
+                "description": "failed: the job died or hung; degraded: a warning or worse; healthy: neither, and "
+                "at least one check passed on evidence the inputs hold; inconclusive: neither, and no check had "
+                "its evidence (too little input to judge)"
+            }
+        ),
     ]
     headline: str
     median_step_ms: float | None

@@ -8,6 +8,7 @@ report narrowed to one job (:mod:`analyzer.report.job_view`) get theirs the same
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from analyzer.report.types import LossDoc, VerdictDoc
@@ -17,31 +18,59 @@ FAILURE_CODES = frozenset(
     {"nccl.error", "nccl.watchdog_timeout", "horovod.stall", "nccl.init_incomplete", "job.worker_exit"}
 )
 
-#: What each detector's silence means, and which evidence it needs to mean it: a detector that
-#: ran without a finding passed its check (its ``detector`` name -> (needs, text)).
-PASSED: dict[str, tuple[str, str]] = {
-    "truncated": ("timeline", "the timeline is complete: no step after its end is missing"),
-    "straggler": ("ticks", "no rank is consistently the last one ready"),
-    "negotiation_wait": ("timeline", "waiting for other ranks is a small share of the step"),
-    "slowdown": ("steps", "step time holds steady over the run (no slowdown)"),
-    "long_queue": ("timeline", "tensors do not wait long in Horovod's queue"),
-    "fusion_fragmented": ("timeline", "tensor fusion works: gradients go out in few batches"),
-    "tensor_over_fusion_threshold": ("timeline", "no tensor is larger than the fusion threshold"),
-    "cycle_time_high": ("timeline", "the cycle time does not hold collectives back"),
-    "startup_skew": ("timeline", "the ranks started together"),
-    "init_overhead": ("timeline", "start-up takes a small share of the run"),
-    "socket_fallback": ("nccl", "no process fell back to TCP sockets"),
-    "ib_disabled": ("nccl", "InfiniBand is not disabled by NCCL_IB_DISABLE"),
-    "no_gdrdma": ("nccl", "no InfiniBand process runs without GPUDirect RDMA"),
-    "version_mismatch": ("nccl", "every process runs the same NCCL version"),
-    "init_incomplete": ("nccl", "every communicator finished its initialisation"),
-    "nccl_error": ("nccl", "no NCCL error"),
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """What a detector's silence means: ``text`` is listed as passed only when the detector ran,
+    did not fire, every kind of evidence in ``needs`` is in the report (:func:`evidence_of`), and no
+    finding of ``contradicted_by`` says otherwise."""
+
+    text: str
+    needs: frozenset[str]
+    contradicted_by: frozenset[str] = frozenset()
+
+
+def _check(text: str, *needs: str, contradicted_by: tuple[str, ...] = ()) -> Check:
+    return Check(text, frozenset(needs), frozenset(contradicted_by))
+
+
+#: The check of each detector (its ``detector`` name), in the order they are listed. Evidence kinds:
+#: ``timeline`` steady steps; ``steps`` two or more; ``closed`` the timeline's closing ``]`` read (its
+#: end is known); ``ranks`` two or more ranks seen; ``ticks`` per-rank ticks in steady steps; ``unticked``
+#: steady negotiations without them (the response cache on); ``fusion`` two or more gradients per step;
+#: ``nccl`` a process's NCCL records; ``net`` every process's network read, none Socket; ``rdma`` a process
+#: on an RDMA network with its GPUDirect state read; ``versions`` two or more processes' versions, all one;
+#: ``comms`` communicator init lines.
+PASSED: dict[str, Check] = {
+    "truncated": _check("the timeline is complete: no step after its end is missing", "closed", "timeline"),
+    "straggler": _check("no rank is consistently the last one ready", "ticks", "ranks"),
+    "negotiation_wait": _check(
+        "waiting for other ranks is a small share of the step",
+        "unticked",
+        "ranks",
+        contradicted_by=("timeline.straggler", "horovod.stall"),
+    ),
+    "slowdown": _check("step time holds steady over the run (no slowdown)", "steps"),
+    "long_queue": _check("tensors do not wait long in Horovod's queue", "timeline", "ranks"),
+    "fusion_fragmented": _check("tensor fusion works: gradients go out in few batches", "fusion", "ranks"),
+    "tensor_over_fusion_threshold": _check("no tensor is larger than the fusion threshold", "fusion", "ranks"),
+    "cycle_time_high": _check("the cycle time does not hold collectives back", "timeline", "ranks"),
+    "startup_skew": _check("the ranks started together", "timeline", "ranks"),
+    "init_overhead": _check("start-up takes a small share of the run", "steps"),
+    "socket_fallback": _check("no process fell back to TCP sockets", "net"),
+    "ib_disabled": _check("InfiniBand is not disabled by NCCL_IB_DISABLE", "nccl"),
+    "no_gdrdma": _check("no InfiniBand process runs without GPUDirect RDMA", "rdma"),
+    "version_mismatch": _check("every process runs the same NCCL version", "versions"),
+    "init_incomplete": _check("every communicator finished its initialisation", "comms"),
+    "nccl_error": _check("no NCCL error", "nccl", contradicted_by=("nccl.watchdog_timeout",)),
 }
 #: Detectors whose silence says nothing worth listing (their tables exist only when they fire,
 #: or they judge wording, not health).
 NOT_A_CHECK = frozenset({"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit"})
+NOT_RDMA = frozenset({"Socket"})  # the networks that are not RDMA (IB, RoCE, EFA, plugins are)
 
 TOP_LOSSES = 3
+Status = Literal["healthy", "degraded", "failed", "inconclusive"]
 
 
 def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
@@ -49,10 +78,12 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
     findings: list[Mapping[str, Any]] = list(doc["findings"])
     serious = [f for f in findings if f["severity"] in ("warning", "critical")]
     failed = [f for f in serious if f["severity"] == "critical" and f["code"] in FAILURE_CODES]
-    status: Literal["healthy", "degraded", "failed"] = "failed" if failed else "degraded" if serious else "healthy"
+    passed = passed_checks(doc)
+    status: Status = "failed" if failed else "degraded" if serious else "healthy" if passed else "inconclusive"
     top = (failed or serious)[0] if serious else None
     timeline, job = _timeline_of(doc, top)
     median = timeline["steps"]["median_s"] if timeline else None
+    same_job = [f for f in serious if top is None or f.get("job") == top.get("job")]  # the quoted step's job
     losses = [
         LossDoc(
             code=f["code"],
@@ -60,19 +91,19 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
             fraction_of_step=f["impact"]["fraction_of_step"],
             confidence=f["impact"]["confidence"],
         )
-        for f in serious
+        for f in same_job
         if f.get("impact") and f["impact"]["seconds_per_step"] > 0
     ][:TOP_LOSSES]
     action = next((f["suggestions"][0] for f in (failed or serious) if f["suggestions"]), None)
     return {
         "status": status,
-        "headline": _headline(status, top, median, findings) + (f" (job {job})" if job else ""),
+        "headline": _headline(status, top, median, findings, doc) + (f" (job {job})" if job else ""),
         "median_step_ms": None if median is None else round(median * 1e3, 3),
         "steps_per_s": None if not median else round(1.0 / median, 3),
         "losses": losses,
         "action": None if action is None else action["action"],
         "action_env": {} if action is None else dict(action["env"]),
-        "passed": passed_checks(doc),
+        "passed": passed,
     }
 
 
@@ -89,24 +120,45 @@ def _timeline_of(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> tuple
     return (mine[0] if mine else None), job["name"]
 
 
-def _headline(status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any]) -> str:
+def _headline(
+    status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any], doc: Mapping[str, Any]
+) -> str:
     if top is not None:
-        hosts = [h for h in top.get("hosts", [])[:3] if h not in top["title"]]
-        where = f" ({', '.join(hosts)})" if hosts else ""
+        hosts = [h for h in top.get("hosts", []) if h not in top["title"]]
+        where = f" ({', '.join(hosts[:3])}{f' and {len(hosts) - 3} more' if len(hosts) > 3 else ''})" if hosts else ""
         return f"{status.capitalize()}: {top['title']}{where}"
-    step = f"median step {median * 1e3:,.1f} ms" if median else "no step timing in the inputs"
     notes = f"; {len(findings)} note(s)" if findings else ""
+    if status == "inconclusive":
+        return f"Inconclusive: {_too_little(doc)}, too little to judge the job by{notes}"
+    step = f"median step {median * 1e3:,.1f} ms" if median else "no step timing in the inputs"
     return f"Healthy: {step}, nothing found that slows or breaks the job{notes}"
 
 
+def _too_little(doc: Mapping[str, Any]) -> str:
+    """What the inputs of a report without a passed check hold, in a few words."""
+    parts = []
+    timeline = doc.get("timeline")
+    if timeline:
+        steps, ranks = timeline["steps"]["count"], len(timeline["ranks"]["ranks"])
+        who = f"{ranks} rank{'s' if ranks != 1 else ''}" if ranks else "ranks unknown"
+        parts.append(f"a timeline of {steps} step{'s' if steps != 1 else ''} ({who})")
+    nccl = doc.get("nccl")
+    if nccl and nccl["processes"]:
+        parts.append(f"NCCL records of {len(nccl['processes'])} process(es) without their network or init lines")
+    return " and ".join(parts) or "no step, rank or NCCL process in the inputs"
+
+
 def passed_checks(doc: Mapping[str, Any]) -> list[str]:
-    """The checks that ran on this report's evidence and found nothing, in detector order, and what
-    the NCCL logs show of the network when no NCCL finding was made."""
+    """The checks that ran on this report's evidence, found nothing and agree with every finding,
+    in detector order, and what the NCCL logs show of the network when no NCCL finding was made."""
     skipped = {s["detector"] for s in doc["skipped_detectors"]}
     fired = {f["detector"] for f in doc["findings"]}
-    have = _evidence(doc)
+    codes = {f["code"] for f in doc["findings"]}
+    have = evidence_of(doc)
     out = [
-        text for name, (needs, text) in PASSED.items() if name not in skipped and name not in fired and needs in have
+        c.text
+        for name, c in PASSED.items()
+        if name not in skipped and name not in fired and c.needs <= have and not c.contradicted_by & codes
     ]
     if "nccl" in have and not any(f["code"].startswith("nccl.") for f in doc["findings"]):
         if network := _network_line(doc["nccl"]):
@@ -114,18 +166,36 @@ def passed_checks(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _evidence(doc: Mapping[str, Any]) -> set[str]:
-    have = set()
+def evidence_of(doc: Mapping[str, Any]) -> set[str]:
+    """The kinds of evidence the report holds (see :data:`PASSED`), read from the same sections the
+    findings' numbers come from."""
+    have: set[str] = set()
     timeline = doc.get("timeline")
-    if timeline:
+    if timeline and timeline["steps"]["steady"] >= 1:
         have.add("timeline")
         if timeline["steps"]["steady"] >= 2:
             have.add("steps")
-        if timeline["ranks"]["scope"] == "steady":
-            have.add("ticks")
+        if len(timeline["ranks"]["ranks"]) >= 2:
+            have.add("ranks")
+        have.add("ticks" if timeline["ranks"]["scope"] == "steady" else "unticked")
+        if (timeline["fusion"]["tensors_per_step"] or 0) >= 2:
+            have.add("fusion")
+        facts = next((i["timeline"] for i in doc["inputs"] if i["id"] == timeline["input_id"]), None)
+        if facts is not None and facts["status"] == "closed":
+            have.add("closed")
     nccl = doc.get("nccl")
     if nccl and nccl["processes"]:
+        procs = nccl["processes"]
         have.add("nccl")
+        if all(p["network"] for p in procs) and not any(p["network"] in NOT_RDMA for p in procs):
+            have.add("net")
+        if any(p["network"] and p["network"] not in NOT_RDMA and p["gdrdma"] is not None for p in procs):
+            have.add("rdma")
+        versions = [p["version"] for p in procs if p["version"]]
+        if len(versions) >= 2 and len(set(versions)) == 1:  # several jobs' processes may differ: no claim then
+            have.add("versions")
+        if nccl["communicators"]:
+            have.add("comms")
     return have
 
 
@@ -136,7 +206,12 @@ def _network_line(nccl: Mapping[str, Any]) -> str | None:
         return None
     nets = sorted({p["network"] for p in procs})
     hosts = sorted({p["host"] for p in procs if p["host"]})
-    where = f"all {len(hosts)} host(s)" if hosts else f"all {len(procs)} process(es)"
+    if len(hosts) == 1:
+        where = f"its one host ({hosts[0]})"
+    elif hosts:
+        where = f"all {len(hosts)} hosts"
+    else:
+        where = "its one process" if len(procs) == 1 else f"all {len(procs)} processes"
     line = f"network: {' + '.join(nets)} on {where}"
     if all(p["gdrdma"] for p in procs):
         line += " (GPUDirect RDMA on every process)"

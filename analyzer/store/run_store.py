@@ -87,6 +87,7 @@ class RunStore:
         self.root = Path(root)
         self.manifest = manifest
         self.wait_for_writer = False  # a second writer waits for the lock instead of failing
+        self.temporary = False  # made by temporary_store for one command: its path means nothing to a user
         self._cache: dict[str, pa.Table] = {}
 
     # -- opening ----------------------------------------------------------------------
@@ -412,5 +413,6 @@ def temporary_store(
 
     with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
         store = RunStore.create_or_open(Path(d) / "store", run=run)
+        store.temporary = True
         with held.holding(store.root, keep) if hold else nullcontext():
             yield store

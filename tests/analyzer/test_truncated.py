@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from analyzer.detectors import ALL_DETECTORS
+from analyzer.errors import NothingAnalysable
 from analyzer.findings import Severity
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from sample_traces.generator.timeline import TimelineSpec, write_timeline
 from tests.builders import B, E, glued, meta, write
+from tests.conftest import ROOT
+
+SAMPLES = ROOT / "sample_traces" / "synthetic"
 
 
 def _report(tmp_path: Path, *paths: Path):
@@ -43,12 +49,17 @@ def test_complete_timelines_produce_no_finding(tmp_path: Path) -> None:
 
 
 def test_skipped_with_reason_when_no_timeline(tmp_path: Path) -> None:
-    report = analyze(RunStore.create_or_open(tmp_path / "store"))
-    assert report.skipped[0].detector == "truncated"
-    assert len(report.skipped) == len(ALL_DETECTORS)
+    report = _report(tmp_path, SAMPLES / "nccl_healthy_ib" / "job.log")
     timeline = [s for s in report.skipped if "timeline" in s.reason]
-    assert timeline[0].detector == "truncated" and all("no Horovod timeline" in s.reason for s in timeline)
-    assert all("log" in s.reason for s in report.skipped if s not in timeline)
+    assert all("no Horovod timeline" in s.reason for s in timeline)
+    assert {s.detector for s in timeline} == {d.name for d in ALL_DETECTORS if "spans" in d.requires}
+    assert not [f for f in report.findings if f.code == "timeline.truncated"]
+    assert "the timeline is complete: no step after its end is missing" not in report.verdict()["passed"]
+
+
+def test_a_store_without_inputs_is_nothing_to_analyse_not_healthy(tmp_path: Path) -> None:
+    with pytest.raises(NothingAnalysable, match="nothing to analyse in the run store .*: no input"):
+        analyze(RunStore.create_or_open(tmp_path / "store"))
 
 
 def test_e1_sigkill_run(corpus: Path, tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_nccl_checks_pass_on_a_healthy_log_and_name_the_network() -> None:
     v = _doc(SYNTHETIC / "nccl_healthy_ib")["verdict"]
     assert v["status"] == "healthy" and v["median_step_ms"] is None
     assert "no process fell back to TCP sockets" in v["passed"]
-    assert any(p.startswith("network: IB on all 2 host(s)") for p in v["passed"])
+    assert any(p.startswith("network: IB on all 2 hosts") for p in v["passed"])
     assert not any("tensor fusion" in p for p in v["passed"])  # no timeline: no timeline check passed
 
 
