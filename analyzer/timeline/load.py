@@ -58,6 +58,9 @@ SPAN_BYTES = 340
 TICK_BYTES = 24
 DETAIL_SHARE = 0.75
 MIN_DETAIL_STEPS = 20
+#: the fewest steps a streamed window reads: each window is one filtered read of the store, so a
+#: window of one step per read made a small budget 25-50x slower than no window (tests/analyzer/test_window.py)
+MIN_WINDOW_STEPS = 64
 SEGMENT_COLUMNS = ["pid", "kind", "start_us", "start_offset"]
 
 
@@ -67,12 +70,24 @@ def model_bytes(entry: ManifestEntry) -> int:
     return int(rows.get("spans", 0)) * SPAN_BYTES + int(rows.get("ticks", 0)) * TICK_BYTES
 
 
+def model_room(budget: int) -> int:
+    """The bytes of ``budget`` a model may take: what the process's baseline leaves, and at least half
+    the budget. A budget under the baseline (the interpreter and its libraries, which no window
+    shrinks) still bounds the model by the input's size, not by a constant that the input never reaches."""
+    return max(budget - BASELINE_BYTES, budget // 2)
+
+
+def budget_for_room(room: int) -> int:
+    """The smallest budget whose :func:`model_room` is ``room`` (what a test or a bench asks for)."""
+    return room + BASELINE_BYTES if room > BASELINE_BYTES else 2 * room
+
+
 def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_MEMORY_BUDGET) -> TimelineModel:
     """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed."""
     need = model_bytes(entry)
-    if need + BASELINE_BYTES <= budget:
+    room = model_room(budget)
+    if need <= room:
         return build_model(store, entry)
-    room = max(budget - BASELINE_BYTES, 0)
     input_id = entry["id"]
     starts, grads, seg = find_steps(_segment_rows(store, input_id))
     n = len(starts)
@@ -94,7 +109,7 @@ def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_
         tick_range,
     )
     tables = [model.steps]
-    size = max(1, int(room * (1 - DETAIL_SHARE) / per_step))
+    size = max(MIN_WINDOW_STEPS, int(room * (1 - DETAIL_SHARE) / per_step))
     for a in range(k, n, size):
         b = min(n, a + size)
         where = pc.field("start_us") >= int(starts[a])
@@ -126,7 +141,7 @@ def lateness_of_steps(
     run = model.all_steps
     starts = run["start_us"].to_numpy(dtype=np.int64)
     per_step = model_bytes(entry) / max(len(run), 1)
-    room = max(budget - BASELINE_BYTES, 0) * (1 - DETAIL_SHARE)
+    room = model_room(budget) * (1 - DETAIL_SHARE)
     last = min(last, first + max(MIN_DETAIL_STEPS, int(room / max(per_step, 1.0))) - 1)
     where = (pc.field("kind") == "negotiate") & (pc.field("start_us") >= int(starts[first]))
     if last + 1 < len(starts):

@@ -24,7 +24,7 @@ from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, find_slowdown, stretch_test
-from analyzer.timeline.load import BASELINE_BYTES, model_bytes
+from analyzer.timeline.load import budget_for_room, model_bytes
 from sample_traces.generator.timeline import GroundTruth, TimelineSpec, write_timeline
 from tests.builders import truth_steps
 from tests.conftest import ROOT
@@ -114,7 +114,7 @@ def test_a_window_that_ends_before_the_slowdown_still_names_the_rank(tmp_path: P
     spec = {"cache": False, "slow_from_step": 120, "slow_ranks": (5,), "slow_delay_us": 20_000}
     whole, _, store = _report(tmp_path / "a", **spec)
     entry = store.inputs[0]
-    budget = BASELINE_BYTES + int(model_bytes(entry) / 220 * 30 / 0.75)  # a head of about 30 steps
+    budget = budget_for_room(int(model_bytes(entry) / 220 * 30 / 0.75))  # a head of about 30 steps
     windowed, _, _ = _report(tmp_path / "b", budget=budget, **spec)
     (section,) = windowed.timelines
     assert section["window"] is not None and section["window"]["steps"] < 120

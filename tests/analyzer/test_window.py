@@ -20,10 +20,13 @@ from analyzer.report.views import timeline_views
 from analyzer.store.discovery import discover
 from analyzer.store.parallel import Executor
 from analyzer.store.run_store import RunStore
+from analyzer.timeline import load
 from analyzer.timeline.load import (
     BASELINE_BYTES,
     MIN_DETAIL_STEPS,
+    MIN_WINDOW_STEPS,
     analysed_model,
+    budget_for_room,
     build_model,
     model_bytes,
 )
@@ -56,7 +59,7 @@ def long_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, dict]:
 
 def _budget_for(entry: dict, steps: int, total_steps: int) -> int:
     """A budget whose head window holds about ``steps`` steps (3/4 of it goes to the head)."""
-    return BASELINE_BYTES + int(model_bytes(entry) / total_steps * steps / 0.75) + 1
+    return budget_for_room(int(model_bytes(entry) / total_steps * steps / 0.75) + 1)
 
 
 def test_windowed_step_table_is_the_whole_models(long_run: tuple[RunStore, dict]) -> None:
@@ -128,9 +131,9 @@ def test_report_through_a_window_says_so(long_run: tuple[RunStore, dict]) -> Non
 
 def test_a_timeline_that_fits_is_analysed_whole(long_run: tuple[RunStore, dict]) -> None:
     store, entry = long_run
-    model = analysed_model(store, entry, model_bytes(entry) + BASELINE_BYTES)
+    model = analysed_model(store, entry, budget_for_room(model_bytes(entry)))
     assert model.window is None and model.run_steps is None
-    assert analysed_model(store, entry, model_bytes(entry) + BASELINE_BYTES - 1).window is not None
+    assert analysed_model(store, entry, budget_for_room(model_bytes(entry)) - 2).window is not None
     assert len(model.steps) == len(build_model(store, entry).steps)
 
 
@@ -162,7 +165,7 @@ def test_few_huge_steps_are_analysed_whole(tmp_path: Path) -> None:
 def test_batch_analyses_each_run_within_the_budget(tmp_path: Path) -> None:
     (tmp_path / "runs" / "job").mkdir(parents=True)
     write_timeline(tmp_path / "runs" / "job" / "timeline.json", TimelineSpec(ranks=4, tensors=6, steps=80, seed=5))
-    for budget, windowed in ((BASELINE_BYTES + 1, True), (DEFAULT_MEMORY_BUDGET, False)):
+    for budget, windowed in ((1 << 10, True), (DEFAULT_MEMORY_BUDGET, False)):
         run_batch(tmp_path / "runs", tmp_path / f"out-{windowed}", Executor(jobs=1), memory_budget=budget)
         doc = json.loads((tmp_path / f"out-{windowed}" / "runs" / "job.json").read_text())
         assert (doc["timeline"]["window"] is not None) is windowed
@@ -172,11 +175,11 @@ def test_batch_analyses_each_run_within_the_budget(tmp_path: Path) -> None:
 def test_cli_memory_budget(long_run: tuple[RunStore, dict], tmp_path: Path) -> None:
     store, _ = long_run
     runner = CliRunner()
-    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "452M", "-f", "json"])
+    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "1M", "-f", "json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["timeline"]["window"]["budget_bytes"] == 452 << 20
-    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "452M"])
+    assert doc["timeline"]["window"]["budget_bytes"] == 1 << 20
+    res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "1M"])
     assert "Analysed through a window: span-level findings" in res.output
     res = runner.invoke(cli, ["report", str(store.root), "--memory-budget", "lots"])
     assert res.exit_code == 2
@@ -216,3 +219,26 @@ def test_row_groups_outside_the_range_are_skipped(tmp_path: Path) -> None:
     assert _row_groups(meta, "negotiation_id", 150, 349) == [1, 2, 3]
     assert _row_groups(meta, "negotiation_id", 0, 99) == [0]
     assert _row_groups(meta, "negotiation_id", 5000, 6000) == []
+
+
+def test_a_budget_under_the_baseline_windows_by_the_input_not_the_baseline(
+    long_run: tuple[RunStore, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget below the process's own baseline (400 MiB < 450 MiB) used to leave no room at all: a
+    small capture was cut into one-step windows, each a read of the store, 25-50x slower. The room is
+    the input's now, and a window reads at least MIN_WINDOW_STEPS steps."""
+    store, entry = long_run
+    assert analysed_model(store, entry, 400 << 20).window is None  # a few MB of model: whole
+    reads: list[int] = []
+    real = load._window_steps
+
+    def counted(*args: object, **kwargs: object) -> pd.DataFrame:
+        reads.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "_window_steps", counted)
+    model = analysed_model(store, entry, 1 << 10)  # a budget nothing fits: the smallest head, then windows
+    assert model.window is not None and model.window.steps == MIN_DETAIL_STEPS
+    n = model.window.run_steps
+    assert len(reads) == -(-(n - MIN_DETAIL_STEPS) // MIN_WINDOW_STEPS)  # ceil: windows of MIN_WINDOW_STEPS
+    pd.testing.assert_frame_equal(model.all_steps, build_model(store, entry).steps)
