@@ -10,12 +10,21 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from analyzer import __version__
-from analyzer.cli_options import budget_option, errors, imports_done, leave, scale_options, tune_process
+from analyzer.batch_cli import batch as batch_command
+from analyzer.cli_options import (
+    INTERNAL_ERROR,
+    budget_option,
+    errors,
+    imports_done,
+    leave,
+    scale_options,
+    tune_process,
+)
 from analyzer.compare_cli import compare as compare_command
 from analyzer.config import parse_size
 from analyzer.render import RENDERERS, renderer_for
@@ -24,6 +33,7 @@ from analyzer.serve_cli import serve as serve_command
 if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
     from analyzer.findings import Finding
     from analyzer.store.discovery import InputFile, SkippedFile
+    from analyzer.store.manifest import ManifestEntry
     from analyzer.store.parallel import Executor
     from analyzer.store.run_store import IngestReport, RunStore
 
@@ -124,7 +134,7 @@ def ingest(
         found = _discover(paths, timelines=False)  # before the store loads: see _discover
         from analyzer.store.manifest import digest
         from analyzer.store.parallel import executor_from_options
-        from analyzer.store.run_store import MANIFEST, RunStore
+        from analyzer.store.run_store import RunStore
 
         executor = executor_from_options(jobs, scheduler, dask_workers)
         store = RunStore.open(store_dir) if repair and not paths else RunStore.create_or_open(store_dir, run=run)
@@ -135,24 +145,40 @@ def ingest(
     if quiet:
         return
     for entry in rep.added:
-        tl: dict[str, Any] = dict(entry.get("timeline") or {})
         issues = entry["issues"]
         click.echo(
-            f"added {entry['path']} ({tl.get('status')}, {entry['rows'].get('spans', 0)} spans, "
-            f"{entry['rows'].get('ticks', 0)} ticks; issues: {issues['error']} error, "
+            f"added {entry['path']} ({_what(entry)}; issues: {issues['error']} error, "
             f"{issues['data_loss']} data_loss, {issues['info']} info)"
         )
     for entry in rep.unchanged:
         algorithm, hexdigest = digest(entry)
         click.echo(f"unchanged {entry['path']} (already in the store, {algorithm} {hexdigest[:16]})")
-    if rep.skipped:
-        click.echo(f"skipped {len(rep.skipped)} file(s) not recognised as inputs (see {Path(store_dir) / MANIFEST})")
+    for s in rep.skipped:
+        click.echo(f"skipped {s.path}: {s.reason}")
     size = sum(e["size"] for e in rep.added)
     click.echo(
         f"ingested {len(rep.added)} input(s), {size / 1e6:,.1f} MB in {seconds:.2f} s "
         f"({size / 1e6 / max(seconds, 1e-9):,.1f} MB/s)"
     )
     click.echo(f"store: {store_dir} ({len(store.inputs)} input(s))")
+
+
+def _what(entry: ManifestEntry) -> str:
+    """An ingested input in a few words: a timeline's status and spans, a log's records."""
+    if (tl := entry.get("timeline")) is not None:
+        return f"timeline, {tl['status']}, {entry['rows'].get('spans', 0):,} spans, {entry['rows'].get('ticks', 0):,} ticks"
+    log = entry.get("log")
+    if log is None:
+        return entry["kind"]
+    signals = [
+        (log["records"], "NCCL record(s)"),
+        (log["processes"], "process(es)"),
+        (log["watchdog_timeouts"], "watchdog timeout(s)"),
+        (log["stall_ranks"], "stalled rank(s)"),
+        (log["autotune_rows"], "autotune row(s)"),
+    ]
+    said = ", ".join(f"{n:,} {what}" for n, what in signals if n)
+    return f"log, {log['lines']:,} lines{', ' + said if said else ', nothing hvd-analyze reads'}"
 
 
 def _repair(store: RunStore, quiet: bool) -> list[InputFile]:
@@ -235,91 +261,11 @@ def report(
         text = renderer.render(result)
         if output and output != "-":
             Path(output).write_text(text, encoding="utf-8")
+            v = result.verdict()
+            click.echo(f"wrote the {renderer.name} report to {output}: {v['headline']}", err=True)
         else:
             click.echo(text, nl=False)
     _fail_on(fail_on, list(result.findings))
-
-
-@cli.command()
-@click.argument("runs_dir", type=click.Path(file_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Folder for runs/<run>.json and the fleet summary (fleet.json, fleet.md).",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice(["info", "warning", "critical"]),
-    default=None,
-    help="Exit 1 when any run has a finding at or above this severity.",
-)
-@click.option(
-    "--keep-stores",
-    is_flag=True,
-    help="Keep each run's store in OUTPUT/stores/<run> (tables partitioned by run: one dataset for "
-    "DuckDB, Spark, Dask); a rerun reuses them.",
-)
-@click.option(
-    "--allow-failures", is_flag=True, help="Exit 0 even when some runs could not be analysed (at least one was)."
-)
-@scale_options
-@budget_option
-def batch(
-    runs_dir: str,
-    out_dir: str,
-    fail_on: str | None,
-    keep_stores: bool,
-    allow_failures: bool,
-    jobs: int | None,
-    scheduler: str | None,
-    dask_workers: int | None,
-    memory_budget: str,
-) -> None:
-    """Analyse every run in RUNS_DIR (one sub-folder or file per run): one report each and a fleet summary.
-    Each worker analyses one run at a time within --memory-budget."""
-    from analyzer.fleet import run_batch
-    from analyzer.store.parallel import executor_from_options
-
-    with errors(out_dir):
-        budget = parse_size(memory_budget, "--memory-budget")
-        fleet = run_batch(
-            runs_dir,
-            out_dir,
-            executor_from_options(jobs, scheduler, dask_workers),
-            keep_stores=keep_stores,
-            memory_budget=budget,
-        )
-    click.echo(
-        f"{fleet['runs']} runs: {fleet['analysed']} analysed, {len(fleet['failed'])} failed; "
-        f"{len(fleet['with_findings'])} with findings at warning or above, {len(fleet['socket_fallback'])} "
-        f"socket fallback, {len(fleet['stragglers'])} with stragglers; see {Path(out_dir) / 'fleet.md'}"
-    )
-    if not fleet["analysed"]:
-        click.echo(
-            f"hvd-analyze: error: no run of {runs_dir} could be analysed (see {Path(out_dir) / 'fleet.md'})", err=True
-        )
-        sys.exit(2)
-    if fleet["failed"] and not allow_failures:
-        click.echo(
-            f"hvd-analyze: {len(fleet['failed'])} run(s) failed: {', '.join(r['run'] for r in fleet['failed'][:8])} "
-            "(--allow-failures to exit 0 anyway)",
-            err=True,
-        )
-        sys.exit(1)
-    if fail_on:
-        from analyzer.findings import Severity
-
-        tripped = [
-            f"{r['run']} ({r['worst']})"
-            for r in fleet["with_findings"]
-            if r["worst"] is not None and Severity.parse(r["worst"]) >= Severity.parse(fail_on)
-        ]
-        if tripped:
-            click.echo(f"hvd-analyze: --fail-on {fail_on}: {len(tripped)} run(s): {', '.join(tripped[:8])}", err=True)
-            sys.exit(1)
 
 
 def _fail_on(level: str | None, findings: list[Finding]) -> None:
@@ -387,9 +333,7 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
 
 cli.add_command(serve_command)
 cli.add_command(compare_command)
-
-#: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).
-INTERNAL_ERROR = 3
+cli.add_command(batch_command)
 
 
 def main() -> None:

@@ -17,6 +17,9 @@ import click
 
 from analyzer.errors import HvdAnalyzeError
 
+#: The exit code of a failure inside hvd-analyze itself: neither a finding (1) nor bad input (2).
+INTERNAL_ERROR = 3
+
 
 class CliError(click.ClickException):
     """A library error shown as one message; exit code 2 (input or usage)."""

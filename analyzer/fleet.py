@@ -20,7 +20,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict
 
-from analyzer.compare.sides import step_samples
+from analyzer.compare.sides import job_fingerprints, step_samples
 from analyzer.compare.trend import JobSteps, JobTrend, job_steps, job_trends
 from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from analyzer.context import Context
@@ -64,6 +64,7 @@ class RunSummary(TypedDict):
     run: str
     status: Literal["ok", "failed"]
     error: NotRequired[str]
+    internal: NotRequired[bool]  # failed by a bug in hvd-analyze, not by its input
     report: NotRequired[str]
     worst: NotRequired[str | None]
     findings: NotRequired[list[FindingBrief]]
@@ -83,6 +84,7 @@ class CodeHit(TypedDict):
 class FailedRun(TypedDict):
     run: str
     error: str
+    internal: bool  # a bug in hvd-analyze, not the run's input
 
 
 class FaultyRun(TypedDict):
@@ -109,6 +111,7 @@ class FleetSummary(TypedDict):
     runs: int
     analysed: int
     failed: list[FailedRun]
+    not_runs: list[NotARun]
     with_findings: list[FaultyRun]
     socket_fallback: list[CodeHit]
     stragglers: list[CodeHit]
@@ -117,9 +120,32 @@ class FleetSummary(TypedDict):
     trends: list[JobTrend]
 
 
-def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
+class NotARun(TypedDict):
+    """An entry of the runs folder that is not a run (a README beside the runs), with the reason."""
+
+    path: str
+    reason: str
+
+
+#: endings a run given as one file loses in its name (``run_b.json`` is the run ``run_b``)
+INPUT_SUFFIXES = (".gz", ".json", ".log", ".txt", ".out", ".err", ".csv")
+
+
+def run_name(path: Path) -> str:
+    """The run's name: a folder's name, or a file's without the input endings (``a.json.gz`` -> ``a``)."""
+    name = path.name
+    if path.is_dir():
+        return name
+    while stem := next((name[: -len(e)] for e in INPUT_SUFFIXES if name.endswith(e) and len(name) > len(e)), None):
+        name = stem
+    return name
+
+
+def find_runs(runs_dir: str | Path) -> tuple[list[tuple[str, str]], list[NotARun]]:
     """``(name, path)`` of every run under ``runs_dir``, sorted by name: each sub-folder, and each
-    file that is an input (a README or a script beside the runs is not a run).
+    file that is an input; and each other entry with why it is not a run (a README or a script beside
+    the runs), so that nothing is left out unsaid. A file's run name drops its input endings
+    (:func:`run_name`) unless two runs would then share one.
 
     Raises:
         UsageError: not a folder, no runs in it, or a folder that is one run (a run store, or a
@@ -140,10 +166,17 @@ def find_runs(runs_dir: str | Path) -> list[tuple[str, str]]:
             f"{root} looks like one run (a timeline with its logs side by side): `hvd-analyze report {root}` "
             "reads it; batch expects one sub-folder (or file) per run"
         )
-    runs = [(p.name, str(p)) for p in entries if p.is_dir() or isinstance(own[p], InputFile)]
-    if not runs:
-        raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run)")
-    return runs
+    paths = [p for p in entries if p.is_dir() or isinstance(own[p], InputFile)]
+    not_runs: list[NotARun] = [
+        {"path": str(p), "reason": item.reason} for p, item in own.items() if not isinstance(item, InputFile)
+    ]
+    if not paths:
+        why = "; ".join(f"{Path(n['path']).name}: {n['reason']}" for n in not_runs[:5])
+        raise UsageError(f"{root}: no runs in it (expected one sub-folder or file per run){f'; {why}' if why else ''}")
+    names = [run_name(p) for p in paths]
+    if len({safe_name(n) for n in names}) != len(names):
+        names = [p.name for p in paths]  # shortened names would collide: keep the files' own
+    return sorted(zip(names, map(str, paths), strict=True)), not_runs
 
 
 def analyze_run(
@@ -172,6 +205,14 @@ def analyze_run(
                 summary = _summarize(name, store, out_dir, config, path)
     except HvdAnalyzeError as exc:
         return {"run": name, "status": "failed", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - one run's bug must not hide the other runs' reports
+        return {
+            "run": name,
+            "status": "failed",
+            "internal": True,
+            "error": f"internal error: {type(exc).__name__}: {exc}. This is a bug in hvd-analyze, not in the run's "
+            f"input: `HVD_ANALYZE_DEBUG=1 hvd-analyze report {path}` shows the traceback to report",
+        }
     return summary
 
 
@@ -203,7 +244,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig,
         "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
         "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
         "slowdown": slowdown,
-        "jobs": job_steps(doc, step_samples(ctx), path),
+        "jobs": job_steps(doc, step_samples(ctx), path, job_fingerprints(ctx)),
     }
 
 
@@ -220,7 +261,7 @@ def _slowdown(f: Finding) -> SlowdownBrief:
     }
 
 
-def fleet_summary(summaries: Sequence[RunSummary]) -> FleetSummary:
+def fleet_summary(summaries: Sequence[RunSummary], not_runs: Sequence[NotARun] = ()) -> FleetSummary:
     ok = [s for s in summaries if s["status"] == "ok"]
 
     def with_code(code: str) -> list[CodeHit]:
@@ -254,7 +295,12 @@ def fleet_summary(summaries: Sequence[RunSummary]) -> FleetSummary:
     return {
         "runs": len(summaries),
         "analysed": len(ok),
-        "failed": [{"run": s["run"], "error": s["error"]} for s in summaries if s["status"] == "failed"],
+        "failed": [
+            {"run": s["run"], "error": s["error"], "internal": s.get("internal", False)}
+            for s in summaries
+            if s["status"] == "failed"
+        ],
+        "not_runs": list(not_runs),
         "with_findings": faulty,
         "socket_fallback": with_code("nccl.socket_fallback"),
         "stragglers": with_code("timeline.straggler"),
@@ -302,6 +348,7 @@ def fleet_markdown(fleet: FleetSummary) -> str:
         [f"- `{r['run']}` ({r['worst']}): {', '.join(r['codes'])}" for r in fleet["with_findings"]],
     )
     section("Failed", [f"- `{r['run']}`: {r['error']}" for r in fleet["failed"]])
+    section("Not runs (left out)", [f"- `{Path(r['path']).name}`: {r['reason']}" for r in fleet["not_runs"]])
     section("Step time per job over the runs (in run-name order)", trend_lines(fleet["trends"]))
     return "\n".join(lines)
 
@@ -334,7 +381,7 @@ def run_batch(
     """Analyse every run of ``runs_dir`` into ``out_dir``; returns the fleet summary (also written).
     ``keep_stores``: each run's store stays in ``out_dir/stores/<run>``; ``memory_budget``: bytes
     one run's timeline analysis may take on a worker (:mod:`analyzer.timeline.load`)."""
-    runs = find_runs(runs_dir)
+    runs, not_runs = find_runs(runs_dir)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     names = [safe_name(n) for n, _ in runs]
@@ -342,7 +389,7 @@ def run_batch(
         raise UsageError(f"{runs_dir}: run names collide once made safe for file names; rename the folders")
     tasks = [(n, p, str(out), keep_stores, memory_budget) for n, p in runs]
     summaries = sorted(executor.map(analyze_runs, tasks, weight=lambda t: _size(t[1])), key=lambda s: s["run"])
-    fleet = fleet_summary(summaries)
+    fleet = fleet_summary(summaries, not_runs)
     runs_out = [{k: v for k, v in s.items() if k != "jobs"} for s in summaries]  # the step samples stay out
     (out / "fleet.json").write_text(json.dumps({"fleet": fleet, "runs": runs_out}, indent=1) + "\n", encoding="utf-8")
     (out / "fleet.md").write_text(fleet_markdown(fleet), encoding="utf-8")

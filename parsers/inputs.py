@@ -165,6 +165,8 @@ def sniff(path: str | Path) -> Sniffed:
         signal = _log_signal(head)  # "[1,0]<stdout>:host:..." and "[node:0:174 ...]" logs start with '[' too
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
+        if _BRACKETED_TAG.match(body):  # "[0]<stdout>:...", "[2024-05-01 10:00:00] ...": text, not JSON
+            return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + _launcher(body))
         return Sniffed(
             InputKind.UNKNOWN,
             compressed,
@@ -185,14 +187,26 @@ def sniff(path: str | Path) -> Sniffed:
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
     if b"\x00" not in head:
-        return Sniffed(
-            InputKind.UNKNOWN,
-            compressed,
-            False,
-            "text without NCCL records, watchdog timeouts, "
-            f"stall warnings or an autotune header in its first {TEXT_SNIFF_BYTES >> 20} MiB",
-        )
+        return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + _launcher(body))
     return Sniffed(InputKind.UNKNOWN, compressed, False, "not a format hvd-analyze reads")
+
+
+_TEXT_REASON = (
+    "text without NCCL records, watchdog timeouts, stall warnings or an autotune header in its first "
+    f"{TEXT_SNIFF_BYTES >> 20} MiB"
+)
+#: a line that opens with a bracketed tag no JSON array opens with: one followed at once by text
+#: (``[0]<stdout>:``, ``[1,0]<stderr>:``), or holding letters or colons outside quotes (``[2024-05-01
+#: 10:00:00]``, ``[node:0:174]``); ``true``/``false``/``null`` alone are JSON
+_BRACKETED_TAG = re.compile(
+    rb"\[[^\]\n]{0,64}\][^\s,\]\}]|\[(?!\s*(?:true|false|null)\s*[,\]])[^\]\n\"{}\[]*[A-Za-z:][^\]\n\"{}\[]*\]"
+)
+_LAUNCHER_PREFIX = re.compile(rb"\[\d+(?:,\d+)?\]<std(?:out|err)>:")
+
+
+def _launcher(body: bytes) -> str:
+    """A note on what the text is, when its lines carry a launcher's prefix."""
+    return " (a job's output with horovodrun/mpirun '[N]<stdout>:' prefixes)" if _LAUNCHER_PREFIX.match(body) else ""
 
 
 _LOG_SIGNALS = (

@@ -5,11 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from analyzer.compare.build import Side
 from analyzer.context import Context
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze_in
 from analyzer.timeline.steps import steady_durations
+
+
+def job_fingerprints(ctx: Context) -> dict[str, str]:
+    """What makes two timelines the same job, by input id: a digest of the gradient tensors' names
+    (the model), the ranks seen and the bytes reduced per steady step (its size). ``batch`` draws a
+    trend only across runs whose jobs share it (:func:`analyzer.compare.trend.job_trends`)."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    for m in ctx.timelines():
+        tensors = ctx.store.input_table("tensors", m.input_id, columns=["pid", "tensor"]).to_pydict()
+        grads = set(m.gradient_pids.tolist())
+        names = sorted(str(n) for p, n in zip(tensors["pid"], tensors["tensor"], strict=True) if p in grads)
+        ranks = len(np.unique(m.lateness.rank))
+        per_step = m.steady["bytes"].median() if not m.steady.empty and m.steady["bytes"].notna().any() else None
+        key = "\n".join([*names, f"ranks={ranks}", f"bytes={None if per_step is None else int(per_step)}"])
+        out[m.input_id] = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return out
 
 
 def step_samples(ctx: Context) -> dict[str, list[float]]:

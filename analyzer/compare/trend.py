@@ -2,8 +2,10 @@
 (in the order of the runs' names: name runs by date or sequence) and the run where a regression
 started, each run tested against the one before it as ``compare`` does (:mod:`analyzer.compare.stats`).
 
-A job is "the same" across runs by where it lies inside its run: the folder of its timeline
-relative to the run's folder (``.`` for a timeline at the run's top).
+A job is "the same" across runs by where it lies inside its run (the folder of its timeline relative
+to the run's folder, ``.`` for a timeline at the run's top) and by what it is: the same gradient
+tensors, ranks and bytes per step (:func:`analyzer.compare.sides.job_fingerprints`). Unrelated runs
+that happen to sit at the same place get no trend.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class JobSteps(TypedDict):
     """One job of one run: its place in the run and a sample of its steady step times (ms)."""
 
     job: str
+    fingerprint: str  # what the job is (its model and size): a trend joins only equal ones
     steps: int
     sample_ms: list[float]
 
@@ -49,9 +52,15 @@ class JobTrend(TypedDict):
     recovered: str | None
 
 
-def job_steps(doc: ReportDocument, steps_s: Mapping[str, Sequence[float]], run_path: str | None) -> list[JobSteps]:
+def job_steps(
+    doc: ReportDocument,
+    steps_s: Mapping[str, Sequence[float]],
+    run_path: str | None,
+    fingerprints: Mapping[str, str],
+) -> list[JobSteps]:
     """Each job of a run with a timeline: its folder relative to ``run_path`` (else to the folder all
-    the run's jobs share) and its main timeline's steady step times."""
+    the run's jobs share), its main timeline's fingerprint (by input id in ``fingerprints``) and
+    steady step times."""
     jobs = [j for j in doc["jobs"] if j["timelines"]]
     if not jobs:
         return []
@@ -60,11 +69,13 @@ def job_steps(doc: ReportDocument, steps_s: Mapping[str, Sequence[float]], run_p
     ids = {e["path"]: e["id"] for e in doc["inputs"]}
     out: list[JobSteps] = []
     for j in jobs:
-        durations = max((steps_s.get(ids.get(t, ""), []) for t in j["timelines"]), key=len)
+        main = max(j["timelines"], key=lambda t: len(steps_s.get(ids.get(t, ""), [])))
+        durations = steps_s.get(ids.get(main, ""), [])
         kept = sample(np.asarray(durations, dtype=np.float64), TREND_SAMPLE) * 1e3
         out.append(
             {
                 "job": os.path.relpath(os.path.abspath(j["folder"]), base),
+                "fingerprint": fingerprints.get(ids.get(main, ""), ""),
                 "steps": len(durations),
                 "sample_ms": [round(float(v), 4) for v in kept],
             }
@@ -73,14 +84,15 @@ def job_steps(doc: ReportDocument, steps_s: Mapping[str, Sequence[float]], run_p
 
 
 def job_trends(runs: Sequence[tuple[str, Sequence[JobSteps]]], t: CompareThresholds | None = None) -> list[JobTrend]:
-    """The trend of every job found in at least two of ``runs`` (``(run name, its jobs)`` in run order)."""
+    """The trend of every job found in at least two of ``runs`` (``(run name, its jobs)`` in run order):
+    the same place in its run and the same fingerprint."""
     t = t or CompareThresholds()
-    by_job: dict[str, list[tuple[str, JobSteps]]] = {}
+    by_job: dict[tuple[str, str], list[tuple[str, JobSteps]]] = {}
     for run, jobs in runs:
         for j in jobs:
-            by_job.setdefault(j["job"], []).append((run, j))
+            by_job.setdefault((j["job"], j["fingerprint"]), []).append((run, j))
     out: list[JobTrend] = []
-    for job, seen in sorted(by_job.items()):
+    for (job, _), seen in sorted(by_job.items()):
         if len(seen) < 2:
             continue
         points: list[TrendPoint] = []

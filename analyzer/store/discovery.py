@@ -2,7 +2,9 @@
 
 A directory is walked (sorted, hidden entries skipped); each file is sniffed. Files that
 are not a known kind are listed as skipped with the reason, never silently ignored. A file
-named explicitly must be recognisable, otherwise it is an :class:`InputError`.
+given alone must be recognisable, otherwise it is an :class:`InputError` naming its byte; files
+given together (``report timeline.json stdout.txt``, loose files uploaded to the app) are read as
+a folder's are: the ones that are not inputs are skipped and listed.
 """
 
 from __future__ import annotations
@@ -30,15 +32,17 @@ class SkippedFile:
     reason: str
 
 
-def discover(paths: list[str | Path]) -> tuple[list[InputFile], list[SkippedFile]]:
-    """Recognise every input under ``paths``.
+def discover(paths: list[str | Path], alone: bool | None = None) -> tuple[list[InputFile], list[SkippedFile]]:
+    """Recognise every input under ``paths``; ``alone``: whether a file there was given on its own (by
+    default, when it is the only path), so that it must be an input.
 
     Raises:
-        InputError: a path does not exist, cannot be read, or (named explicitly) is not a
+        InputError: a path does not exist, cannot be read, or (a file given alone) is not a
             format hvd-analyze reads.
     """
     found: list[InputFile] = []
     skipped: list[SkippedFile] = []
+    alone = len(paths) == 1 if alone is None else alone
     for raw in paths:
         path = Path(raw)
         if not path.exists():
@@ -50,10 +54,10 @@ def discover(paths: list[str | Path]) -> tuple[list[InputFile], list[SkippedFile
                     found.append(item)
                 else:
                     skipped.append(item)
-        else:
-            item = _classify(path, explicit=True)
-            assert isinstance(item, InputFile)
+        elif isinstance(item := _classify(path, explicit=alone), InputFile):
             found.append(item)
+        else:
+            skipped.append(item)
     return found, skipped
 
 
