@@ -104,6 +104,16 @@ class Finding:
         return (-int(self.severity), -(self.impact.seconds_per_step if self.impact else 0.0))
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word and marked with an ellipsis when it is
+    longer: a title never ends mid-word (nor on a dangling word such as "opcode")."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
+    return cut.rstrip(" ,;:(-") + "…"
+
+
 @dataclass(frozen=True, slots=True)
 class Skipped:
     detector: str

@@ -16,12 +16,13 @@ from typing import Any
 
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
-from analyzer.findings import Evidence, Finding, Severity, Suggestion
+from analyzer.findings import Evidence, Finding, Severity, Suggestion, clip
 from analyzer.nccl.incidents import Incident, peer_gone
 from analyzer.nccl.model import NcclModel
 from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
+TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
 
@@ -74,7 +75,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     return Finding(
         code=CODE,
         severity=Severity.WARNING if secondary else Severity.CRITICAL,
-        title=f"NCCL {cls.replace('_', ' ')}: {text[:90]}",
+        title=f"NCCL {cls.replace('_', ' ')}: {clip(text, TITLE_CHARS)}",
         summary=summary,
         detector=NcclError.name,
         evidence=tuple(evidence),

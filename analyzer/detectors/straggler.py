@@ -83,13 +83,14 @@ class Straggler(TimelineDetector):
             code=CODE,
             severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
             title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
-            f"ready {ms(worst.median_us)} after the first rank, {when}",
+            f"steps wait about {ms(loss)} for {'them' if len(ids) > 1 else 'it'}, {when}",
             summary=(
                 f"{model.path}: rank {worst.rank}{f' on {places[worst.rank]}' if worst.rank in places else ''} "
                 f"is the last rank ready in {worst.last}/{worst.negotiations} "
                 f"negotiations over {n_steps} steps (median {ms(worst.median_us)}, p90 {ms(worst.p90_us)} behind "
-                f"the first-ready rank). Every allreduce waits for it, so the job loses about {ms(loss)} per step "
-                f"(median step {ms(step_us)})."
+                f"the first-ready rank). Every allreduce waits for it; a step waits at its last negotiation, where "
+                f"the late rank is a median {ms(loss)} behind the median rank, so the job loses about {ms(loss)} "
+                f"per step (median step {ms(step_us)})."
             ),
             detector=self.name,
             evidence=evidence,

@@ -97,6 +97,12 @@ def finding_groups(report: AnalysisReport) -> list[tuple[str | None, list[Findin
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: " "}
 
 
+def fixed(value: float, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals, never "-0.00": a value that rounds to zero has no sign."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks and other control characters shown as escapes: a name or a log
     line from an input can never start a line of its own in a text report (a faked finding)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import orjson
 
 from analyzer.compare.types import CompareDocument, SideDoc, ValueChangeDoc
+from analyzer.findings import clip
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ def compare_sections(doc: CompareDocument) -> list[Section]:
                 for c in nccl["changes"]
             ]
             + [
-                (e["host"] or "-", f"error {e['error_class']} ({e['change']})", "", e["message"][:120])
+                (e["host"] or "-", f"error {e['error_class']} ({e['change']})", "", clip(e["message"], 120))
                 for e in nccl["errors"]
             ],
             [] if nccl["hosts_before"] or nccl["hosts_after"] else ["no NCCL log on either side"],

@@ -326,7 +326,7 @@ def transport_matrix(nccl: NcclSection) -> go.Figure:
                 zmin=0,
                 zmax=max((v for row in z for v in row), default=1),
                 showscale=False,
-                text=masked,
+                text=[["" if v is None else str(v) for v in row] for row in masked],  # an empty cell, not "null"
                 texttemplate="%{text}",
                 hovertemplate="%{y}: %{z} processes use %{x}<extra></extra>",
             )

@@ -41,6 +41,7 @@ figure{margin:1rem 0}svg.chart{width:100%;height:auto;background:#fff}
 .verdict{border:2px solid #888;border-radius:8px;padding:.2rem 1rem;margin:1rem 0}.verdict h2{border:0;margin-top:.6rem}
 .verdict.healthy{border-color:#2e8b57;background:#f1faf4}.verdict.degraded{border-color:#e67e22;background:#fff7ef}
 .verdict.failed{border-color:#c0392b;background:#fdf1f0}
+.verdict.inconclusive{border-color:#888;background:#f4f4f4}
 """
 
 
@@ -85,6 +86,10 @@ class HtmlRenderer:
         parts += [self._timeline(t) for t in report.timelines]
         if report.nccl:
             parts += _nccl(report.nccl)
+        if report.skipped_files:
+            parts.append(f"<h2>Files that are not inputs ({len(report.skipped_files)}, left out)</h2><ul>")
+            parts += [f"<li>{_e(s['path'])}: {_e(s['reason'])}</li>" for s in report.skipped_files]
+            parts.append("</ul>")
         if report.skipped:
             parts.append("<h2>Skipped detectors</h2><ul>")
             parts += [f"<li><code>{_e(s.detector)}</code>: {_e(s.reason)}</li>" for s in report.skipped]

@@ -80,6 +80,9 @@ class MarkdownRenderer:
         if report.nccl:
             out += _nccl(report.nccl)
         out.append("")
+        if report.skipped_files:
+            out += [f"## Files that are not inputs ({len(report.skipped_files)}, left out)", ""]
+            out += [f"- {_md(s['path'])}: {_md(s['reason'])}" for s in report.skipped_files] + [""]
         if report.skipped:
             out += ["## Skipped detectors", ""] + [f"- `{s.detector}`: {_md(s.reason)}" for s in report.skipped] + [""]
         if report.parse_issues:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analyzer.findings import clip
 from analyzer.report.types import NcclSection, ProcessDoc
 
 MAX_ROWS = 40
@@ -56,7 +57,7 @@ def error_rows(section: NcclSection) -> list[tuple[str, str, str]]:
         (
             e["class"],
             f"{e['host'] or '?'}:{e['pid'] if e['pid'] is not None else '?'} ({e['file']}:{e['line']})",
-            e["message"][:160],
+            clip(e["message"], 160),
         )
         for e in section["errors"][:MAX_ROWS]
     ]
@@ -69,10 +70,10 @@ def watchdog_rows(section: NcclSection) -> list[tuple[str, ...]]:
     return [
         (
             str(w["rank"]) if w["rank"] is not None else "?",
-            str(w["seq"]),
+            str(int(w["seq"])),
             w["op"],
             f"{w['ran_ms'] / 1e3:.0f}",
-            str(w["last_completed"]) if w["last_completed"] is not None else "?",
+            str(int(w["last_completed"])) if w["last_completed"] is not None else "?",  # a count: never "7752.0"
         )
         for w in section["watchdog_timeouts"][:MAX_ROWS]
     ]

@@ -97,9 +97,15 @@ def histogram(
     if mark is not None and lo <= mark <= hi:
         out.append(
             f"<line x1='{x(mark):.1f}' x2='{x(mark):.1f}' y1='{TOP}' y2='{y(0):.1f}' stroke='{RED}' "
-            f"stroke-dasharray='5 4'/><text x='{x(mark) + 4:.1f}' y='{TOP + 12}' fill='{RED}'>median {_fmt(mark)}</text>"
+            f"stroke-dasharray='5 4'><title>median {_fmt(mark)}</title></line>"
         )
+        out.append(_key([f"median {_fmt(mark)}"]))
     return "".join([*out, "</svg>"])
+
+
+def _key(labels: Sequence[str]) -> str:
+    """The dashed marks' labels, right-aligned between the title and the plot: never over the data."""
+    return f"<text x='{WIDTH - RIGHT}' y='{TOP - 8}' text-anchor='end' fill='{RED}'>- - {_e(' · '.join(labels))}</text>"
 
 
 def hbars(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float], str]], title: str, x_title: str) -> str:
@@ -168,12 +174,13 @@ def line(
             f"<circle cx='{x(a):.1f}' cy='{y(b):.1f}' r='2.5' fill='{BLUE}'><title>{_fmt(a)}: {_fmt(b)}</title></circle>"
             for a, b in zip(xs, ys, strict=True)
         ]
-    for i, (v, label) in enumerate(marks):  # labels alternate right and left: close marks stay readable
-        at = f"x='{WIDTH - RIGHT - 4}' text-anchor='end'" if i % 2 == 0 else f"x='{LEFT + 4}' text-anchor='start'"
+    for v, label in marks:  # the lines carry their label as a hover title; the key above the plot names them
         out.append(
-            f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y(v):.1f}' y2='{y(v):.1f}' stroke='{RED}' stroke-dasharray='5 4'/>"
-            f"<text {at} y='{y(v) - 4:.1f}' fill='{RED}'>{_e(label)}</text>"
+            f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y(v):.1f}' y2='{y(v):.1f}' stroke='{RED}' "
+            f"stroke-dasharray='5 4'><title>{_e(label)}</title></line>"
         )
+    if marks:
+        out.append(_key([label for _, label in marks]))
     out += _x_axis(lo, hi, x, 8)
     return "".join([*out, "</svg>"])
 

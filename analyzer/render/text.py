@@ -65,7 +65,8 @@ class TextRenderer:
                 for i in report.parse_issues
             ]
         if report.skipped_files:
-            out += ["", f"{len(report.skipped_files)} file(s) not recognised as inputs (listed in the JSON report)."]
+            out += ["", f"Files that are not inputs ({len(report.skipped_files)}, left out):"]
+            out += [f"  - {s['path']}: {s['reason']}" for s in report.skipped_files]
         return "\n".join(map(one_line, out)) + "\n"
 
 

@@ -3,6 +3,8 @@ Horovod stalls and the autotune result, from :class:`analyzer.nccl.model.NcclMod
 
 from __future__ import annotations
 
+import functools
+import typing
 from typing import Any, cast
 
 import pandas as pd
@@ -31,11 +33,13 @@ def nccl_section(model: NcclModel) -> NcclSection | None:
         "hosts": sorted({h for h in procs["host"] if isinstance(h, str)}) if not procs.empty else [],
         "processes": [_process(r) for r in procs.itertuples(index=False)],
         # rows of the log tables, whose columns are these types' keys (the JSON Schema checks them in tests)
-        "versions": cast(list[VersionDoc], [_clean(r) for r in model.nccl_versions.to_dict("records")]),
+        "versions": cast(list[VersionDoc], [_clean(r, VersionDoc) for r in model.nccl_versions.to_dict("records")]),
         "communicators": cast(list[CommunicatorDoc], model.communicators),
         "errors": cast(list[NcclErrorDoc], model.classified_errors[:MAX_ERRORS]),
-        "watchdog_timeouts": cast(list[WatchdogDoc], [_clean(r) for r in model.watchdog_timeouts.to_dict("records")]),
-        "horovod_stalls": cast(list[StallDoc], [_clean(r) for r in model.horovod_stalls.to_dict("records")]),
+        "watchdog_timeouts": cast(
+            list[WatchdogDoc], [_clean(r, WatchdogDoc) for r in model.watchdog_timeouts.to_dict("records")]
+        ),
+        "horovod_stalls": cast(list[StallDoc], [_clean(r, StallDoc) for r in model.horovod_stalls.to_dict("records")]),
         "autotune": autotune_result(model),
     }
 
@@ -93,11 +97,22 @@ def autotune_result(model: NcclModel) -> AutotuneDoc | None:
     }
 
 
-def _clean(row: dict[str, Any]) -> dict[str, Any]:
+@functools.cache
+def _int_keys(doc: type) -> frozenset[str]:
+    """The keys a row type declares as whole numbers (``int`` or ``int | None``)."""
+    return frozenset(k for k, t in typing.get_type_hints(doc).items() if t is int or t == int | None)
+
+
+def _clean(row: dict[str, Any], doc: type) -> dict[str, Any]:
+    """A table row as its ``doc`` type has it: nulls as None, numpy values as Python's, and whole
+    numbers as ints (a column with a null comes out of pandas as floats: a SeqNum is never 7752.0)."""
+    ints = _int_keys(doc)
     out: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, float) and pd.isna(v):
             out[k] = None
+        elif k in ints and isinstance(v, float):
+            out[k] = int(v)
         elif hasattr(v, "tolist"):
             out[k] = v.tolist()
         elif hasattr(v, "item"):
