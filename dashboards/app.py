@@ -21,7 +21,7 @@ from analyzer import HvdAnalyzeError
 from dashboards import api, compareview, stepview
 from dashboards.api import Access
 from dashboards.pages import PAGES, job_options, render_page
-from dashboards.runs import RunLibrary
+from dashboards.runs import RunLibrary, run_labels
 from dashboards.uploads import Limits
 from dashboards.worker import Budget
 
@@ -59,10 +59,12 @@ def poll_job(library: RunLibrary, run_id: str | None) -> dict[str, Any]:
 
 def run_options(library: RunLibrary) -> list[dict[str, str]]:
     out = []
-    for meta in library.runs():
+    runs = library.runs()
+    labels = run_labels(runs)
+    for meta in runs:
         status = meta["status"]
         suffix = "" if status == "done" else f" ({status})"
-        out.append({"label": f"{meta['name']}{suffix}", "value": meta["id"]})
+        out.append({"label": f"{labels[meta['id']]}{suffix}", "value": meta["id"]})
     return out
 
 

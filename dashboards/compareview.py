@@ -16,7 +16,7 @@ from analyzer.compare import Side, compare_sides, step_parts, step_samples
 from analyzer.render import figures
 from analyzer.render.compare import compare_sections, side_line
 from dashboards.pages import graph, none_page, table
-from dashboards.runs import RunLibrary
+from dashboards.runs import RunLibrary, run_labels
 
 
 def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
@@ -67,7 +67,8 @@ def compare_content(library: RunLibrary, before: str | None, after: str | None) 
 def compare_page(library: RunLibrary, run_id: str | None) -> html.Div:
     """Two run pickers (BEFORE: the run made before ``run_id``; AFTER: ``run_id``) and their comparison."""
     runs = [r for r in library.runs() if r["status"] == "done"]  # newest first
-    options = [{"label": r["name"], "value": r["id"]} for r in runs]
+    labels = run_labels(runs)
+    options = [{"label": labels[r["id"]], "value": r["id"]} for r in runs]
     ids = [r["id"] for r in runs]
     after = run_id if run_id in ids else (ids[0] if ids else None)
     before = ids[ids.index(after) + 1] if after in ids and ids.index(after) + 1 < len(ids) else None

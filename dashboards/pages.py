@@ -16,7 +16,7 @@ from dash import dash_table, dcc, html
 
 from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
-from analyzer.render.base import export_lines, format_impact, verdict_text
+from analyzer.render.base import export_lines, fixed, format_impact, verdict_text
 from analyzer.render.sections import fusion_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
 from dashboards.work import AnalysisDocument
@@ -127,6 +127,11 @@ def overview(doc: AnalysisDocument) -> html.Div:
         html.H3("Inputs"),
         html.Ul(inputs),
     ]
+    if rep.get("skipped_files"):
+        parts += [
+            html.H3(f"Files that are not inputs ({len(rep['skipped_files'])}, left out)"),
+            html.Ul([html.Li(f"{s['path']}: {s['reason']}") for s in rep["skipped_files"]], id="skipped-files"),
+        ]
     if rep["parse_issues"]:
         rows = [
             (
@@ -168,7 +173,43 @@ def steps(doc: AnalysisDocument) -> html.Div:
         parts.append(table("step-table", ("step", "step time ms", "steady"), rows, page_size=15, sort_action="native"))
     if not st["steady"]:
         parts.append(none_page("No complete steady step: the timeline is too short or cut during the first steps."))
+    parts += tuning(doc["report"])
     return html.Div(parts, id="page-steps")
+
+
+def tuning(rep: Any) -> list[Any]:
+    """What to change to win step time: the findings with a cost per step, the largest first, each
+    with its estimate, its confidence and the setting to try (a low-confidence one says so)."""
+    costly = sorted(
+        (f for f in rep["findings"] if f.get("impact") and f["impact"]["seconds_per_step"] > 0 and f["suggestions"]),
+        key=lambda f: -f["impact"]["seconds_per_step"],
+    )
+    if not costly:
+        return []
+    items = []
+    for i, f in enumerate(costly):
+        impact = f["impact"]
+        env = "\n".join(export_lines(s["env"] for s in f["suggestions"]))
+        low = impact["confidence"] == "low"
+        body: list[Any] = [
+            html.Strong(f["title"]),
+            html.P(
+                f"wins up to {impact['seconds_per_step'] * 1e3:,.1f} ms per step "
+                f"({impact['fraction_of_step']:.0%} of the step), {impact['confidence']} confidence"
+                + (": too uncertain to advise a setting; its finding on the Overview says what was seen" if low else "")
+            ),
+        ]
+        if not low:
+            body.append(html.P([html.Strong("Try: "), f["suggestions"][0]["action"]]))
+        if env and not low:
+            body.append(
+                html.Div(
+                    [html.Pre(env, id=f"tune-env-{i}"), dcc.Clipboard(target_id=f"tune-env-{i}", title="copy")],
+                    className="env",
+                )
+            )
+        items.append(html.Li(body, **{"data-code": f["code"]}))
+    return [html.H3("What to tune (largest win per step first)"), html.Ol(items, id="tuning")]
 
 
 # ranks ---------------------------------------------------------------------------------
@@ -213,9 +254,9 @@ def ranks(doc: AnalysisDocument) -> html.Div:
                 r.get("host") or "",
                 str(r["last"]),
                 str(r["negotiations"]),
-                f"{r['median_lateness_ms']:.2f}",
-                f"{r['p90_lateness_ms']:.2f}",
-                f"{r['vs_median_ms']:.2f}",
+                fixed(r["median_lateness_ms"]),
+                fixed(r["p90_lateness_ms"]),
+                fixed(r["vs_median_ms"]),
             )
             for r in section["ranks"]["ranks"]
         ]

@@ -30,13 +30,12 @@ from typing import Any
 import orjson
 
 from analyzer import HvdAnalyzeError, RunStore
-from dashboards.uploads import Limits
+from dashboards.uploads import ARCHIVE_SUFFIXES, Limits
 from dashboards.work import AnalysisDocument, Work
-from dashboards.worker import Budget, Outcome, WorkerPool
+from dashboards.worker import Budget, Outcome, WorkerPool, internal_error
 
 RUNS = "runs"
 MAX_NAME = 120
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
 @dataclass
@@ -51,6 +50,8 @@ class Job:
     def as_dict(self) -> dict[str, Any]:
         with self.lock:
             share = self.done_bytes / self.total_bytes if self.total_bytes else 0.0
+            if self.stage in ("analysing", "done"):  # ingest is over, whatever its byte count said (a .gz inflates)
+                share = 1.0
             return {
                 "run_id": self.run_id,
                 "stage": self.stage,
@@ -70,6 +71,25 @@ def run_name(names: list[str]) -> str:
     return joined if len(joined) <= 80 else joined[:77] + "..."
 
 
+def run_labels(runs: list[dict[str, Any]]) -> dict[str, str]:
+    """Each run's label in the pickers, by id: its name, and where another run has the same name, when
+    it was made (and its id, where that is the same second too), so that runs can be told apart."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for meta in runs:
+        by_name.setdefault(meta["name"], []).append(meta)
+    out: dict[str, str] = {}
+    for name, same in by_name.items():
+        stamps = [time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(m["created"])) for m in same]
+        for meta, stamp in zip(same, stamps, strict=True):
+            if len(same) == 1:
+                out[meta["id"]] = name
+            elif stamps.count(stamp) == 1:
+                out[meta["id"]] = f"{name} (made {stamp})"
+            else:
+                out[meta["id"]] = f"{name} (made {stamp}, run {meta['id']})"
+    return out
+
+
 def fingerprint(paths: list[str]) -> str:
     """What identifies the inputs at ``paths`` without reading them: every file's resolved path, size
     and modification time (``serve PATH`` twice shows the run it made the first time)."""
@@ -84,7 +104,7 @@ def fingerprint(paths: list[str]) -> str:
 
 class RunLibrary:
     def __init__(self, root: str | Path, limits: Limits | None = None, budget: Budget | None = None) -> None:
-        self.root = Path(root)
+        self.root = Path(root).resolve()  # a relative --store-dir means the server's working folder, not the package's
         self.limits = limits or Limits()
         self.pool = WorkerPool(budget)
         for d in (self.root / "incoming").glob("*"):  # uploads a stopped server was receiving
@@ -294,7 +314,7 @@ class RunLibrary:
         try:
             outcome = self.pool.run(work, report)
         except Exception as exc:  # noqa: BLE001 - one bad upload must never break the app
-            outcome = Outcome(error=f"{type(exc).__name__}: {exc}")
+            outcome = Outcome(error=internal_error(exc))
         finally:
             if cleanup is not None:
                 shutil.rmtree(cleanup, ignore_errors=True)

@@ -12,6 +12,7 @@ every member: no absolute path, no ``..``, no link or device, no more than
 
 from __future__ import annotations
 
+import re
 import tarfile
 import zipfile
 from collections.abc import Iterator
@@ -89,10 +90,37 @@ def is_archive(path: Path) -> str | None:
         return None
 
 
+#: the endings an archive's name loses when it names the folder it is unpacked into
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+NAME_CHARS = 64
+
+
+def folder_name(name: str) -> str:
+    """A user's folder (or archive) name made safe for this machine's file system, kept readable: the
+    folders name the run's jobs (:mod:`analyzer.jobs`), so a job reads as the user named its folder."""
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    safe = re.sub(r"[^A-Za-z0-9._ -]", "_", name).strip(" .")[:NAME_CHARS]
+    return safe or "folder"
+
+
+def _unique(parent: Path, name: str, taken: set[Path]) -> Path:
+    """``parent/name``, or ``parent/name-2``, ... when two of the user's names read the same once safe."""
+    path, n = parent / name, 1
+    while path in taken:
+        n += 1
+        path = parent / f"{name}-{n}"
+    taken.add(path)
+    return path
+
+
 def save_upload(name: str, source: Path, folder: Path, limits: Limits, start: int = 0) -> list[SavedFile]:
     """Move the upload at ``source`` into ``folder`` as an ``input-NNN`` file, or unpack it there when it
-    is an archive (``source`` is then removed). An archive keeps its folder structure with generated
-    folder names (``archive-NNN/d000/d001/``): the folders tell the run's jobs apart (:mod:`analyzer.jobs`)."""
+    is an archive (``source`` is then removed). An archive is unpacked into a folder named after it and
+    keeps its folder structure under the user's folder names made safe (:func:`folder_name`): the folders
+    tell the run's jobs apart (:mod:`analyzer.jobs`) and name them."""
     folder.mkdir(parents=True, exist_ok=True)
     kind = is_archive(source)
     if kind is None:
@@ -103,7 +131,8 @@ def save_upload(name: str, source: Path, folder: Path, limits: Limits, start: in
     members = (
         _zip_members(name, source, packed, limits) if kind == "zip" else _tar_members(name, source, packed, limits)
     )
-    base = folder / f"archive-{start:03d}"
+    taken = set(folder.iterdir()) if folder.is_dir() else set()
+    base = _unique(folder, folder_name(PurePosixPath(name).name), taken)
     dirs: dict[tuple[str, ...], Path] = {(): base}
     out: list[SavedFile] = []
     total = 0
@@ -111,7 +140,7 @@ def save_upload(name: str, source: Path, folder: Path, limits: Limits, start: in
         parts = PurePosixPath(member).parts[:-1]
         for depth in range(1, len(parts) + 1):
             if parts[:depth] not in dirs:
-                dirs[parts[:depth]] = dirs[parts[: depth - 1]] / f"d{len(dirs) - 1:03d}"
+                dirs[parts[:depth]] = _unique(dirs[parts[: depth - 1]], folder_name(parts[depth - 1]), taken)
         path = dirs[parts] / f"input-{start + i:03d}"
         path.parent.mkdir(parents=True, exist_ok=True)
         with stream, open(path, "wb") as dst:

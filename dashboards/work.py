@@ -33,6 +33,9 @@ class Work:
     store: str | None = None
 
 
+#: the folder of the files uploaded loose (not in an archive): the name of their job beside others
+LOOSE_FILES = "uploaded files"
+
 #: what a worker sends: ("stage", name) | ("total", bytes) | ("progress", bytes) |
 #: ("files", [labels]) | ("labels", {path: label}) | ("done", None) | ("failed", message)
 Report = Callable[[str, Any], None]
@@ -85,8 +88,10 @@ def make_run(work: Work, report: Report) -> None:
     labels: dict[str, str] = {}
     try:
         if work.store is None:
-            saved = _collect(work, run_dir / "uploads", report)
-            labels = {str(s.path): s.label for s in saved} | folder_labels(saved)
+            # the folder names the job of loose files when the run has several (archives' folders name theirs)
+            saved = _collect(work, run_dir / "uploads" / LOOSE_FILES, report)
+            loose = {str(run_dir / "uploads" / LOOSE_FILES): LOOSE_FILES} if work.uploads else {}
+            labels = loose | {str(s.path): s.label for s in saved} | folder_labels(saved)
             report("labels", labels)
             report("files", [s.label for s in saved])
             report("stage", "ingesting")
@@ -123,18 +128,17 @@ def _collect(work: Work, folder: Path, report: Report) -> list[SavedFile]:
 
 
 def inputs_of(saved: list[SavedFile]) -> tuple[list[InputFile], list[SkippedFile]]:
-    """The uploaded files that are inputs, and the others with the reason. Archive members are read
-    as the CLI reads a folder: a run folder's env.txt, scripts or notes are skipped, never a reason to
-    refuse the upload. A file uploaded (or given by path) on its own is named explicitly, as on the
-    command line: one that is not an input is an error naming its byte; a folder is walked."""
-    inputs: list[InputFile] = []
-    skipped: list[SkippedFile] = []
+    """The uploaded files that are inputs, and the others with the reason, read as the command line
+    reads the same files (:func:`analyzer.store.discover`): archive members and loose files uploaded
+    together as a folder's files are (a run folder's env.txt, scripts or notes are skipped, never a
+    reason to refuse the upload); a file uploaded (or given by path) on its own must be an input, or
+    the error names its byte; a folder is walked."""
+    loose: list[str | Path] = [s.path for s in saved if "!" not in s.label]
+    inputs, skipped = discover(loose, alone=len(saved) == 1)
     for s in saved:
         if "!" not in s.label:
-            found, left = discover([s.path])
-            inputs += found
-            skipped += left
-        elif isinstance(item := recognise(s.path), InputFile):
+            continue
+        if isinstance(item := recognise(s.path), InputFile):
             inputs.append(item)
         else:
             skipped.append(item)

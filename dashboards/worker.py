@@ -138,6 +138,18 @@ def _death(proc: Any) -> str:
     return f"the analysis process ended with exit code {code} before it finished"
 
 
+def internal_error(exc: BaseException) -> str:
+    """What a user reads when hvd-analyze itself failed on their run: that it is a bug, not their input,
+    and what to send, with the traceback in the server's log (the command line's words for exit 3)."""
+    import traceback
+
+    traceback.print_exception(exc)  # the server's stderr: what a bug report needs
+    return (
+        f"internal error in hvd-analyze ({type(exc).__name__}: {exc}): a bug, not a problem of your files. The "
+        "server's log has the traceback; `HVD_ANALYZE_DEBUG=1 hvd-analyze report FILES` shows it too"
+    )
+
+
 def _main(work: Work, send: Connection, memory: int) -> None:
     """The worker process: limit its address space, make the run, report how it went."""
     with contextlib.suppress(ImportError, ValueError, OSError):
@@ -157,6 +169,6 @@ def _main(work: Work, send: Connection, memory: int) -> None:
     except Exception as exc:  # noqa: BLE001 - whatever happens, the run fails alone with a message
         from analyzer import HvdAnalyzeError
 
-        send.send(("failed", str(exc) if isinstance(exc, HvdAnalyzeError) else f"{type(exc).__name__}: {exc}"))
+        send.send(("failed", str(exc) if isinstance(exc, HvdAnalyzeError) else internal_error(exc)))
     finally:
         send.close()

@@ -54,6 +54,11 @@
       progress(e.loaded / e.total);
       status("Uploading (" + Math.floor((100 * e.loaded) / e.total) + "%)", "ok");
     };
+    // the last progress event may come before the last byte is sent: the bar fills when the body is sent
+    xhr.upload.onload = () => {
+      progress(1);
+      status("Uploaded (100%); waiting for the app to take the files...", "ok");
+    };
     xhr.onload = () => {
       let body = {};
       try {
