@@ -41,10 +41,11 @@ def what_was_read(entry: ManifestEntry) -> str:
             + (f"; {lost} loss(es) of data: the file is cut or damaged before its first span" if lost else "")
         )
     log = entry.get("log")
+    lost = entry["issues"]["data_loss"] + entry["issues"]["error"]
     return (
         f"{entry['path']}: read as a job log ({log['lines'] if log else 0:,} lines), but none of them is an NCCL_DEBUG "
         "record, a watchdog timeout, a Horovod stall warning, a launcher's report of a worker's end or an "
-        "autotune row"
+        "autotune row" + (f" that could be used ({lost} damaged: see its parse issues with `ingest`)" if lost else "")
     )
 
 

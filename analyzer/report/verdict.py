@@ -38,7 +38,7 @@ def _check(text: str, *needs: str, contradicted_by: tuple[str, ...] = ()) -> Che
 #: ``timeline`` steady steps; ``steps`` two or more; ``closed`` the timeline's closing ``]`` read (its
 #: end is known); ``ranks`` two or more ranks seen; ``ticks`` per-rank ticks in steady steps; ``unticked``
 #: steady negotiations without them (the response cache on); ``fusion`` two or more gradients per step;
-#: ``nccl`` a process's NCCL records; ``net`` every process's network read, none Socket; ``rdma`` a process
+#: ``nccl`` a process that chose its network (its init went that far); ``net`` every process's network read, none Socket; ``rdma`` a process
 #: on an RDMA network with its GPUDirect state read; ``versions`` two or more processes' versions, all one;
 #: ``comms`` communicator init lines.
 PASSED: dict[str, Check] = {
@@ -186,7 +186,8 @@ def evidence_of(doc: Mapping[str, Any]) -> set[str]:
     nccl = doc.get("nccl")
     if nccl and nccl["processes"]:
         procs = nccl["processes"]
-        have.add("nccl")
+        if any(p["network"] for p in procs):  # a process that got as far as choosing its network
+            have.add("nccl")
         if all(p["network"] for p in procs) and not any(p["network"] in NOT_RDMA for p in procs):
             have.add("net")
         if any(p["network"] and p["network"] not in NOT_RDMA and p["gdrdma"] is not None for p in procs):
