@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from parsers.issues import IssueSeverity
 from parsers.nccl.messages import Version, classify
 from parsers.nccl.rows import BareVersion, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
 from parsers.schema import arrow_schema
@@ -293,8 +294,70 @@ def log_tables(p: JobLogParser) -> dict[str, pa.Table]:
     out = {}
     for name, data in cols.items():
         schema = arrow_schema(name).remove(0)  # input_id is added by the store
+        data = in_column_range(p, name, data, schema)
         out[name] = pa.table({f.name: pa.array(data[f.name], f.type) for f in schema}, schema=schema)
     return out
+
+
+#: the range of each Arrow integer type a log column may have: a number outside it is input damage
+_INT_RANGES = {
+    pa.int8(): (-(1 << 7), (1 << 7) - 1),
+    pa.int16(): (-(1 << 15), (1 << 15) - 1),
+    pa.int32(): (-(1 << 31), (1 << 31) - 1),
+    pa.int64(): (-(1 << 63), (1 << 63) - 1),
+    pa.uint8(): (0, (1 << 8) - 1),
+    pa.uint16(): (0, (1 << 16) - 1),
+    pa.uint32(): (0, (1 << 32) - 1),
+    pa.uint64(): (0, (1 << 64) - 1),
+}
+
+
+def _in_range(value: Any, limits: tuple[int, int]) -> bool:
+    return not isinstance(value, int) or isinstance(value, bool) or limits[0] <= value <= limits[1]
+
+
+def in_column_range(p: JobLogParser, name: str, data: dict[str, list[Any]], schema: pa.Schema) -> dict[str, list[Any]]:
+    """``data`` with every number its column's type cannot hold left out: the field emptied where the
+    column is nullable, an element dropped from a list, else the whole row dropped; each counted as a
+    parse issue naming the first (a ``[3000000000]`` device, ``nranks 2147483648``, a pid over int64)."""
+    drop: set[int] = set()
+    bad = 0
+    first: tuple[str, Any, int] | None = None
+    for f in schema:
+        limits = _INT_RANGES.get(f.type.value_type if pa.types.is_list(f.type) else f.type)
+        if limits is None:
+            continue
+        column = data[f.name]
+        for i, value in enumerate(column):
+            if pa.types.is_list(f.type) and value is not None:
+                kept = [v for v in value if _in_range(v, limits)]
+                if len(kept) == len(value):
+                    continue
+                column[i] = kept
+                wrong = next(v for v in value if not _in_range(v, limits))
+            elif _in_range(value, limits):
+                continue
+            elif f.nullable:
+                column[i], wrong = None, value
+            else:
+                drop.add(i)
+                wrong = value
+            bad += 1
+            first = first or (f.name, wrong, i)
+    if first is not None:
+        column_name, value, row = first
+        lines = data.get("line") or data.get("first_line")
+        where = f" on line {lines[row]}" if lines and isinstance(lines[row], int) else ""
+        p.sink.add(
+            IssueSeverity.DATA_LOSS,
+            "log.number_out_of_range",
+            f"{bad} number(s) too large or too small for their column (first: {name}.{column_name} = {value}{where}): "
+            "the field is left empty, or the record dropped where it cannot be",
+            count=bad,
+        )
+    if drop:
+        data = {k: [v for i, v in enumerate(col) if i not in drop] for k, col in data.items()}
+    return data
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:

@@ -5,11 +5,14 @@ counted parse issue."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from analyzer.errors import NothingAnalysable
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
@@ -79,7 +82,63 @@ def test_every_mutated_log_gets_a_report(text: str) -> None:
             return
         with temporary_store() as store:
             store.ingest(inputs, skipped)
-            analyze(store)
+            try:
+                analyze(store)
+            except NothingAnalysable as exc:  # nothing usable survived: said, naming the file
+                assert str(path) in str(exc)
+
+
+HUGE = [2**31, 2**32 + 7, 2**63, 2**64 + 1, 10**25, -(2**31) - 1, -(2**63) - 1]
+
+
+@st.composite
+def lines_with_huge_numbers(draw: st.DrawFn) -> str:
+    """Real lines with some of their numbers replaced by one no column type holds."""
+    out = []
+    for line in draw(st.lists(st.sampled_from(LINES), min_size=1, max_size=8)):
+        numbers = list(re.finditer(r"-?\d+", line))
+        chosen = draw(st.lists(st.sampled_from(numbers), max_size=3, unique_by=lambda m: m.start())) if numbers else []
+        for m in sorted(chosen, key=lambda m: -m.start()):  # from the right: earlier offsets stay valid
+            line = line[: m.start()] + str(draw(st.sampled_from(HUGE))) + line[m.end() :]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(lines_with_huge_numbers())
+def test_numbers_out_of_every_columns_range_are_counted_never_an_overflow(text: str) -> None:
+    p = JobLogParser("job.log")
+    p.parse(io.BytesIO(text.encode("utf-8", "replace")))  # the tables are built: pa.array never overflows
+    issues = {i.code: i for i in p.sink.issues}
+    if "log.number_out_of_range" in issues:
+        assert "too large or too small for their column (first: " in issues["log.number_out_of_range"].message
+
+
+@pytest.mark.parametrize(
+    ("line", "column"),
+    [
+        ("h:1:1 [3000000000] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", "nccl_processes.cuda_devs = 3000000000"),
+        ("h:99999999999999999999999:1 [0] NCCL INFO Using network IB", "nccl_processes.pid = 99999999999999999999999"),
+        (
+            "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2147483648 cudaDev 0 busId 1b000 - Init START",
+            "nccl_comm_ranks.nranks = 2147483648",
+        ),
+        (
+            "[Rank 9223372036854775807] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.",
+            "watchdog_timeouts.rank = 9223372036854775807",
+        ),
+    ],
+)
+def test_each_out_of_range_number_of_the_audit_is_a_counted_issue(tmp_path: Path, line: str, column: str) -> None:
+    """The one-line files of the reliability audit that ended in exit 3 (an overflow building a table)."""
+    path = tmp_path / "job.log"
+    path.write_text(line + "\n")
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        report = analyze(store)
+    (issue,) = [i for i in report.parse_issues if i["code"] == "log.number_out_of_range"]
+    assert column in issue["message"] and issue["severity"] == "data_loss" and issue["count"] == 1
 
 
 def test_a_vendor_version_suffix_is_read_as_its_numbers(tmp_path: Path) -> None:
