@@ -167,6 +167,8 @@ def sniff(path: str | Path) -> Sniffed:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
         if _BRACKETED_TAG.match(body):  # "[0]<stdout>:...", "[2024-05-01 10:00:00] ...": text, not JSON
             return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + _launcher(body))
+        if damaged_start(body):
+            return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, DAMAGED_START)
         return Sniffed(
             InputKind.UNKNOWN,
             compressed,
@@ -176,6 +178,8 @@ def sniff(path: str | Path) -> Sniffed:
         )
     if re.match(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")', body):
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, "a fragment of a timeline (no '[')")
+    if damaged_start(body):
+        return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, DAMAGED_START)
     if body[:1] == b"{":
         return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON object (Horovod writes a bare array)")
     signal = _log_signal(head)
@@ -189,6 +193,27 @@ def sniff(path: str | Path) -> Sniffed:
     if b"\x00" not in head:
         return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + _launcher(body))
     return Sniffed(InputKind.UNKNOWN, compressed, False, "not a format hvd-analyze reads")
+
+
+#: a record as Horovod writes one (``{"name": "process_name", ...`` or ``{"ph": "B", ...``)
+_TIMELINE_RECORD = re.compile(rb'\{"(?:name": "process_(?:name|sort_index)"|ph": "[BEXiM]")')
+#: how many intact records the first KiB after a damaged start must hold for the file to be a timeline
+DAMAGED_START_RECORDS = 3
+#: keys of another profiler's trace (PyTorch's Kineto, Chrome's): never in a Horovod timeline
+_OTHER_PROFILER = re.compile(
+    rb'"(?:traceEvents|schemaVersion|displayTimeUnit|deviceProperties|distributedInfo|baseTimeNanoseconds|trace_id)"'
+)
+DAMAGED_START = "a Horovod timeline whose first bytes are damaged (the records after them are intact)"
+
+
+def damaged_start(body: bytes) -> bool:
+    """Whether ``body`` (a file's first bytes) is a timeline whose start is damaged: not a clean
+    opening, but at least :data:`DAMAGED_START_RECORDS` of Horovod's records in its first 4 KiB, and no key
+    of another profiler's trace (``"traceEvents"``, ``"schemaVersion"``, ...)."""
+    head = body[:4096]
+    if _OTHER_PROFILER.search(head):
+        return False
+    return len(_TIMELINE_RECORD.findall(head)) >= DAMAGED_START_RECORDS
 
 
 _TEXT_REASON = (

@@ -23,21 +23,17 @@ from itertools import pairwise
 
 import numpy as np
 
-from parsers.errors import InputError, describe_bytes
 from parsers.inputs import ByteSink, FedReader, Source, readinto_full
-from parsers.issues import IssueSeverity, IssueSink, ParseIssue
+from parsers.issues import IssueSink, ParseIssue
 from parsers.timeline import _tokenize as T
 from parsers.timeline import layout as L
 from parsers.timeline._state import TokenState, decode_str
 from parsers.timeline.buffers import events_array, give_back, thread_buffer
+from parsers.timeline.openings import MAX_RECORD, Openings
 
 DEFAULT_CHUNK = 16 * 1024 * 1024
-MAX_RECORD = 8 * 1024 * 1024  # no Horovod record comes close; larger means "not a timeline"
 #: a range of a big timeline tokenized by one task (16 MB: ~0.015 s of work, ~20 MB of rows)
 RANGE_BYTES = 16 << 20
-#: where a record may start: where reading goes on after an unreadable one
-_RESYNC_RE = re.compile(rb'\{"(?:ph|name)"')
-_FRAGMENT_RE = re.compile(rb'\{\s*"(ph"|name"\s*:\s*"process_(name|sort_index)")')
 #: a record boundary: the end of one record and the start of the next (group 1: the separator)
 _BOUNDARY_RE = re.compile(rb'\}(\s*,\s*)\{\s*"(?:ph|name)"\s*:')
 
@@ -69,7 +65,7 @@ class Ending:
     trailing: int = 0
 
 
-class Tokenizer:
+class Tokenizer(Openings):
     """Tokenize one stream, or one range of a file, into :class:`TokenBlock` s.
 
     ``first``: the input starts at the file's start (its ``[`` is checked); ``resync``:
@@ -200,87 +196,6 @@ class Tokenizer:
     @property
     def records(self) -> int:
         return int(self.state.ctr[L.T_RECORDS])
-
-    # -- start of the array, errors ---------------------------------------------------
-    def open_array(self, buf: np.ndarray, end: int) -> int:
-        """Position after '[', or -1 for an empty timeline. Raises InputError otherwise."""
-        head = bytes(buf[: min(end, 4096)])
-        skip = 3 if head.startswith(b"\xef\xbb\xbf") else 0
-        body = head[skip:].lstrip(b" \t\r\n")
-        at = len(head) - len(body)
-        if not body:
-            if end > len(head):  # 4 KiB of whitespace and more: keep looking in the scan
-                raise InputError(
-                    self.name, "expected '[' (a Horovod timeline), found only whitespace in the first 4 KiB", offset=at
-                )
-            return -1
-        if body[:1] == b"[":
-            rest = body[1:].lstrip(b" \t\r\n")
-            if not rest and end <= len(head):
-                return -1
-            return at + 1
-        if _FRAGMENT_RE.match(body):
-            self.sink.add(
-                IssueSeverity.INFO,
-                "timeline.headless_fragment",
-                "the file starts with a trace event instead of '[': a piece cut out of a larger timeline; "
-                "spans whose B lies before the cut show up as orphan E events",
-                byte_offset=at,
-            )
-            return at
-        if body[:1] == b"{":
-            raise InputError(
-                self.name,
-                "found a JSON object, expected a JSON array of trace events ('[')",
-                offset=at,
-                hint='Horovod writes a bare array. A {"traceEvents": ...} file comes from another profiler '
-                "(e.g. the PyTorch profiler), which hvd-analyze does not read.",
-            )
-        raise InputError(
-            self.name,
-            f"expected '[' (a Horovod timeline), found {describe_bytes(body)}",
-            offset=at,
-            hint="pass the file named by HOROVOD_TIMELINE (written on rank 0 only)",
-        )
-
-    def _resync(self, buf: np.ndarray, err: int, pos: int, end: int, base: int, eof: bool) -> int:
-        """After a syntax error: skip to the next record start, or raise if nothing was read yet."""
-        found = describe_bytes(bytes(buf[err : min(end, err + 24)]))
-        if self.records_before + self.records == 0:
-            raise InputError(
-                self.name,
-                f"expected a trace event object, found {found}",
-                offset=base + err,
-                hint='this is not a Horovod timeline (a JSON array of {"ph": ...} events)',
-            )
-        # searched in place: copying the rest of the buffer for each damaged record was quadratic
-        hit = _RESYNC_RE.search(buf.data, pos + 1, end)
-        nxt = hit.start() if hit else -1
-        self.skipped_bytes += (nxt if nxt >= 0 else end) - pos
-        self.sink.add(
-            IssueSeverity.DATA_LOSS,
-            "timeline.corrupt_record",
-            f"unreadable record ({found} at byte {base + err}); skipped to the next record",
-            byte_offset=base + pos,
-        )
-        if nxt < 0 and eof:
-            return end
-        return nxt
-
-    def _oversized(self, offset: int) -> None:
-        if self.records_before + self.records == 0:
-            raise InputError(
-                self.name,
-                f"the first record is larger than {MAX_RECORD >> 20} MiB without closing",
-                offset=offset,
-                hint="this is not a Horovod timeline",
-            )
-        self.sink.add(
-            IssueSeverity.DATA_LOSS,
-            "timeline.corrupt_record",
-            f"a record longer than {MAX_RECORD >> 20} MiB was skipped",
-            byte_offset=offset,
-        )
 
     @staticmethod
     def _trailing(f: Source, buf: np.ndarray, pos: int, end: int, left: int | None) -> tuple[int, int]:
