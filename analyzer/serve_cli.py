@@ -10,6 +10,9 @@ import click
 from analyzer.cli_options import budget_option, errors, imports_done
 from analyzer.config import parse_size
 
+#: the fewest characters an access token may have: shorter ones are guessed (a 1-character one was accepted)
+MIN_TOKEN_CHARS = 16
+
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
@@ -100,6 +103,11 @@ def serve(
     from dashboards.uploads import Limits
     from dashboards.worker import Budget
 
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise click.UsageError(
+            f"--token must be at least {MIN_TOKEN_CHARS} characters (a short one is guessed): for example "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(24))'`"
+        )
     if host not in LOOPBACK and not (token or trusted_proxy_header):
         raise click.UsageError(
             f"--host {host} lets other machines reach the app, which shows and accepts post-mortems: give it an "
@@ -127,13 +135,14 @@ def serve(
             access=access,
             budget=budget,
         )
-    import waitress  # a production WSGI server, not Flask's development one
+    from dashboards import front  # waitress, a production WSGI server, with checks before a body is read
 
     imports_done()  # a server lives long: Python's own collector thresholds from here on
 
     click.echo(f"hvd-analyze: serving http://{host}:{port}/ (runs in {store_dir}; Ctrl-C stops)", err=True)
-    waitress.serve(
+    front.serve(
         app.server,
+        access,
         host=host,
         port=port,
         threads=threads,

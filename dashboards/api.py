@@ -56,17 +56,22 @@ def _hostname(authority: str) -> str:
     return a.split("]")[0] + "]" if a.startswith("[") else a.rsplit(":", 1)[0] if a.count(":") == 1 else a
 
 
-def host_refused(host: str, origin: str | None, method: str, allowed: frozenset[str] | set[str]) -> str | None:
+def host_refused(
+    host: str, origin: str | None, method: str, allowed: frozenset[str] | set[str], scheme: str = "http"
+) -> str | None:
     """Why a request is refused (None: it is not): a ``Host`` the app does not serve (DNS
-    rebinding), or a state-changing request from a page of another origin."""
+    rebinding), or a state-changing request from a page of another origin: an origin is its scheme,
+    host and port, so another port of the same host (another app on localhost) is another origin."""
     name = _hostname(host)
     if name not in allowed:
         return (
             f"hvd-analyze does not answer to the host name {name!r}: start it with --allow-host {name} if that "
             "is how you reach it"
         )
-    if method not in ("GET", "HEAD", "OPTIONS") and origin and _hostname(urlsplit(origin).netloc) not in allowed:
-        return f"a request from the page of {origin!r} may not change this app's runs"
+    if method not in ("GET", "HEAD", "OPTIONS") and origin:
+        o = urlsplit(origin)
+        if (o.scheme.lower(), o.netloc.lower()) != (scheme.lower(), host.strip().lower()):
+            return f"a request from the page of {origin!r} may not change this app's runs ({scheme}://{host})"
     return None
 
 
@@ -79,9 +84,14 @@ def token_given(headers: Any, cookies: Any, args: Any) -> str | None:
     return str(given) if given else None
 
 
-def refusal(access: Access, headers: Any, cookies: Any, args: Any, method: str) -> tuple[int, str] | None:
-    """``(status, why)`` when the request must be refused, else None."""
-    why = host_refused(str(headers.get("Host", "")), headers.get("Origin"), method, access.hosts)
+def refusal(
+    access: Access, headers: Any, cookies: Any, args: Any, method: str, scheme: str = "http"
+) -> tuple[int, str] | None:
+    """``(status, why)`` when the request must be refused, else None; ``scheme``: the request's (behind an
+    authenticating proxy, the one it says the page was loaded with)."""
+    if access.proxy_header and headers.get("X-Forwarded-Proto"):
+        scheme = str(headers["X-Forwarded-Proto"]).split(",")[0].strip()
+    why = host_refused(str(headers.get("Host", "")), headers.get("Origin"), method, access.hosts, scheme)
     if why:
         return 403, why
     if access.proxy_header and not headers.get(access.proxy_header):
@@ -104,7 +114,7 @@ def install(server: Flask, library: RunLibrary, access: Access) -> None:
 
     @server.before_request
     def _check() -> Any:
-        refused = refusal(access, request.headers, request.cookies, request.args, request.method)
+        refused = refusal(access, request.headers, request.cookies, request.args, request.method, request.scheme)
         if refused is None:
             return None
         status, why = refused

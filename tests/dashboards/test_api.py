@@ -91,14 +91,14 @@ def test_behind_an_authenticating_proxy_only_its_requests_are_served(tmp_path: P
 
 
 def test_serve_on_a_public_address_needs_an_access_control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import waitress
+    from dashboards import front
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(waitress, "serve", lambda app, **kw: seen.update(kw, app=app))
+    monkeypatch.setattr(front, "serve", lambda app, access, **kw: seen.update(kw, app=app))
     runs = ["serve", "--store-dir", str(tmp_path / "runs")]
     res = CliRunner().invoke(cli, [*runs, "--host", "0.0.0.0"])
     assert res.exit_code == 2 and "--token" in res.stderr and not seen
-    res = CliRunner().invoke(cli, [*runs, "--host", "0.0.0.0"], env={"HVD_ANALYZE_TOKEN": "s3cret"})
+    res = CliRunner().invoke(cli, [*runs, "--host", "0.0.0.0"], env={"HVD_ANALYZE_TOKEN": "s3cret-s3cret-s3cret"})
     assert res.exit_code == 0, res.output
     client = seen["app"].test_client()
     assert client.get("/api/runs").status_code == 401
