@@ -9,7 +9,6 @@ import contextlib
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -22,6 +21,7 @@ from analyzer.cli_options import (
     errors,
     imports_done,
     leave,
+    output_file,
     scale_options,
     tune_process,
 )
@@ -260,7 +260,8 @@ def report(
                 result = analyze(store, config=config)
         text = renderer.render(result)
         if output and output != "-":
-            Path(output).write_text(text, encoding="utf-8")
+            with output_file(output) as f:
+                f.write(text.encode("utf-8"))
             v = result.verdict()
             click.echo(f"wrote the {renderer.name} report to {output}: {v['headline']}", err=True)
         else:
@@ -325,7 +326,7 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
             def hosts_of(world: int) -> dict[int, str]:
                 return {r: p.host for r, p in ctx.places(entry["id"], world).items()}
 
-            with open(output, "wb") as f:
+            with output_file(output) as f:
                 for piece in chrome_trace(store, entry, window, hosts_of):
                     f.write(piece)
     click.echo(f"wrote steps {window.first}-{window.last} of {entry['path']} to {output}", err=True)

@@ -11,7 +11,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn
 
 import click
 
@@ -46,6 +47,20 @@ def errors(writing: str | None = None) -> Iterator[None]:
                 "(-o); an interrupted ingest leaves a consistent store, and running it again continues it"
             ) from exc
         raise CliError(f"{exc.strerror or exc}{where}") from exc
+
+
+@contextmanager
+def output_file(path: str) -> Iterator[BinaryIO]:
+    """``path`` opened for writing through a temporary file beside it, renamed over it once complete:
+    a full disk or an error leaves the old file (or none), never a cut or 0-byte one."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def budget_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from analyzer.cli_options import budget_option, errors
+from analyzer.cli_options import budget_option, errors, output_file
 from analyzer.config import parse_size
 from analyzer.errors import UsageError
 from analyzer.render import format_for
@@ -151,7 +151,8 @@ def compare(
         doc = compare_sides(side_b, side_a, rule if min_effect is None else replace(rule, min_effect=min_effect))
         text = render(doc, chosen)
         if output and output != "-":
-            Path(output).write_text(text, encoding="utf-8")
+            with output_file(output) as f:
+                f.write(text.encode("utf-8"))
         else:
             click.echo(text, nl=False)
     if fail_on_regression:

@@ -121,7 +121,7 @@ def phase_breakdown(section: TimelineSection) -> go.Figure:
     phases = list(reversed(section["phases"]))
     fig = go.Figure(
         go.Bar(
-            y=[p["phase"] for p in phases],
+            y=[escape(p["phase"]) for p in phases],  # activity names come from the input
             x=[p["median_ms"] for p in phases],
             orientation="h",
             marker_color="#3b6ea5",
@@ -368,7 +368,9 @@ def step_gantt(
     order = sorted(
         {s[0] for s in spans} | {t[0] for t in ticks}, key=lambda p: min((s[2] for s in spans if s[0] == p), default=0)
     )
-    label = {p: f"{names.get(p, p)} [{p}]" for p in order}
+    # tensor and span names come from the input: Plotly reads its own pseudo-HTML in labels and hover
+    # text (<a href> becomes a working link), so they are escaped as text
+    label = {p: f"{escape(str(names.get(p, p)))} [{p}]" for p in order}
     groups: dict[str, list[tuple[int, str, int, int]]] = {}
     for pid, name, start, end in spans:
         if end is None:
@@ -384,7 +386,7 @@ def step_gantt(
             orientation="h",
             name=phase,
             marker_color=colour[phase],
-            customdata=[n for _, n, _, _ in rows],
+            customdata=[escape(n) for _, n, _, _ in rows],
             hovertemplate="%{customdata}: %{base:.2f} ms + %{x:.2f} ms<extra>%{y}</extra>",
         )
         for phase, rows in groups.items()
