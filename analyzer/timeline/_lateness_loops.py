@@ -201,7 +201,10 @@ def rank_stats(
     at[n == 0] = -1
     distance = np.array([False] * 4 + [True] * 2)
     column = distance.astype(np.intp)
-    keys = order_stats(ticks, distance, lo_a[:, column], hi_a[:, column], at)
+    if n_ranks * len(column) * HISTOGRAM_ROW_BYTES > HISTOGRAM_MAX_BYTES:  # many ranks: memory by the ticks
+        keys = order_stats_sorted(ticks, distance, at)
+    else:
+        keys = order_stats(ticks, distance, lo_a[:, column], hi_a[:, column], at)
     late_keys, distance_keys = keys[:, :4].astype(np.float64), keys[:, 4:].astype(np.float64)
     out = np.zeros((n_ranks, 5), np.float64)
     out[:, 0] = n
@@ -221,6 +224,42 @@ def rank_stats(
 #: :data:`MAX_BINS` per target: a pass over the ticks narrows a target's window up to 4096 times
 HISTOGRAM_CELLS = 1 << 20
 MAX_BINS = 4096
+
+
+#: the histograms' bytes per target at their narrowest (64 bins and a cache line), and the most
+#: :func:`order_stats` may take: beyond it (hundreds of thousands of ranks: one negotiation of a
+#: hostile file carried 300,000 ticks and took 6 GB) the ranks' keys are sorted instead, in memory that
+#: follows the ticks (:func:`order_stats_sorted`)
+HISTOGRAM_ROW_BYTES = ((1 << 6) + 16) * 4
+HISTOGRAM_MAX_BYTES = 64 << 20
+
+
+def order_stats_sorted(ticks: tuple[np.ndarray, ...], distance: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """:func:`order_stats` by sorting each rank's keys: the same keys, in memory proportional to the kept
+    ticks (a few words each) instead of to ranks x targets."""
+    bd, kp, rk, lt, fi, tw = (np.asarray(t) for t in ticks)
+    per = np.diff(bd)
+    kept = np.repeat(kp.astype(np.bool_), per)
+    group = np.repeat(np.arange(len(per)), per)[kept]
+    rank = rk[kept].astype(np.int64)
+    late = lt[kept].astype(np.int64)
+    twice = tw[group]
+    none = twice == NO_MEDIAN  # no median tick: the distance is 0 (as _key has it)
+    dist = np.where(none, 0, 2 * (late + fi[group]) - np.where(none, 0, twice))
+    n_ranks, n_targets = at.shape
+    starts = np.zeros(n_ranks + 1, np.int64)
+    np.cumsum(np.bincount(rank, minlength=n_ranks), out=starts[1:])
+    found = np.zeros((n_ranks, n_targets), np.int64)
+    for of_distance in (False, True):
+        cols = np.flatnonzero(np.asarray(distance, np.bool_) == of_distance)
+        if not len(cols):
+            continue
+        keys = dist if of_distance else late
+        ordered = keys[np.lexsort((keys, rank))]
+        for t in cols:
+            where = at[:, t] >= 0
+            found[where, t] = ordered[starts[:-1][where] + at[where, t]]
+    return found
 
 
 def order_stats(
