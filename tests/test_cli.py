@@ -382,10 +382,29 @@ def test_a_file_that_grows_while_it_is_ingested_is_refused_and_can_be_ingested_l
 
 def test_serve_runs_on_a_production_wsgi_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import waitress
+    from waitress.server import BaseWSGIServer
+
+    from dashboards.front import CONNECTION_LIMIT
 
     seen: dict[str, object] = {}
-    monkeypatch.setattr(waitress, "serve", lambda app, **kw: seen.update(kw, app=app))
+
+    class Server(BaseWSGIServer):  # type: ignore[misc] # what create_server returns, without a socket
+        def __init__(self) -> None:
+            self._map: dict[int, object] = {}
+
+        def run(self) -> None:
+            seen["ran"] = True
+
+    def create_server(app: object, **kw: object) -> Server:
+        seen.update(kw, app=app)
+        seen["server"] = server = Server()
+        return server
+
+    monkeypatch.setattr(waitress, "create_server", create_server)
     res = CliRunner().invoke(cli, ["serve", "--store-dir", str(tmp_path / "runs"), "--port", "8123", "--threads", "4"])
     assert res.exit_code == 0, res.output
     assert (seen["host"], seen["port"], seen["threads"]) == ("127.0.0.1", 8123, 4)
     assert seen["max_request_body_size"] == seen["app"].config["MAX_CONTENT_LENGTH"]  # type: ignore[attr-defined]
+    assert seen["connection_limit"] == CONNECTION_LIMIT and seen["ran"]
+    channel = seen["server"].channel_class  # type: ignore[attr-defined]
+    assert channel.parser_class.__name__ == "GuardedParser"  # the headers are checked before the body
