@@ -27,6 +27,7 @@ from parsers.nccl.failures import CHAIN_LINES
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.process import log_tables
+from parsers.nccl.records import clean_paste
 from parsers.nccl.rows import CollCounter, FastColl
 
 
@@ -71,8 +72,26 @@ def parse_chunk(path: str | Path, start: int, end: int, display_name: str | None
     state :class:`ChunkMerger` continues with."""
     parser = JobLogParser(path, display_name)
     with open(path, "rb") as f:
+        parser._previous_line = _line_before(f, start)  # a repeat of it is one, as in a single pass
         parser.feed(_Range(f, start, end))
     return parser
+
+
+LOOKBACK = 64 << 10  # how far before a chunk its previous line is looked for (a longer line: not known)
+
+
+def _line_before(f: BinaryIO, start: int) -> str | None:
+    """The line that ends at ``start`` (a chunk starts at a line boundary), as the parser reads lines."""
+    if start <= 0:
+        return None
+    f.seek(max(0, start - LOOKBACK))
+    data = f.read(start - max(0, start - LOOKBACK))
+    if not data.endswith(b"\n"):
+        return None
+    cut = data.rfind(b"\n", 0, len(data) - 1)
+    if cut < 0 and start > LOOKBACK:
+        return None
+    return clean_paste(data[cut + 1 : -1].decode("utf-8", "replace"))
 
 
 class ChunkMerger:
@@ -159,6 +178,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     if p._autotune_layout is None:
         p._autotune_layout = chunk._autotune_layout
     p._in_stall = chunk._in_stall
+    p._previous_line = chunk._previous_line
     p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
     p.counts.update(chunk.counts)
     for code, (severity, template, lineno, count) in chunk.line_issues.items():

@@ -11,6 +11,7 @@ chain (``file:line -> N`` lines) without a WARN is classified by its result code
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -220,6 +221,7 @@ _OOM = re.compile(r"out of memory|cudaErrorMemoryAllocation", re.IGNORECASE)
 _SHM = re.compile(r"/dev/shm|shared memory|shm_open|posix_fallocate|shmutils|\bshm\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # a log repeats its WARNs (a retry loop, every rank): each text judged once
 def verdict(msg: str, src: str | None = None) -> Verdict:
     """The verdict on a WARN message: the class of the call site it matches, adjusted by its
     variable part (an errno, a CUDA error text, an IB status), else of the first rule that matches.

@@ -23,7 +23,7 @@ from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.messages import classify, wording_range
-from parsers.nccl.process import ProcessState, bare_versions, log_tables
+from parsers.nccl.process import ProcessState, bare_versions, fold_fast_colls, log_tables
 from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
 
 BLOCK = 4 << 20
@@ -35,6 +35,12 @@ COLL_LINE = re.compile(
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
     r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
     re.MULTILINE,
+)
+
+
+REPEATED = (
+    "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
+    "new, and reading each again cost minutes on a log of one line repeated"
 )
 
 
@@ -61,6 +67,7 @@ class JobLogParser:
         self.versions: list[rows.VersionRow] = []
         self.counts: Counter[str] = Counter()
         self.lines = 0
+        self._previous_line: str | None = None  # the last line read: an identical next one is a repeat
         self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
@@ -110,27 +117,29 @@ class JobLogParser:
             )
         self._finish()
 
-    def _issue_at(self, lineno: int, severity: IssueSeverity, code: str, template: str) -> None:
-        """An issue of line ``lineno`` (``{line}`` in ``template``), kept as data until
+    def _issue_at(self, lineno: int, severity: IssueSeverity, code: str, template: str, count: int = 1) -> None:
+        """``count`` issues, the first of line ``lineno`` (``{line}`` in ``template``), kept as data until
         :meth:`finish` so that a chunk's issues can be moved to the lines of the whole file."""
         old = self.line_issues.get(code)
         if old is None:
-            self.line_issues[code] = [severity, template, lineno, 1]
+            self.line_issues[code] = [severity, template, lineno, count]
         else:
-            old[3] += 1
+            old[3] += count
 
     def _block(self, text: str, lineno: int) -> int:
         """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
         a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one."""
         pos = 0
         fast = self._fast_colls
-        for m in COLL_LINE.finditer(text):
+        # the regex tries every line start: a block without a COLL trace line is not searched (5x on a log of WARNs)
+        for m in COLL_LINE.finditer(text) if " opCount " in text else ():
             start = m.start()
             if start > pos:
                 self._in_stall = self._in_stall and pos == 0  # a record line ends a stall warning's rank list
                 lineno = self._lines(text[pos:start], lineno)
             lineno += 1
             pos = m.end()
+            self._previous_line = None  # a COLL line read here: the next line repeats nothing
             outer, host, pid, dev, op, opc, comm, n = m.groups()
             if " NCCL " in outer:  # two records merged in one line: the careful path
                 self._line(text[start : pos - 1].rstrip("\r"), lineno)
@@ -148,15 +157,23 @@ class JobLogParser:
         return lineno
 
     def _lines(self, text: str, lineno: int) -> int:
-        blank = 0
+        blank = repeated = first_repeat = 0
+        previous = self._previous_line
         for line in text.split("\n")[:-1]:
             lineno += 1
-            if line and line != "\r":
+            if line == previous and " NCCL " in line:  # the same record again (a retry loop's WARN): nothing new
+                repeated += 1
+                first_repeat = first_repeat or lineno
+            elif line and line != "\r":
                 self._line(line.rstrip("\r"), lineno)
             else:  # an empty line only counts, and ends a stall warning's rank list: no call per line
                 blank += 1
                 self._in_stall = False
+            previous = line
+        self._previous_line = previous
         self.counts["blank"] += blank
+        if repeated:
+            self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", REPEATED, count=repeated)
         return lineno
 
     def _line(self, line: str, lineno: int) -> None:
@@ -170,32 +187,6 @@ class JobLogParser:
                 "log.unreadable_line",
                 "line {line}: a line of a shape hvd-analyze could not read; skipped",
             )
-
-    def _fold_fast_colls(self) -> None:
-        """Merge the COLL lines read by the block regex into the processes and collectives."""
-        for (host, pid_s, comm, op), fc in self._fast_colls.items():
-            calls, last_line, first_line, outer = fc.calls, fc.last_line, fc.first_line, fc.outer
-            pid = int(pid_s)
-            p = self.procs.get((host, pid))
-            if p is None:
-                p = self.procs[(host, pid)] = ProcessState(host, pid, first_line, outer.strip() or None)
-            p.first_line = min(p.first_line, first_line)
-            p.last_line = max(p.last_line, last_line)
-            p.records += calls
-            p.devs.add(int(fc.dev))
-            self.counts["records"] += calls
-            key = (host, pid, comm, op)
-            old = self.colls.get(key)
-            first, last = int(fc.first_opcount, 16), int(fc.last_opcount, 16)
-            if old is None:
-                self.colls[key] = rows.CollCounter(int(fc.nranks), calls, first, last, last_line, first_line)
-            else:  # the same communicator also went through the careful path (merged lines)
-                old.calls += calls
-                if last_line > old.last_line:
-                    old.last_opcount, old.last_line = last, last_line
-                if first_line < old.first_line:
-                    old.first_opcount, old.first_line = first, first_line
-        self._fast_colls.clear()
 
     def _read_line(self, line: str, lineno: int) -> None:
         if "NCCL" in line:
@@ -366,7 +357,7 @@ class JobLogParser:
 
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
-        self._fold_fast_colls()
+        fold_fast_colls(self)
         self.failures.settle(self.procs)
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:

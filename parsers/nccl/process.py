@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from parsers.issues import IssueSeverity
 from parsers.nccl.messages import Version, classify
-from parsers.nccl.rows import BareVersion, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
+from parsers.nccl.rows import BareVersion, CollCounter, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
 from parsers.schema import arrow_schema
 
 if TYPE_CHECKING:
@@ -362,3 +362,30 @@ def in_column_range(p: JobLogParser, name: str, data: dict[str, list[Any]], sche
 
 def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+
+def fold_fast_colls(parser: JobLogParser) -> None:
+    """Merge the COLL lines the parser's block regex read into its processes and collectives."""
+    for (host, pid_s, comm, op), fc in parser._fast_colls.items():
+        calls, last_line, first_line, outer = fc.calls, fc.last_line, fc.first_line, fc.outer
+        pid = int(pid_s)
+        p = parser.procs.get((host, pid))
+        if p is None:
+            p = parser.procs[(host, pid)] = ProcessState(host, pid, first_line, outer.strip() or None)
+        p.first_line = min(p.first_line, first_line)
+        p.last_line = max(p.last_line, last_line)
+        p.records += calls
+        p.devs.add(int(fc.dev))
+        parser.counts["records"] += calls
+        key = (host, pid, comm, op)
+        old = parser.colls.get(key)
+        first, last = int(fc.first_opcount, 16), int(fc.last_opcount, 16)
+        if old is None:
+            parser.colls[key] = CollCounter(int(fc.nranks), calls, first, last, last_line, first_line)
+        else:  # the same communicator also went through the careful path (merged lines)
+            old.calls += calls
+            if last_line > old.last_line:
+                old.last_opcount, old.last_line = last, last_line
+            if first_line < old.first_line:
+                old.first_opcount, old.first_line = first, first_line
+    parser._fast_colls.clear()
