@@ -57,6 +57,17 @@ INFLATE_RATIO = 200  # inflated / compressed beyond which a .gz input is read no
 INFLATE_FLOOR = 16 << 20  # ... once it has inflated at least this much
 
 
+def gzip_isize(path: str | Path) -> int | None:
+    """The inflated size a gzip file's trailer states (ISIZE: modulo 4 GiB, of its last member), or None
+    when it cannot be read: what its bytes will cost, known before reading them."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            return int.from_bytes(f.read(4), "little")
+    except OSError:
+        return None
+
+
 class ByteSource(Protocol):
     """What the parsers read from: a file, a gzip stream, a range of a file, a hashing reader."""
 
