@@ -103,6 +103,8 @@ def folder_name(name: str) -> str:
             name = name[: -len(suffix)]
             break
     safe = re.sub(r"[^A-Za-z0-9._ -]", "_", name).strip(" .")[:NAME_CHARS]
+    if re.fullmatch(r"input-\d+", safe):  # the app's own name for a file: a folder never takes it
+        safe = f"folder {safe}"
     return safe or "folder"
 
 

@@ -135,3 +135,14 @@ def _received(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "f").write_bytes(REAL_STRAGGLER.read_bytes())
     return folder / "f"
+
+
+def test_a_folder_named_like_the_apps_files_does_not_collide(tmp_path: Path) -> None:
+    from dashboards.uploads import folder_name
+
+    assert folder_name("input-000") == "folder input-000" and folder_name("..") == "folder"
+    assert folder_name("run.tar.gz") == "run" and folder_name("a/b<c>") == "a_b_c_"
+    lib = RunLibrary(tmp_path / "lib")
+    members = {"timeline.json": REAL_STRAGGLER.read_bytes(), "input-000/notes.txt": b"hello\n"}
+    run_id = _upload(lib, {"run.zip": zip_bytes(members)})
+    assert (lib.meta(run_id) or {}).get("status") == "done"
