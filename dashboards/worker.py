@@ -80,7 +80,12 @@ class WorkerPool:
     def _run(self, work: Work, report: Report) -> Outcome:
         recv, send = self._ctx.Pipe(duplex=False)
         memory = self.budget.memory
-        proc = self._ctx.Process(target=_main, args=(work, send, memory), daemon=True, name="hvd-analyze-run")
+        proc = self._ctx.Process(
+            target=_main,
+            args=(work, send, memory, os.getpid(), self.budget.seconds),
+            daemon=True,
+            name="hvd-analyze-run",
+        )
         proc.start()
         send.close()
         out = Outcome()
@@ -150,8 +155,33 @@ def internal_error(exc: BaseException) -> str:
     )
 
 
-def _main(work: Work, send: Connection, memory: int) -> None:
-    """The worker process: limit its address space, make the run, report how it went."""
+#: seconds between a worker's checks that the server that owns its run is still there
+OWNER_POLL_S = 0.5
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # there, under another user (a reused pid): not ours, but alive
+        return True
+    return True
+
+
+def watch_owner(owner: int, seconds: float) -> None:
+    """End this worker when the server that owns its run is gone (killed: nothing watches this worker's
+    time and memory any more, and a restarted server has marked the run failed) or when it runs past its
+    time limit (the server's own watch, kept here too). It ends without writing anything."""
+    deadline = time.monotonic() + seconds
+    while _alive(owner) and time.monotonic() < deadline:
+        time.sleep(OWNER_POLL_S)
+    os._exit(3)
+
+
+def _main(work: Work, send: Connection, memory: int, owner: int, seconds: float) -> None:
+    """The worker process: limit its address space, end with its server, make the run, report how it went."""
+    threading.Thread(target=watch_owner, args=(owner, seconds), daemon=True, name="owner-watch").start()
     with contextlib.suppress(ImportError, ValueError, OSError):
         import resource
 
