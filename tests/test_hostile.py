@@ -172,23 +172,27 @@ def _rss(pid: int, field: str = "VmRSS") -> int:
     raise AssertionError(field)
 
 
-@pytest.fixture()
-def served(tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+def start_serve(store: Path, *options: str, env: dict[str, str] | None = None) -> tuple[int, subprocess.Popen[bytes]]:
+    """``hvd-analyze serve`` in a process of its own on a free port, once it accepts connections."""
     port = _free_port()
     script = "import sys; from analyzer.cli import main; sys.argv[0] = 'hvd-analyze'; main()"
-    args = ["serve", "--store-dir", str(tmp_path / "runs"), "--port", str(port), "--job-timeout", "120"]
+    args = ["serve", "--store-dir", str(store), "--port", str(port), *options]
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-c", script, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     for _ in range(200):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            return port, proc
         except OSError:
             time.sleep(0.1)
-    else:
-        proc.kill()
-        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "serve did not start")
+    proc.kill()
+    raise AssertionError(proc.stderr.read().decode() if proc.stderr else "serve did not start")
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port, proc = start_serve(tmp_path / "runs", "--job-timeout", "120")
     yield port, proc
     proc.send_signal(signal.SIGINT)  # a clean stop: its workers stop with it
     try:

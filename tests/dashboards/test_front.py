@@ -7,14 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_hostile import ROOT, _free_port, _request
+from tests.test_hostile import _request, start_serve
 
 TOKEN = "front-test-token-0123456789"
 pytestmark = pytest.mark.slow
@@ -23,27 +21,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture()
 def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """``serve --token`` on a free port, its temporary files (waitress' spooled bodies) in a folder of its own."""
-    port = _free_port()
     spool = tmp_path / "tmp"
     spool.mkdir()
-    script = "import sys; from analyzer.cli import main; sys.argv[0] = 'hvd-analyze'; main()"
-    args = ["serve", "--store-dir", str(tmp_path / "runs"), "--port", str(port), "--token", TOKEN]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script, *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "TMPDIR": str(spool)},
-    )
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        raise AssertionError(proc.stderr.read().decode() if proc.stderr else "serve did not start")
+    port, proc = start_serve(tmp_path / "runs", "--token", TOKEN, env={**os.environ, "TMPDIR": str(spool)})
     yield port, spool
     proc.send_signal(signal.SIGINT)
     try:
