@@ -189,7 +189,6 @@ def tuning(rep: Any) -> list[Any]:
     items = []
     for i, f in enumerate(costly):
         impact = f["impact"]
-        env = "\n".join(export_lines(s["env"] for s in f["suggestions"]))
         low = impact["confidence"] == "low"
         body: list[Any] = [
             html.Strong(f["title"]),
@@ -199,9 +198,10 @@ def tuning(rep: Any) -> list[Any]:
                 + (": too uncertain to advise a setting; its finding on the Overview says what was seen" if low else "")
             ),
         ]
+        env = "" if low else "\n".join(export_lines(s["env"] for s in f["suggestions"]))
         if not low:
             body.append(html.P([html.Strong("Try: "), f["suggestions"][0]["action"]]))
-        if env and not low:
+        if env:
             body.append(
                 html.Div(
                     [html.Pre(env, id=f"tune-env-{i}"), dcc.Clipboard(target_id=f"tune-env-{i}", title="copy")],

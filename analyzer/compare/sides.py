@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from analyzer.compare.build import Side
 from analyzer.context import Context
 from analyzer.render.jsonreport import to_document
@@ -25,7 +23,7 @@ def job_fingerprints(ctx: Context) -> dict[str, str]:
         tensors = ctx.store.input_table("tensors", m.input_id, columns=["pid", "tensor"]).to_pydict()
         grads = set(m.gradient_pids.tolist())
         names = sorted(str(n) for p, n in zip(tensors["pid"], tensors["tensor"], strict=True) if p in grads)
-        ranks = len(np.unique(m.lateness.rank))
+        ranks = int(m.lateness.rank.max(initial=-1)) + 1  # fully ticked negotiations name ranks 0..n-1
         per_step = m.steady["bytes"].median() if not m.steady.empty and m.steady["bytes"].notna().any() else None
         key = "\n".join([*names, f"ranks={ranks}", f"bytes={None if per_step is None else int(per_step)}"])
         out[m.input_id] = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()

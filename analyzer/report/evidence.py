@@ -28,20 +28,19 @@ def has_evidence(entry: ManifestEntry) -> bool:
 
 def what_was_read(entry: ManifestEntry) -> str:
     """One input in a few words: what it was read as and why it holds nothing to analyse."""
+    lost = entry["issues"]["data_loss"] + entry["issues"]["error"]
     if entry["kind"] == "horovod_timeline":
         facts = entry.get("timeline")
         status = facts["status"] if facts else "unknown"
         if entry["size"] == 0:
             return f"{entry['path']}: a 0-byte file, nothing in it"
         records = facts["records"] if facts else 0
-        lost = entry["issues"]["data_loss"] + entry["issues"]["error"]
         return (
             f"{entry['path']}: read as a Horovod timeline ({status}, {entry['size']:,} bytes, {records:,} record(s)) "
             "with no span (no activity of any tensor)"
             + (f"; {lost} loss(es) of data: the file is cut or damaged before its first span" if lost else "")
         )
     log = entry.get("log")
-    lost = entry["issues"]["data_loss"] + entry["issues"]["error"]
     return (
         f"{entry['path']}: read as a job log ({log['lines'] if log else 0:,} lines), but none of them is an NCCL_DEBUG "
         "record, a watchdog timeout, a Horovod stall warning, a launcher's report of a worker's end or an "
