@@ -50,6 +50,7 @@ class Scenario:
     kill_after_s: float | None = None  # SIGKILL the whole job after this many seconds
     timeline: bool = True  # HOROVOD_TIMELINE=<out>/timeline.json (False: dynamic timeline from train.py)
     median_check: bool = True  # False where parameters change during the run (autotune)
+    late: dict[int, str] = field(default_factory=dict)  # straggler rank -> when (every_step, from, episode, periodic)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -69,6 +70,7 @@ SCENARIOS: dict[str, Scenario] = {
         ("timeline.straggler",),
         ("--sleep-rank", "1", "--sleep-s", "0.1", "--steps", "30"),
         {"HOROVOD_CACHE_CAPACITY": "0"},
+        late={1: "every_step"},
     ),
     "fusion_off": Scenario(
         2,
@@ -140,6 +142,7 @@ SCENARIOS: dict[str, Scenario] = {
         ("timeline.straggler",),
         ("--steps", "40", "--sleep-rank", "2", "--sleep-s", "0.1", "--sleep-from", "20"),
         {"HOROVOD_CACHE_CAPACITY": "0"},
+        late={2: "from"},
     ),
     "autotune_finished": Scenario(
         2,
@@ -155,6 +158,42 @@ SCENARIOS: dict[str, Scenario] = {
             "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "5",
         },
         median_check=False,
+    ),
+    # noisy-host straggler scenarios (issue 43): 4 ranks on 2 cores, response cache off, so every
+    # negotiation carries every rank's ready tick and the host's CPU contention jitters them
+    "noisy_healthy_np4": Scenario(
+        4,
+        "4 ranks on 2 cores, response cache off, identical work on every rank: the non-coordinator ranks' "
+        "ready ticks lag rank 0's by the CPU contention alone. No rank may be named.",
+        (),
+        ("--steps", "50"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+    ),
+    "straggler_intermittent_np4": Scenario(
+        4,
+        "4 ranks on 2 cores, response cache off; rank 3 sleeps 150 ms before backward on every 4th step "
+        "(steps 0, 4, 8, ...): an intermittent straggler, named with how often it is late.",
+        ("timeline.straggler",),
+        ("--steps", "60", "--sleep-rank", "3", "--sleep-s", "0.15", "--sleep-every", "4"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+        late={3: "periodic"},
+    ),
+    "straggler_recovers_np4": Scenario(
+        4,
+        "4 ranks on 2 cores, response cache off; rank 1 sleeps 100 ms a step on steps 15-34 of 60 only: "
+        "a straggler that recovers, named with its steps.",
+        ("timeline.straggler",),
+        ("--steps", "60", "--sleep-rank", "1", "--sleep-s", "0.1", "--sleep-from", "15", "--sleep-to", "35"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
+        late={1: "episode"},
+    ),
+    "slowdown_all_np4": Scenario(
+        4,
+        "4 ranks on 2 cores, response cache off; every rank sleeps 60 ms a step from step 30 of 60: a "
+        "whole-job slowdown, which blames no rank.",
+        ("timeline.slowdown",),
+        ("--steps", "60", "--sleep-all", "--sleep-s", "0.06", "--sleep-from", "30"),
+        {"HOROVOD_CACHE_CAPACITY": "0"},
     ),
     # the "after" halves of the compare pairs (sample_traces/compare/): a finding's fix applied
     "straggler_fixed": Scenario(
@@ -222,6 +261,17 @@ def expected_md(name: str, sc: Scenario) -> str:
         if sc.expect
         else f"- no finding {besides}."
     )
+    words = {
+        "every_step": "every step",
+        "from": "from its first late step on",
+        "episode": "in one stretch, then recovered",
+        "periodic": "at a regular period",
+    }
+    for rank, when in sc.late.items():
+        lines.append(
+            f"- `timeline.straggler` naming rank {rank}, late {words[when]}, with an impact within 25% of "
+            "the injected delay per steady step (steps.csv's sleep_s)."
+        )
     if sc.median_check:
         lines.append(
             "- a median step time within 10% of steps.csv's (steps >= 1: the interval between the ends of "

@@ -49,6 +49,9 @@ def main() -> None:
     ap.add_argument("--sleep-rank", type=int, default=-1, help="rank that sleeps before backward every step")
     ap.add_argument("--sleep-s", type=float, default=0.0)
     ap.add_argument("--sleep-from", type=int, default=0, help="the sleeping rank sleeps from this step on")
+    ap.add_argument("--sleep-to", type=int, default=-1, help="... and before this step only (-1: to the end)")
+    ap.add_argument("--sleep-every", type=int, default=1, help="... on every K-th step only, counted from --sleep-from")
+    ap.add_argument("--sleep-all", action="store_true", help="every rank sleeps (a whole-job slowdown)")
     ap.add_argument("--big-layer", type=int, default=0, help="width of an extra large layer (0: none)")
     ap.add_argument("--extra-collectives", action="store_true", help="allgather, broadcast, alltoall each step")
     ap.add_argument("--dynamic-timeline", default="", help="hvd.start_timeline(PATH) after 5 steps (rank 0)")
@@ -74,7 +77,7 @@ def main() -> None:
         t0 = time.time()
         opt.zero_grad()
         loss = loss_fn(model(x), y)
-        slept = args.sleep_s if hvd.rank() == args.sleep_rank and step >= args.sleep_from else 0.0
+        slept = args.sleep_s if _sleeps(args, hvd.rank(), step) else 0.0
         if slept:
             time.sleep(slept)
         loss.backward()
@@ -90,6 +93,15 @@ def main() -> None:
     if args.dynamic_timeline:
         hvd.stop_timeline()
     hvd.shutdown()
+
+
+def _sleeps(args: argparse.Namespace, rank: int, step: int) -> bool:
+    """Whether ``rank`` sleeps before the backward pass of ``step``."""
+    if not (args.sleep_all or rank == args.sleep_rank) or step < args.sleep_from:
+        return False
+    if 0 <= args.sleep_to <= step:
+        return False
+    return (step - args.sleep_from) % max(args.sleep_every, 1) == 0
 
 
 if __name__ == "__main__":

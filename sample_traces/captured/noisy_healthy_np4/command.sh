@@ -1,0 +1,1 @@
+HOROVOD_CACHE_CAPACITY=0 HOROVOD_TIMELINE=/work/main/sample_traces/captured/noisy_healthy_np4/timeline.json /root/.cache/hvd-analyze/horovod-venv/bin/horovodrun --gloo -np 4 -H localhost:4 /root/.cache/hvd-analyze/horovod-venv/bin/python /work/main/sample_traces/capture/train.py --steps 50 --out /work/main/sample_traces/captured/noisy_healthy_np4/.work
