@@ -31,13 +31,41 @@ def _t(default: Any, doc: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class StragglerThresholds:
-    """``timeline.straggler``."""
+    """``timeline.straggler`` (the lateness model: :mod:`analyzer.lateness.judging`)."""
 
-    min_last_share: float = _t(
-        0.5, "a straggler is among the last ready in at least this share of the fully ticked negotiations"
+    noise_z: float = _t(
+        3.0,
+        "a rank is late in a step when its lateness beyond its peers' median is at least this many noise "
+        "sigmas (the larger of the peers' spread in the same steps and the rank's own step-to-step jitter) ...",
     )
-    min_late_us: int = _t(5_000, "and its median lateness behind the median rank is at least this (us) ...")
+    min_late_us: int = _t(5_000, "... and at least this (us) ...")
     min_late_share: float = _t(0.05, "... and at least this share of the median step")
+    per_step_false_rate: float = _t(
+        0.05, "under noise alone a healthy rank is taken to be late in at most this share of the steps ..."
+    )
+    alpha: float = _t(
+        0.01,
+        "... and a rank is named when the binomial chance of being late as often by noise is below this "
+        "(divided by the ranks compared) ...",
+    )
+    min_late_steps: int = _t(3, "... and it was late in at least this many steps")
+    min_stretch_steps: int = _t(
+        10,
+        "a rank is also named when its running median over 5 steps stands noise_z x 0.6 sigmas (and the floor) "
+        "above its usual level for at least this many steps in a row: a straggler that began or ended mid-run "
+        "(a loaded host's scheduler holds a rank back for a few steps at a time)",
+    )
+    every_step_share: float = _t(
+        0.9, "late 'every step' (or throughout a stretch of steps, or at a regular period) in at least this share"
+    )
+    periodic_share: float = _t(
+        0.75,
+        "late 'every K-th step' when at least this share of the late steps sit on one period's grid and fill "
+        "at least this share of its places",
+    )
+    noisy_share: float = _t(
+        0.25, "the verdict's confidence is low when the bar a rank must clear is at least this share of the median step"
+    )
     critical_share: float = _t(0.25, "critical when the time lost per step is at least this share of the median step")
 
 

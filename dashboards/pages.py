@@ -17,7 +17,7 @@ from dash import dash_table, dcc, html
 from analyzer import SourceRef
 from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, fixed, format_impact, verdict_text
-from analyzer.render.sections import fusion_line, steps_line, window_line
+from analyzer.render.sections import fusion_line, noise_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
 from dashboards.work import AnalysisDocument
 
@@ -269,6 +269,8 @@ def ranks(doc: AnalysisDocument) -> html.Div:
                 page_size=32,
             )
         )
+    if (noise := noise_line(section)) is not None:
+        parts.append(html.P(noise[0].upper() + noise[1:] + ".", className="explain", id="rank-noise"))
     return html.Div(parts, id="page-ranks")
 
 

@@ -207,7 +207,7 @@ def test_the_straggler_title_quotes_the_time_the_job_loses() -> None:
     doc = _doc(CAPTURED / "straggler_nocache")
     f = next(f for f in doc["findings"] if f["code"] == "timeline.straggler")
     lost = f"{f['impact']['seconds_per_step'] * 1e3:.1f} ms"
-    assert f"steps wait about {lost} for it" in f["title"] and f"loses about {lost} per step" in f["summary"]
+    assert f"the run loses about {lost} per step to it" in f["title"] and f"lost about {lost} per step" in f["summary"]
 
 
 def test_text_helpers_never_cut_mid_word_nor_print_minus_zero() -> None:

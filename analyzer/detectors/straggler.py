@@ -1,17 +1,17 @@
-"""``timeline.straggler``: one or a few ranks are ready last, step after step.
+"""``timeline.straggler``: a rank ready later than its peers, more often than the host's noise explains.
 
-Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions),
-see :mod:`analyzer.timeline.lateness`. A rank is a straggler when, over at least
-:data:`~analyzer.timeline.lateness.MIN_TICKED_STEPS` steady steps, it is among the last ready in at least
-``straggler.min_last_share`` of the fully ticked negotiations **and** its median lateness
-behind the median rank is at least ``straggler.min_late_us`` and ``straggler.min_late_share`` of
-the median step. The magnitude test keeps balanced runs silent: there the last rank
-changes, or is late by one cycle only (ranks processed in one cycle tick in rank order).
-First-step ticks alone (response cache on) are warm-up and never confirm a straggler;
-``timeline.negotiation_wait`` cites them as weak evidence.
+Signal: rank-ready ticks of steady-state negotiations (response cache off, or evictions), reduced
+to the ranks' lateness per step (:class:`analyzer.lateness.StepLateness`) and judged by
+:func:`analyzer.lateness.judging`: a rank is named when its lateness beyond its peers' in the same
+steps stands out from the noise (the peers' spread and its own jitter) in more steps than noise
+alone explains, or rises above its usual level for a stretch of steps. The coordinator's
+own-tick advantage is modelled (it is nobody's peer), and a whole-job slowdown moves every rank
+alike, so it names nobody. First-step ticks alone (response cache on) are warm-up and never
+confirm a straggler; ``timeline.negotiation_wait`` cites them as weak evidence.
 
-Impact: per step, how much later than the median rank the stragglers were on the step's
-last-completing negotiation (the step cannot end before it), median over steps.
+Impact: the time the named ranks cost the run per step, averaged over every steady step (their
+late steps times the median wait of those steps); when they were late: every step, from a step
+on, a stretch they recovered from, a regular period, or some steps.
 """
 
 from __future__ import annotations
@@ -21,11 +21,8 @@ import numpy as np
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.timeline.lateness import (
-    MIN_TICKED_STEPS,
-    RankLateness,
-    loss_by_step,
-)
+from analyzer.lateness import Judgement, Pattern, RankVerdict, judge
+from analyzer.timeline.lateness import MIN_TICKED_STEPS
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.straggler"
@@ -40,37 +37,35 @@ class Straggler(TimelineDetector):
     def check(self, model: TimelineModel, ctx: TimelineEvidence) -> Finding | None:
         t = ctx.config.thresholds.straggler
         step_us = model.median_step_us
-        lat = model.steady_lateness
-        n_steps = len(lat.steps())
-        if not step_us or n_steps < MIN_TICKED_STEPS:
+        view = model.step_lateness
+        if not step_us or view.n_steps < MIN_TICKED_STEPS:
             return None
-        threshold = max(t.min_late_us, t.min_late_share * step_us)
-        ranks = model.steady_ranks
-        late = [r for r in ranks if r.last_share >= t.min_last_share and r.median_vs_median_us >= threshold]
-        if not late:
+        j = judge(view, step_us, t)
+        named = j.named
+        if ctx.autotuned(model):
+            # the autotuner changes the cycle time (the ticks' resolution) and the fusion threshold as it
+            # goes: a rank late in some steps or a stretch of them is confounded with its changes
+            named = tuple(r for r in named if r.steady)
+        if not named:
             return None
-        ids = tuple(r.rank for r in late)
-        late_steps, per_step = loss_by_step(lat, ids)
-        loss = float(np.median(per_step))
-        when = _when(late_steps, _late(per_step, threshold))
-        worst = late[0]
+        ids = tuple(r.rank for r in named)
+        loss = j.mean_loss_us(ids)
+        when = j.pattern(ids, t)
+        late = int(j.late_mask(ids).sum())
         impact = step_impact(
             model,
             loss,
-            "high" if n_steps >= 10 else "medium",
-            f"the late rank(s) would be ready when the median rank is (median over {n_steps} steps of their "
-            "lateness on each step's last negotiation); the other ranks' speed is unchanged",
+            "high" if view.n_steps >= 10 else "medium",
+            f"the late rank(s) would be ready when their peers are: {late} late step(s) of {view.n_steps}, each "
+            f"waiting a median {ms(loss * view.n_steps / max(late, 1))}, spread over every step; the other "
+            "ranks' speed is unchanged",
         )
-        evidence = tuple(self._evidence(model, ctx.first_last_offset(model, lat, r.rank), r, n_steps) for r in late)
-        others = [r for r in ranks if r.rank not in ids]
-        if others:
-            typical = float(np.median([r.median_us for r in others]))
-            evidence += (
-                Evidence(
-                    f"the other {len(others)} rank(s): median lateness {ms(typical)} behind the first-ready rank",
-                    metrics={"others_median_lateness_ms": typical / 1e3},
-                ),
-            )
+        lat = model.steady_lateness
+        evidence = tuple(
+            self._evidence(model, ctx.first_last_offset(model, lat, r.rank), j, r, j.pattern((r.rank,), t))
+            for r in named
+        )
+        evidence += (self._noise(j),)
         places = ctx.rank_places(model)
         hosts = tuple(sorted({places[r].host for r in ids if r in places}))
         who = ", ".join(f"{r} ({places[r].host})" if r in places else str(r) for r in ids)
@@ -79,28 +74,35 @@ class Straggler(TimelineDetector):
         )
         where = "that host" if hosts else "its host (map rank to host with horovodrun --verbose or the job log)"
         target = f"host {', '.join(hosts)}" if hosts else "the rank's host"
+        plural = len(ids) > 1
+        worst = named[0]
+        severe = impact is not None and impact.fraction_of_step >= t.critical_share
         return Finding(
             code=CODE,
-            severity=Severity.CRITICAL if impact and impact.fraction_of_step >= t.critical_share else Severity.WARNING,
-            title=f"Rank{'s' if len(ids) > 1 else ''} {who} {'are' if len(ids) > 1 else 'is'} late: "
-            f"steps wait about {ms(loss)} for {'them' if len(ids) > 1 else 'it'}, {when}",
+            severity=Severity.CRITICAL if severe else Severity.WARNING,
+            title=(
+                f"Rank {who} is late {when.text}: the run loses about {ms(loss)} per step to it"
+                if not plural
+                else f"Ranks {who} are late ("
+                + "; ".join(f"{r.rank} {j.pattern((r.rank,), t).text}" for r in named)
+                + f"): the run loses about {ms(loss)} per step to them"
+            ),
             summary=(
                 f"{model.path}: rank {worst.rank}{f' on {places[worst.rank]}' if worst.rank in places else ''} "
-                f"is the last rank ready in {worst.last}/{worst.negotiations} "
-                f"negotiations over {n_steps} steps (median {ms(worst.median_us)}, p90 {ms(worst.p90_us)} behind "
-                f"the first-ready rank). Every allreduce waits for it; a step waits at its last negotiation, where "
-                f"the late rank is a median {ms(loss)} behind the median rank, so the job loses about {ms(loss)} "
-                f"per step (median step {ms(step_us)})."
+                f"was ready later than its peers {when.text}, by a median {ms(_median_wait(j, worst))} on those "
+                f"steps, beyond what this host's noise explains ({_noise_words(j)}). Every allreduce waits for "
+                f"the last rank, so the job lost about {ms(loss)} per step over the {view.n_steps} steady steps "
+                f"(median step {ms(step_us)})."
             ),
             detector=self.name,
             evidence=evidence,
             impact=impact,
             suggestions=(
                 Suggestion(
-                    action=f"Find what is slower on rank {detail}: {where}, its input pipeline (data loading, "
-                    "augmentation), CPU binding/oversubscription, GPU clocks or thermal throttling.",
-                    rationale="A constant per-step delay on one rank before its gradients are ready is work "
-                    "outside Horovod on that rank; tuning Horovod cannot hide it.",
+                    action=f"Find what is slower on rank {detail}{_when_hint(when)}: {where}, its input pipeline "
+                    "(data loading, augmentation), CPU binding/oversubscription, GPU clocks or thermal throttling.",
+                    rationale="A delay on one rank before its gradients are ready is work outside Horovod on "
+                    "that rank; tuning Horovod cannot hide it.",
                 ),
                 Suggestion(
                     action=f"If {target} is degraded, exclude it (horovodrun -H / --hostfile) or give the rank "
@@ -109,49 +111,64 @@ class Straggler(TimelineDetector):
             ),
             ranks=ids,
             hosts=hosts,
+            labels={f"rank{r.rank}_when": j.pattern((r.rank,), t).kind for r in named},
         )
 
     @staticmethod
-    def _evidence(model: TimelineModel, first: int | None, r: RankLateness, n_steps: int) -> Evidence:
+    def _evidence(model: TimelineModel, first: int | None, j: Judgement, r: RankVerdict, when: Pattern) -> Evidence:
+        rule = (
+            f"its median lateness beyond its peers, {ms(r.offset_us)}, clears the bar of {ms(r.bar_us)}"
+            if r.steady
+            else f"late (at least {ms(r.bar_us)} above its usual level) in {r.late_count} steps"
+            + (f", p = {r.p_value:.2g} under noise alone" if r.p_value < 1 else "")
+        )
         return Evidence(
             summary=(
-                f"rank {r.rank}: last ready in {r.last}/{r.negotiations} fully ticked negotiations "
-                f"({r.last_share:.0%}) over {n_steps} steady steps; lateness median {ms(r.median_us)}, "
-                f"p90 {ms(r.p90_us)}; {ms(r.median_vs_median_us)} behind the median rank"
+                f"rank {r.rank}: {rule}; late {when.text} over {r.steps} steady steps, "
+                f"median wait {ms(_median_wait(j, r))} on those steps"
             ),
             sources=() if first is None else (at(model, first),),
             metrics={
                 "rank": float(r.rank),
-                "last": float(r.last),
-                "negotiations": float(r.negotiations),
-                "median_lateness_ms": r.median_us / 1e3,
-                "p90_lateness_ms": r.p90_us / 1e3,
-                "vs_median_ms": r.median_vs_median_us / 1e3,
+                "late_steps": float(r.late_count),
+                "steps": float(r.steps),
+                "offset_ms": r.offset_us / 1e3,
+                "noise_ms": r.noise_us / 1e3,
+                "bar_ms": r.bar_us / 1e3,
+                "p_value": r.p_value,
+                "loss_per_step_ms": j.mean_loss_us((r.rank,)) / 1e3,
+                "first_late_step": float(when.first_step),
+                "last_late_step": float(when.last_step),
             },
         )
 
-
-#: a rank late on at least this share of the steps is late "every step" (noise makes a few exceptions)
-EVERY_STEP_SHARE = 0.9
-
-
-def _late(per_step: np.ndarray, threshold: float) -> np.ndarray:
-    """The steps the rank(s) held up: a loss of at least half their typical loss when late (and at
-    least the threshold), so that a few noisy steps of a healthy stretch do not count."""
-    over = per_step[per_step >= threshold]
-    bar = max(threshold, 0.5 * float(np.median(over))) if len(over) else threshold
-    return per_step >= bar
+    @staticmethod
+    def _noise(j: Judgement) -> Evidence:
+        quiet = [r for r in j.ranks if not r.named]
+        return Evidence(
+            summary=f"the other {len(quiet)} rank(s): {_noise_words(j)}; confidence {j.confidence}",
+            metrics={"host_noise_ms": j.noise_us / 1e3, "bar_ms": j.bar_us / 1e3, "floor_ms": j.floor_us / 1e3},
+        )
 
 
-def _when(steps: np.ndarray, late: np.ndarray) -> str:
-    """When the rank(s) were late: every step, from a step on (late in nearly every step after it,
-    rarely before), or in some of the steps."""
-    n, k = len(late), int(late.sum())
-    if not n or k >= EVERY_STEP_SHARE * n:
-        return "every step"
-    before = np.r_[0, np.cumsum(late)]  # late steps before each index
-    for f in np.flatnonzero(late):
-        after = (k - before[f]) / (n - f)
-        if after >= EVERY_STEP_SHARE and (f == 0 or before[f] / f <= 1 - EVERY_STEP_SHARE):
-            return f"from step {int(steps[f])} on ({k} of {n} steps)"
-    return f"in {k} of {n} steps"
+def _median_wait(j: Judgement, r: RankVerdict) -> float:
+    """What the steps the rank was late in waited for it, their median."""
+    waits = j.loss_by_step((r.rank,))[r.late]
+    return float(np.median(waits)) if len(waits) else 0.0
+
+
+def _noise_words(j: Judgement) -> str:
+    return (
+        f"ranks' lateness spread {ms(j.noise_us)} (sigma) around their peers' median, so a rank must be "
+        f"{ms(j.bar_us)} later than its peers to count as late in a step"
+    )
+
+
+def _when_hint(when: Pattern) -> str:
+    if when.kind == "episode":
+        return f" during steps {when.first_step}-{when.last_step} (it recovered afterwards)"
+    if when.kind == "from":
+        return f" from step {when.first_step} on (what changed then)"
+    if when.kind == "periodic":
+        return f" every {when.period} steps (a periodic task: checkpointing, logging, evaluation, data reshuffles)"
+    return ""

@@ -19,6 +19,7 @@ from analyzer.render.base import (
 )
 from analyzer.render.sections import (
     fusion_line,
+    noise_line,
     phase_rows,
     rank_rows,
     steps_line,
@@ -130,6 +131,8 @@ class HtmlRenderer:
                 for r, last, med, p90 in rank_rows(section)
             ]
             rows.append("</table>")
+            if (noise := noise_line(section)) is not None:
+                rows.append(f"<p>{_e(noise[0].upper() + noise[1:])}.</p>")
         return "".join(rows)
 
     @staticmethod

@@ -19,6 +19,7 @@ from analyzer.render.base import (
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
+    noise_line,
     phase_rows,
     rank_rows,
     steps_line,
@@ -112,6 +113,8 @@ def _timeline(section: TimelineSection) -> list[str]:
             "|---|---|---|---|",
         ]
         out += [f"| {r} | {last} | {med} | {p90} |" for r, last, med, p90 in rank_rows(section)] + [""]
+        if (noise := noise_line(section)) is not None:
+            out += [_md(noise[0].upper() + noise[1:]) + ".", ""]
     out.append(f"Fusion: {_md(fusion_line(section))}")
     return out
 

@@ -61,6 +61,22 @@ def rank_rows(section: TimelineSection) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def noise_line(section: TimelineSection) -> str | None:
+    """What the straggler verdict was judged against: the host's noise and the bar a rank must clear."""
+    n = section["ranks"].get("noise")
+    if n is None:
+        return None
+    told = (
+        "too noisy to tell a rank late by less than that from the noise"
+        if n["confidence"] == "low"
+        else f"confidence {n['confidence']}"
+    )
+    return (
+        f"host noise: the ranks' lateness spreads {n['noise_ms']:.1f} ms (sigma) around their peers' median over "
+        f"{n['steps']} steady steps; a rank counts as late in a step {n['bar_ms']:.1f} ms behind its peers ({told})"
+    )
+
+
 def fusion_line(section: TimelineSection) -> str:
     f = section["fusion"]
     c = section["cycle"]

@@ -19,6 +19,7 @@ from analyzer.render.base import (
 from analyzer.render.sections import (
     fusion_line,
     histogram_lines,
+    noise_line,
     phase_rows,
     rank_rows,
     steps_line,
@@ -101,6 +102,8 @@ def _timeline(section: TimelineSection) -> list[str]:
         w = max(4, *(len(r) for r, *_ in rows))  # a rank reads "5 (host)" where the NCCL logs say
         out.append(f"    {'rank':>{w}}   last     median ms    p90 ms")
         out += [f"    {r:>{w}}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rows]
+        if (noise := noise_line(section)) is not None:
+            out.append(f"  {noise}")
     out += [f"  fusion: {fusion_line(section)}", ""]
     return out
 

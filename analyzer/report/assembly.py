@@ -59,7 +59,8 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         if not detectors[i].reads_rank_statistics:
             run(i)
     models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
-    sections = tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}) for m in models)
+    straggler = ctx.config.thresholds.straggler
+    sections = tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}, straggler) for m in models)
     for i in range(len(detectors)):
         if detectors[i].reads_rank_statistics:
             run(i)

@@ -5,6 +5,9 @@ Horovod QUEUE (``timeline.long_queue``: collectives wait for the GPU stream or t
 ``nccl.socket_fallback`` in the same job is the socket fallback's doing: the queue names it and
 points to its fix instead of asking for NCCL logs the run already holds. With the job's NCCL logs
 ingested and no fallback in them, the queue's advice says that too, rather than asking for them.
+A ``timeline.slowdown`` that names the ranks that became late and a ``timeline.straggler`` naming the
+same ranks in the same job are one story seen twice (the steps' time, the ranks' lateness): each
+cites the other.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from dataclasses import replace
 from analyzer.findings import Evidence, Finding, Suggestion
 
 QUEUE, FALLBACK = "timeline.long_queue", "nccl.socket_fallback"
+SLOWDOWN, STRAGGLER = "timeline.slowdown", "timeline.straggler"
 
 
 def relate(findings: Iterable[Finding], jobs_with_logs: set[str | None]) -> list[Finding]:
-    """``findings`` with the long queue tied to its cause in the same job."""
-    found = list(findings)
+    """``findings`` with the long queue tied to its cause in the same job, and a slowdown and a
+    straggler naming the same ranks citing each other."""
+    found = _one_late_story(list(findings))
     fallback = {f.job: f for f in found if f.code == FALLBACK}
     out = []
     for f in found:
@@ -49,6 +54,21 @@ def relate(findings: Iterable[Finding], jobs_with_logs: set[str | None]) -> list
                     ),
                     *f.suggestions[1:],
                 ),
+            )
+        out.append(f)
+    return out
+
+
+def _one_late_story(found: list[Finding]) -> list[Finding]:
+    """A slowdown and a straggler of the same job naming the same ranks cite each other."""
+    by = {(f.code, f.job, f.ranks): f for f in found if f.code in (SLOWDOWN, STRAGGLER) and f.ranks}
+    out = []
+    for f in found:
+        other = SLOWDOWN if f.code == STRAGGLER else STRAGGLER if f.code == SLOWDOWN else None
+        twin = by.get((other, f.job, f.ranks)) if other and f.ranks else None
+        if twin is not None:
+            f = replace(
+                f, evidence=(*f.evidence, Evidence(f"{twin.code} in the same job tells the same story: {twin.title}"))
             )
         out.append(f)
     return out

@@ -11,9 +11,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from analyzer.config import StragglerThresholds
+from analyzer.lateness import judge
 from analyzer.report.types import (
     CycleDoc,
     FusionDoc,
+    RankNoiseDoc,
     RanksDoc,
     StepsDoc,
     TimelineSection,
@@ -28,8 +31,11 @@ from analyzer.timeline.steps import steady_durations
 MAX_BINS = 30
 
 
-def timeline_section(model: TimelineModel, hosts: Mapping[int, str] | None = None) -> TimelineSection:
-    """The timeline's section of the report; ``hosts``: rank -> host where the job's NCCL logs say."""
+def timeline_section(
+    model: TimelineModel, hosts: Mapping[int, str] | None = None, straggler: StragglerThresholds | None = None
+) -> TimelineSection:
+    """The timeline's section of the report; ``hosts``: rank -> host where the job's NCCL logs say;
+    ``straggler``: the thresholds the ranks' noise is judged with (the defaults if None)."""
     seg = model.segmentation
     return {
         "input_id": model.input_id,
@@ -53,7 +59,7 @@ def timeline_section(model: TimelineModel, hosts: Mapping[int, str] | None = Non
             }
             for p in phase_summary(model)
         ],
-        "ranks": ranks_summary(model, hosts or {}),
+        "ranks": ranks_summary(model, hosts or {}, straggler or StragglerThresholds()),
         "fusion": fusion_summary(model),
         "cycle": cycle_summary(model),
     }
@@ -101,8 +107,9 @@ def steps_summary(model: TimelineModel) -> StepsDoc:
     return out
 
 
-def ranks_summary(model: TimelineModel, hosts: Mapping[int, str]) -> RanksDoc:
-    """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which)."""
+def ranks_summary(model: TimelineModel, hosts: Mapping[int, str], straggler: StragglerThresholds) -> RanksDoc:
+    """Per-rank lateness from steady-state ticks, else from first-step ticks (scope says which), and
+    the host's noise the straggler verdict was judged against (steady ticks only)."""
     scope, lat = model.rank_scope
     rows = model.steady_ranks if scope == "steady" else rank_summary(lat)
     return {
@@ -119,6 +126,22 @@ def ranks_summary(model: TimelineModel, hosts: Mapping[int, str]) -> RanksDoc:
             }
             for r in sorted(rows, key=lambda r: r.rank)
         ],
+        "noise": _noise(model, straggler) if scope == "steady" else None,
+    }
+
+
+def _noise(model: TimelineModel, straggler: StragglerThresholds) -> RankNoiseDoc | None:
+    view = model.step_lateness
+    step = model.median_step_us
+    if not step or len(view.ranks) < 2:
+        return None
+    j = judge(view, step, straggler)
+    return {
+        "steps": view.n_steps,
+        "noise_ms": j.noise_us / 1e3,
+        "bar_ms": j.bar_us / 1e3,
+        "floor_ms": j.floor_us / 1e3,
+        "confidence": j.confidence,
     }
 
 

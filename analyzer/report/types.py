@@ -141,9 +141,22 @@ class RankDoc(TypedDict):
     vs_median_ms: float
 
 
+class RankNoiseDoc(TypedDict):
+    """The host's noise in the ranks' lateness (analyzer.lateness): how late a rank must be beyond its
+    peers to count as late in a step, and whether that bar was low enough to tell (confidence low:
+    the bar reached straggler.noisy_share of the median step)."""
+
+    steps: int
+    noise_ms: float
+    bar_ms: float
+    floor_ms: float
+    confidence: Literal["high", "medium", "low"]
+
+
 class RanksDoc(TypedDict):
     scope: Literal["steady", "first_negotiations", "none"]
     ranks: list[RankDoc]
+    noise: RankNoiseDoc | None
 
 
 class FusionDoc(TypedDict):

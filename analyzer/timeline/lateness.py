@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzer.lateness.model import StepLateness, from_readings
 from analyzer.timeline._kernels import (
     count_span_ticks,
     scatter_ticks,
@@ -280,3 +281,20 @@ def loss_by_step(lat: Lateness, ranks: tuple[int, ...]) -> tuple[np.ndarray, np.
             steps.append(int(lat.neg_step[g]))
             worst.append(max(float(v.max()), 0.0))
     return np.asarray(steps, np.int64), np.asarray(worst)
+
+
+#: Horovod's coordinator: rank 0 stamps its own readiness at once, the others' when their request reaches it
+COORDINATOR = 0
+
+
+def step_lateness(lat: Lateness) -> StepLateness:
+    """The view's ticks as the ranks' lateness model (:class:`analyzer.lateness.StepLateness`): per
+    step and rank, the median of the rank's lateness over the step's fully ticked negotiations."""
+    mask = lat.mask
+    return from_readings(
+        np.repeat(lat.neg_step, np.diff(lat.bounds))[mask],
+        lat.rank[mask],
+        lat.lateness_us[mask],
+        COORDINATOR,
+        "rank-ready ticks of the timeline's negotiations",
+    )

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analyzer.lateness.model import StepLateness
 from analyzer.timeline.batches import FusionEstimate, estimate_threshold, find_batches
 from analyzer.timeline.changepoints import Slowdown, find_slowdown
 from analyzer.timeline.cycles import CycleEstimate, estimate_cycle
@@ -32,6 +33,7 @@ from analyzer.timeline.lateness import (
     SpanTicks,
     rank_summary,
     span_ticks,
+    step_lateness,
     table_chunks,
     tick_lateness,
 )
@@ -159,6 +161,12 @@ class TimelineModel:
     def steady_lateness(self) -> Lateness:
         """:attr:`lateness` restricted to steady steps."""
         return self.lateness.where_negotiations(self.steady_mask[self.lateness.neg_step + 1])
+
+    @cached_property
+    def step_lateness(self) -> StepLateness:
+        """:attr:`steady_lateness` as the ranks' lateness model, per step and rank
+        (:func:`analyzer.timeline.lateness.step_lateness`), computed once."""
+        return step_lateness(self.steady_lateness)
 
     @cached_property
     def steady_ranks(self) -> list[RankLateness]:

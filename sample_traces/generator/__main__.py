@@ -134,12 +134,13 @@ SAMPLES: dict[str, Sample] = {
             seed=22,
         ),
         "Rank 2 becomes 25 ms late from step 60 on (a GPU that starts throttling); `HOROVOD_CACHE_CAPACITY=0`, "
-        "so the slow steps' ticks name it. Late in 40% of the steps only: the run-wide straggler test stays "
-        "below its 50% bar.",
-        expect=("timeline.slowdown",),
+        "so the slow steps' ticks name it: the step times rise (a slowdown) and the ranks' lateness names rank 2 "
+        "from step 60 on (a straggler), each finding citing the other.",
+        expect=("timeline.slowdown", "timeline.straggler"),
         notes=(
             "`timeline.slowdown` from step 60 (about 50 ms to 70 ms), the added time on waiting for a late "
             "rank, rank 2 named, its onset in UTC from the start-time header",
+            "`timeline.straggler` naming rank 2 late from step 60 on",
         ),
     ),
     "nccl_healthy_ib": Sample(
