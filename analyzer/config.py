@@ -122,6 +122,11 @@ class OverThresholdThresholds:
     min_company_share: float = _t(
         0.5, "below the upper bound, it counts when another gradient was ready but ran apart in this share"
     )
+    bound_slack: float = _t(
+        0.01,
+        "a gradient within this share of its size below the threshold's upper bound counts as over it (the bound "
+        "is a batch that refused a small gradient ready in time: only a threshold in that sliver would hold it)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +135,7 @@ class CycleThresholds:
 
     min_cycle_us: int = _t(2_000, "the cycle time is at least this (us) ...")
     min_step_share: float = _t(0.1, "... and at least this share of the median step")
-    min_regularity: float = _t(0.6, "an estimate without CYCLE_START markers is used when at least this regular")
+    min_regularity: float = _t(0.6, "a CYCLE_START markers estimate is used when at least this regular")
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ def test_captured_scenario_meets_expected(name: str, folder: Path, validated: Va
     tolerated = START_UP | {"timeline.truncated"}  # 0.28.1's writer loses its last records at a clean exit
     if find_slowdown(truth_steps(folder / "steps.csv")) is not None:
         tolerated.add("timeline.slowdown")  # the capture machine slowed down: its own step times say so
+    tolerated |= set(sc.maybe)
     assert {f.code for f in report.findings} - (tolerated - set(sc.expect)) == set(sc.expect)
     _straggler_as_expected(sc.late, report.findings)
     if not sc.median_check:
@@ -150,8 +151,9 @@ def test_the_cycle_time_is_the_configured_one_or_unknown(name: str, folder: Path
     """Within 25% of HOROVOD_CYCLE_TIME (1 ms by default), or reported as unknown (low confidence)."""
     configured = float(_settings(folder).get("HOROVOD_CYCLE_TIME", "1"))
     cycle = _report_doc(folder)["timeline"]["cycle"]
-    if cycle is not None and cycle["confidence"] == "high":
+    if cycle is not None and cycle["confidence"] != "low":
         assert cycle["cycle_ms"] == pytest.approx(configured, rel=0.25)
+        assert cycle["low_ms"] <= configured * 1.25 and cycle["high_ms"] >= configured * 0.75, cycle
 
 
 @pytest.mark.parametrize(("name", "folder"), CAPTURES, ids=IDS)

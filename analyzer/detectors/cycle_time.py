@@ -3,9 +3,9 @@
 Horovod's background loop looks for ready tensors once per cycle
 (``HOROVOD_CYCLE_TIME``), so every gradient waits for the next cycle boundary, and the
 last one of a step does so with nothing left to overlap. Signal: the cycle estimate of
-:mod:`analyzer.timeline.cycles` (markers, or a regular burst rhythm: regularity >=
-``cycle.min_regularity``) is at least ``cycle.min_cycle_us`` and ``cycle.min_step_share`` of
-the median step.
+:mod:`analyzer.timeline.cycles` (regular markers: regularity >= ``cycle.min_regularity``; or,
+without markers, the coordinator's responses never closer than a floor many of them sit at) is
+at least ``cycle.min_cycle_us`` and ``cycle.min_step_share`` of the median step.
 
 Impact: half the difference between the current and the suggested cycle per step (the
 expected wait of the step's last gradient for the next cycle), low confidence.
@@ -34,8 +34,10 @@ class CycleTimeHigh(TimelineDetector):
         t = ctx.config.thresholds.cycle
         step_us = model.median_step_us
         cycle = model.cycle
-        if not step_us or cycle is None or not cycle.confident or cycle.regularity < t.min_regularity:
-            return None  # only markers measure the cycle (analyzer.timeline.cycles.CycleEstimate.confident)
+        if not step_us or cycle is None or not cycle.confident:
+            return None  # markers, or responses never closer than a floor (analyzer.timeline.cycles)
+        if cycle.method == "markers" and cycle.regularity < t.min_regularity:
+            return None
         if cycle.cycle_us < max(t.min_cycle_us, t.min_step_share * step_us):
             return None
         new_ms = suggested_cycle_ms(step_us)
@@ -43,7 +45,9 @@ class CycleTimeHigh(TimelineDetector):
         how = (
             "the median spacing of CYCLE_START markers"
             if cycle.method == "markers"
-            else "the spacing of the coordinator's event bursts (no CYCLE_START markers in the file)"
+            else "the spacing of the coordinator's responses, never closer than "
+            f"{ms(cycle.low_us)} and mostly {ms(cycle.low_us)}-{ms(cycle.high_us)} apart at their closest "
+            "(no CYCLE_START markers in the file)"
         )
         first = model.spans.loc[model.spans["step"] >= 0, "start_offset"].min()
         return Finding(
@@ -58,7 +62,8 @@ class CycleTimeHigh(TimelineDetector):
             detector=self.name,
             evidence=(
                 Evidence(
-                    summary=f"cycle {ms(cycle.cycle_us)} from {cycle.samples} gaps ({cycle.method}, "
+                    summary=f"cycle {ms(cycle.cycle_us)} ({ms(cycle.low_us)}-{ms(cycle.high_us)}) from "
+                    f"{cycle.samples} gaps ({cycle.method}, confidence {cycle.confidence}, "
                     f"{cycle.regularity:.0%} of the gaps a whole number of cycles)",
                     sources=(at(model, first),),
                     metrics={

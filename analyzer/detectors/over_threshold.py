@@ -5,9 +5,11 @@ bigger than that (bytes from its op's E ``dtype`` and ``shape``) always gets its
 collective. Signal: fusion works elsewhere (some batch holds >= 2 tensors), and a
 gradient tensor (a) runs as a single-tensor batch in at least ``over_threshold.min_alone_share``
 of the steady steps, (b) is larger than the largest fused batch (the threshold's lower
-bound), and (c) either is at least the threshold's upper bound (Horovod's default for the file's
-release range, 128 MiB since 0.21 and 64 MiB before, when no batch bounds it from above: the
-finding says it assumed so), or is more than twice the
+bound), and (c) either is at least the threshold's upper bound, less ``over_threshold.bound_slack``
+of its size (the bound is a batch that did not take a gradient ready in time: a 6 MiB gradient
+that refused a 3 KB one is over any threshold but one in that 3 KB sliver; Horovod's default for
+the file's release range, 128 MiB since 0.21 and 64 MiB before, when no batch bounds it from
+above: the finding says it assumed so), or is more than twice the
 largest fused batch and was not alone for lack of company: in at least
 ``over_threshold.min_company_share`` of those steps another op of the same type was already ready
 when it started, yet ran separately. (A tensor just under the threshold, like 1024-byte
@@ -68,7 +70,8 @@ class TensorOverFusionThreshold(TimelineDetector):
         if est.lower_bytes <= default and (upper is None or default < upper):
             # the run's batches allow Horovod's default and nothing shows another setting: assume it
             upper, assumed = default, (default, release)
-        certain = per["bytes"] >= upper if upper is not None else False
+        # over the upper bound, or so close under it that only a threshold in a sliver of its size would hold it
+        certain = per["bytes"] * (1 + t.bound_slack) >= upper if upper is not None else False
         likely = (per["bytes"] > 2 * est.lower_bytes) & (per["company"] >= t.min_company_share)
         over = per[certain | likely]
         if over.empty:

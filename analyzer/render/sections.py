@@ -89,6 +89,11 @@ def fusion_line(section: TimelineSection) -> str:
     parts.append(f"fusion threshold in effect {f['threshold_text']}")
     if c is not None and c.get("confidence", "high") == "high":
         parts.append(f"cycle {c['cycle_ms']:.2f} ms (markers)")
+    elif c is not None and c.get("confidence") == "medium":
+        parts.append(
+            f"cycle about {c['cycle_ms']:.1f} ms ({c['low_ms']:.1f}-{c['high_ms']:.1f} ms: the coordinator's responses "
+            "are never closer; no CYCLE_START markers)"
+        )
     else:
         parts.append("cycle time unknown (no regular CYCLE_START markers: HOROVOD_TIMELINE_MARK_CYCLES=1 records them)")
     return "; ".join(parts)

@@ -168,5 +168,7 @@ def cycle_summary(model: TimelineModel) -> CycleDoc | None:
         "method": c.method,
         "samples": c.samples,
         "regularity": c.regularity,
-        "confidence": "high" if c.confident else "low",
+        "low_ms": c.low_us / 1e3,
+        "high_ms": c.high_us / 1e3,
+        "confidence": c.confidence,
     }

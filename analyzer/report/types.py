@@ -173,9 +173,17 @@ class CycleDoc(TypedDict):
     method: Literal["markers", "bursts"]
     samples: Count
     regularity: float
+    low_ms: float
+    high_ms: float
     confidence: Annotated[
-        Literal["high", "low"],
-        Schema({"description": "high: regular CYCLE_START markers; low: the file's rhythm only (read as unknown)"}),
+        Literal["high", "medium", "low"],
+        Schema(
+            {
+                "description": "high: regular CYCLE_START markers; medium: the coordinator's responses never closer "
+                "than a floor that many sit at (the cycle, read within low_ms-high_ms); low: the file's rhythm only "
+                "(read as unknown)"
+            }
+        ),
     ]
 
 

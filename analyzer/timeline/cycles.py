@@ -9,8 +9,21 @@ percentile of the gaps between bursts: busy cycles are stretched by their work, 
 ones are not observed, and the short gaps are the loop's period. ``regularity`` is the
 share of gaps within 0.15 cycle of a whole number of cycles: near 1 when the loop's
 period dominates the file's rhythm, low when the bursts come from something else (few
-events, ops of varying length). Only regular markers are trusted (:attr:`CycleEstimate.confident`):
-the report calls a burst estimate unknown and no advice rests on it.
+events, ops of varying length).
+
+How far an estimate is the cycle in effect (:attr:`CycleEstimate.confidence`):
+
+* ``high``: regular ``CYCLE_START`` markers, which time the loop itself;
+* ``medium``: bursts whose short gaps pile up at a floor (the 5th percentile at least
+  :data:`FLOOR_SHARE` of the 10th, the floor at least :data:`MIN_FLOOR_US`). The loop answers
+  at most once per cycle, so when the coordinator's responses are never closer than a floor,
+  and many sit right at it, the floor is the cycle: a 20 ms cycle reads 13-16 ms at the 5th and
+  16-17 ms at the 10th percentile. At Horovod's 1 ms default the short gaps are the work's
+  own spacing and spread out (5th/10th 0.35-0.6 on 40 real runs);
+* ``low``: anything else; the report calls it unknown and no advice rests on it.
+
+The range (:attr:`CycleEstimate.low_us`, :attr:`CycleEstimate.high_us`) is the markers' middle
+half, or the bursts' 5th to 25th percentile.
 """
 
 from __future__ import annotations
@@ -28,6 +41,12 @@ MIN_GAPS = 20
 
 #: markers this regular measure the loop itself
 MIN_MARKER_REGULARITY = 0.5
+#: burst gaps show the loop's period when their 5th percentile is at least this share of their 10th ...
+FLOOR_SHARE = 0.8
+#: ... and that floor is at least this (us): sub-ms gaps are an op's end and the next start, not a cycle
+MIN_FLOOR_US = 1_500
+
+Confidence = Literal["high", "medium", "low"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +55,24 @@ class CycleEstimate:
     method: Literal["markers", "bursts"]
     samples: int
     regularity: float
+    low_us: float = 0.0  # the range the cycle in effect is read to lie in
+    high_us: float = 0.0
+    floor_share: float = 0.0  # bursts: their 5th percentile over their 10th
+
+    @property
+    def confidence(self) -> Confidence:
+        """How far the estimate is the cycle time in effect (the module's docstring)."""
+        if self.method == "markers":
+            return "high" if self.regularity >= MIN_MARKER_REGULARITY else "low"
+        return "medium" if self.floor_share >= FLOOR_SHARE and self.low_us >= MIN_FLOOR_US else "low"
 
     @property
     def confident(self) -> bool:
-        """Whether the estimate is the cycle time in effect: ``CYCLE_START`` markers spaced regularly.
-        Bursts are not: the loop idles between them only when it has nothing to do, and on a busy
-        loop their gaps are the ops' lengths (real runs at the 1 ms default read 0.25-3.3 ms, a
-        20 ms cycle read 0.3 ms). No setting is advised from a burst estimate."""
-        return self.method == "markers" and self.regularity >= MIN_MARKER_REGULARITY
+        """Whether the estimate is the cycle time in effect (confidence high or medium): a setting
+        may be advised from it. A burst rhythm without a floor is not: the loop idles between
+        bursts only when it has nothing to do, and on a busy loop their gaps are the ops' lengths
+        (real runs at the 1 ms default read 0.25-11 ms)."""
+        return self.confidence != "low"
 
 
 def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame) -> tuple[str, np.ndarray]:
@@ -75,11 +104,14 @@ def estimate_cycle(markers_us: np.ndarray, spans: pd.DataFrame) -> CycleEstimate
     method, gaps = cadence_gaps(markers_us, spans)
     if method == "markers":
         cycle = float(np.median(gaps))
-        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle))
+        q1, q3 = (float(x) for x in np.percentile(gaps, [25, 75]))
+        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle), q1, q3)
     if len(gaps) < MIN_GAPS:
         return None
-    cycle = float(np.percentile(gaps, 10))
-    return CycleEstimate(cycle, "bursts", len(gaps), _regularity(gaps, cycle))
+    p5, cycle, p25 = (float(x) for x in np.percentile(gaps, [5, 10, 25]))
+    return CycleEstimate(
+        cycle, "bursts", len(gaps), _regularity(gaps, cycle), p5, p25, p5 / cycle if cycle > 0 else 0.0
+    )
 
 
 def _regularity(gaps: np.ndarray, cycle: float) -> float:
