@@ -251,7 +251,11 @@ _LOG_SIGNALS = (
             # a host starts where the run of host characters starts: linear on a line of them
             rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
             rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
-            rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+",
+            rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+|"
+            # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
+            # or a WARN's source location only
+            rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*)?(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
+            rb"NCCL (?:INFO|WARN) \S",
             re.MULTILINE,
         ),
         "NCCL debug records",

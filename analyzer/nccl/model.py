@@ -150,7 +150,7 @@ class NcclModel:
                     "ranks_incomplete": [
                         {
                             "rank": int(s.rank),
-                            "host": s.host,
+                            "host": s.host if isinstance(s.host, str) else None,  # NaN: a record without its host
                             "pid": opt_int(s.pid),
                             "file": s.file,
                             "line": int(s.line),

@@ -28,6 +28,13 @@ PROBE_NOTE = (
     "NCCL went on after this chain (it chose a network, connected or completed init): a probe of a plugin or "
     "transport that failed, not an error"
 )
+WRAPPER_PROBE_NOTE = (
+    "the verbs library wrapper could not start (libibverbs or its provider missing) and NCCL went on with "
+    "another network: a probe of InfiniBand that failed, a problem only if InfiniBand was meant to be used"
+)
+#: the library wrappers NCCL probes InfiniBand through: their WARN is a failed probe when the process then
+#: went on with a network other than IB
+IB_WRAPPERS = ("misc/ibvwrap.cc", "misc/ibvwrap.cu", "misc/mlx5dvwrap.cc")
 PLUGIN_ASIDE_NOTE = (
     "the network plugin could not start here and NCCL went on with its own transports (the plugin stepping "
     "aside): a problem only if that network (EFA) was meant to be used"
@@ -101,6 +108,13 @@ class Failures:
             went_on = proc.progress_line > err["line"]
             if err["level"] == "chain" and went_on:
                 err["class"], err["remediation"] = None, PROBE_NOTE
+            if (
+                err["level"] == "WARN"
+                and went_on
+                and _source(err["src"]) in IB_WRAPPERS
+                and (proc.verbs_missing or (proc.network is not None and not proc.network.startswith("IB")))
+            ):
+                err["class"], err["remediation"] = None, WRAPPER_PROBE_NOTE
             if "_plugin" in err:
                 if went_on and err["class"] is not None:
                     err["class"], err["remediation"] = None, PLUGIN_ASIDE_NOTE
@@ -153,3 +167,8 @@ def _row(
         "time": time,
         "consequence": level == "chain",
     }
+
+
+def _source(src: str | None) -> str | None:
+    """``misc/ibvwrap.cc`` of ``misc/ibvwrap.cc:173``."""
+    return src.rsplit(":", 1)[0] if src else None

@@ -116,10 +116,44 @@ Header = tuple[str, str, int | None, int | None, int | None, str | None, str | N
 HEADER_WINDOW = 4096  # characters before " NCCL LEVEL" a record header can span (hosts are <= 255)
 
 
+#: What a record without its HOST:PID:TID [DEV] header keeps before NCCL's marker: a source location
+#: (``transport/nvls.cc:165``, a WARN's) with its function, after nothing or a launcher's or collector's
+#: prefix (``[1,0]<stderr>:``, ``[trainer0|0]:``, a timestamp)
+_HEADLESS = re.compile(
+    r"^(?P<outer>.*?)(?:(?<![^\s:|>\]])(?P<src>[\w./-]+\.(?:cc|cu|cpp|c|h):\d+)(?: \((?P<func>\w+)\))?)?\s*$"
+)
+#: ``NCCL INFO`` at a line's start or right after a launcher's tag (``[1,0]<stderr>:NCCL INFO``)
+_GLUED = re.compile(r"^(?P<tag>(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?)?)NCCL (?:INFO|WARN|TRACE) ")
+_STRIPPED_DEV = re.compile(r"^\s*\[(?P<dev>\d+)\]\s*$")
+_LAUNCHER = re.compile(r"^\s*(?:>\s*)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|\(\w+ pid=\d+[^)]*\))?\s*$")
+
+
+def _headless(head: str) -> Header | None:
+    """The header of a record pasted or collected without ``HOST:PID:TID [DEV]`` (``NCCL INFO Using network
+    IB``, ``misc/ibvwrap.cc:288 NCCL WARN Call to ibv_...``): no host, pid, thread or device, and what the
+    line keeps before the marker (a source location, a launcher's tag, a timestamp) if it is only that;
+    None when other text stands there (a sentence quoting NCCL, a damaged header)."""
+    m = _HEADLESS.match(head)
+    if m is None:
+        return None
+    outer = m["outer"]
+    dev = _STRIPPED_DEV.match(outer)
+    if dev is not None:  # "[DEV] FILE:LINE NCCL WARN": the user stripped HOST:PID:TID only
+        return "", "", None, None, int(dev["dev"]), m["src"], m["func"]
+    if outer.strip() and not (_LAUNCHER.match(outer) or OUTER_TS.fullmatch(outer.strip(" []:|"))):
+        return None
+    return outer, "", None, None, None, m["src"], m["func"]
+
+
 def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
     """(header start, message start, level, header) of every record in ``line``."""
     out: list[tuple[int, int, str, Header]] = []
     pos = 0
+    glued = _GLUED.match(line)
+    if glued is not None:  # a headerless record from the line's start, or glued to a launcher's tag
+        at = glued.end("tag")
+        found = _find_records(line[:at] + " " + line[at:])
+        return [(a - (a > at), m - (m > at), lv, h) for a, m, lv, h in found]
     while True:
         at = line.find(" NCCL ", pos)
         if at < 0:
@@ -136,6 +170,8 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
         window = max(start, at - HEADER_WINDOW)  # a header is short: never re-read a long line from its start
         h = _header(line[window:at])
         if h is None:
+            h = None if out else _headless(line[:at])
+        if h is None:
             continue
         if window > start:
             h = (line[start:window] + h[0], *h[1:])
@@ -148,7 +184,7 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
 def split_records(line: str) -> tuple[list[Record], bool, bool]:
     """The records of ``line``, whether two processes' records were merged in it, and
     whether a repeated copy (CloudWatch ``X | X``) was dropped."""
-    found = _find_records(line) if " NCCL " in line else []
+    found = _find_records(line) if " NCCL " in line or _GLUED.match(line) else []
     if not found:
         m = STRIPPED.match(line)
         if m:
@@ -169,7 +205,7 @@ def split_records(line: str) -> tuple[list[Record], bool, bool]:
     out: list[Record] = []
     for i, (_, msg_at, level, (outer, host, pid, tid, dev, src, func)) in enumerate(found):
         end = found[i + 1][0] if i + 1 < len(found) else len(line)
-        out.append(Record(outer, host, pid, tid, dev, src, func, level, line[msg_at:end].rstrip()))
+        out.append(Record(outer, host or None, pid, tid, dev, src, func, level, line[msg_at:end].rstrip()))
     doubled = False
     merged = False
     if len(out) > 1:

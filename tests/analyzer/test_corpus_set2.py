@@ -5,7 +5,6 @@ late rank began at, the cycle in effect) and its median step against steps.csv."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

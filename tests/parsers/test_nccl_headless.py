@@ -1,0 +1,145 @@
+"""NCCL records pasted or collected without their ``HOST:PID:TID [DEV]`` header are read, never dropped.
+
+Users paste excerpts: ``NCCL INFO Using network IBext_v8`` (the prefix cut off), a WARN with only its
+source location (``transport/nvls.cc:165 NCCL WARN ...``), records behind a launcher's tag glued to the
+marker (``[1,0]<stderr>:NCCL INFO``) or a role prefix (``[trainer0|0]:``), ``[DEV] FILE:LINE NCCL WARN``
+when only the host part was stripped. Lines from NCCL 2.7 to 2.29 and mpirun, torchrun and TorchX
+launchers. Their records belong to an unknown process of the file; prose that mentions NCCL stays text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.render.jsonreport import to_document
+from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
+from analyzer.store.run_store import temporary_store
+from parsers.inputs import InputKind, sniff
+from parsers.nccl.records import split_records
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "src", "dev", "outer", "msg"),
+    [
+        ("NCCL INFO Using network IBext_v8", "INFO", None, None, "", "Using network IBext_v8"),
+        (
+            "transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'",
+            "WARN",
+            "transport/nvls.cc:165",
+            None,
+            "",
+            "Cuda failure 'invalid argument'",
+        ),
+        (
+            "[trainer0|0]:misc/ibvwrap.cc:288 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory",
+            "WARN",
+            "misc/ibvwrap.cc:288",
+            None,
+            "[trainer0|0]:",
+            "Call to ibv_create_cq failed with error Cannot allocate memory",
+        ),
+        (
+            "[1,0]<stderr>:NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.1.1<0>",
+            "INFO",
+            None,
+            None,
+            "[1,0]<stderr>:",
+            "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.1.1<0>",
+        ),
+        (
+            "[5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.",
+            "WARN",
+            "misc/ibvwrap.cc:173",
+            5,
+            "",
+            "lib wrapper not initialized.",
+        ),
+        (
+            "2025-10-16T22:16:08.123Z NCCL WARN NET/OFI Only EFA provider is supported",
+            "WARN",
+            None,
+            None,
+            "2025-10-16T22:16:08.123Z",
+            "NET/OFI Only EFA provider is supported",
+        ),
+    ],
+)
+def test_a_record_without_its_header_is_read(
+    line: str, level: str, src: str | None, dev: int | None, outer: str, msg: str
+) -> None:
+    (r,), merged, doubled = split_records(line)
+    assert (r.host, r.pid, r.tid) == (None, None, None) and not merged and not doubled
+    assert (r.level, r.src, r.dev, r.outer.strip(), r.msg) == (level, src, dev, outer, msg)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I grep'd the NCCL INFO lines but found nothing",
+        "see docs: the NCCL WARN output is printed on rank 0",
+        "NCCL INFOMATION",
+    ],
+)
+def test_prose_that_mentions_nccl_is_no_record(line: str) -> None:
+    assert split_records(line)[0] == []
+
+
+def test_a_headed_record_keeps_its_header() -> None:
+    (r,), _, _ = split_records("[1,0]<stderr>:node1:123:456 [0] NCCL INFO Using network IB")
+    assert (r.host, r.pid, r.tid, r.dev, r.outer) == ("node1", 123, 456, 0, "[1,0]<stderr>:")
+
+
+PASTE = """\
+NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>
+NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.5<0>
+NCCL INFO Using network IB
+NCCL INFO comm 0x5581 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init START
+misc/ibvwrap.cc:288 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory
+NCCL INFO transport/net_ib.cc:560 -> 2
+"""
+
+
+def test_a_file_of_headerless_records_is_a_job_log_analysed_as_one_unknown_process(tmp_path: Path) -> None:
+    log = tmp_path / "paste.log"
+    log.write_text(PASTE)
+    assert sniff(log).kind is InputKind.JOB_LOG
+    with temporary_store() as store:
+        store.ingest(*discover([log]))
+        doc = to_document(analyze(store))
+    nccl = doc["nccl"]
+    assert nccl is not None
+    (proc,) = nccl["processes"]
+    assert (proc["host"], proc["pid"], proc["network"]) == (None, None, "IB")
+    (err,) = nccl["errors"]
+    assert err["class"] == "ibv_setup_failure" and err["line"] == 5
+
+
+def test_prose_alone_is_not_an_input(tmp_path: Path) -> None:
+    readme = tmp_path / "notes.txt"
+    readme.write_text("How to read it: set NCCL_DEBUG=INFO and look for the NCCL INFO lines of rank 0.\n")
+    assert sniff(readme).kind is not InputKind.JOB_LOG
+
+
+STRIPPED_PROBE = """\
+[5] NCCL INFO Failed to open libibverbs.so[.1]
+[5] NCCL INFO Failed to initialize NET plugin IB
+[5] NCCL INFO NET/Socket : Using [0]eth0:192.168.9.2<0>
+[5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.
+[5] NCCL INFO transport/net_ib/gdr.cc:56 -> 3
+[5] NCCL INFO Using network Socket
+[5] NCCL INFO comm 0x1 rank 5 nranks 8 cudaDev 5 busId 1000 commId 0xab - Init COMPLETE
+"""
+
+
+def test_a_verbs_wrapper_warn_before_another_network_is_a_failed_probe(tmp_path: Path) -> None:
+    """libibverbs is missing, the IB wrapper WARNs, NCCL goes on with sockets: no error of its own."""
+    log = tmp_path / "stripped.log"
+    log.write_text(STRIPPED_PROBE)
+    with temporary_store() as store:
+        store.ingest(*discover([log]))
+        doc = to_document(analyze(store))
+    assert not [f for f in doc["findings"] if f["code"] == "nccl.error"]
+    assert doc["nccl"] is not None and all(e["class"] is None for e in doc["nccl"]["errors"])
