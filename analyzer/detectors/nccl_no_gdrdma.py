@@ -1,6 +1,7 @@
 """``nccl.no_gdrdma``: InfiniBand/RoCE without GPUDirect RDMA.
 
-Signal: a process whose NET connections run over IB/RoCE (or an IB plugin) and none of
+Signal: a process whose NET connections run over an RDMA network (IB/RoCE, an IB plugin, Libfabric:
+:mod:`parsers.nccl.net_plugins`) and none of
 them carries ``/GDRDMA``, or that printed ``GPU Direct RDMA Disabled``. Data then takes a
 detour through host memory on every transfer.
 """
@@ -11,6 +12,7 @@ from analyzer.detectors._logs import hosts, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
+from parsers.nccl.net_plugins import network
 
 CODE = "nccl.no_gdrdma"
 
@@ -23,7 +25,9 @@ class NoGdrdma(LogDetector):
         p = model.processes
         if p.empty:
             return []
-        rdma = p["net"].notna() & (p["net"] != "Socket")
+        # RDMA networks only: NCCL's and the plugins' IB, RoCE and Libfabric; not TCP plugins (FastSocket, TCPX)
+        # nor a network the table does not know
+        rdma = p["net"].map(lambda n: (net := network(n if isinstance(n, str) else None)) is not None and net.rdma)
         plain = p[rdma & p["gdrdma"].eq(False)]  # False, not None (unknown)
         disabled = p[p["gdr_disabled"]]
         if plain.empty and disabled.empty:

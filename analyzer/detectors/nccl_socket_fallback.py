@@ -23,6 +23,7 @@ from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
 from analyzer.timeline.model import TimelineModel
+from parsers.nccl.net_plugins import network
 
 if TYPE_CHECKING:
     from analyzer.context import Context
@@ -50,7 +51,11 @@ class SocketFallback(LogDetector):
             return []
         conns = model.nccl_connections
         multi_host = len(hosts(p)) > 1 or (not conns.empty and (conns["kind"] == "NET").any())
-        sock = p[(p["net"] == "Socket") & ~p["ib_disabled"]]
+        # NCCL's own socket transport, not a TCP plugin chosen on purpose (FastSocket, GPUDirect-TCPX)
+        internal = p["net"].map(
+            lambda n: (net := network(n if isinstance(n, str) else None)) is not None and net.internal_socket
+        )
+        sock = p[internal & ~p["ib_disabled"]]
         if sock.empty or not multi_host:
             return []
         env = model.nccl_env

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from parsers.nccl.catalogue import lookup
+from parsers.nccl.net_plugins import benign_plugin_warn
 
 CLASSES = (
     "ib_completion_error",
@@ -226,6 +227,9 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     """The verdict on a WARN message: the class of the call site it matches, adjusted by its
     variable part (an errno, a CUDA error text, an IB status), else of the first rule that matches.
     ``src`` is the record header's ``FILE:LINE``: it tells apart texts that several files print."""
+    plugin = benign_plugin_warn(msg, src)
+    if plugin is not None:
+        return Verdict("plugin_probe", True, False, f"{plugin.project} prints this on its normal path: not an error")
     rule = next(r for r in RULES if r.pattern.search(msg))  # the last rule matches every message
     fmt = lookup(msg, src.rsplit(":", 1)[0] if src else None)
     base = fmt.cls if fmt is not None and fmt.cls else rule.cls or "plugin_probe"

@@ -1,0 +1,96 @@
+"""Third-party network plugins: their network's family decides what a finding may claim, and the WARNs
+they print on their normal path are no errors (parsers/nccl/net_plugins.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.render.jsonreport import to_document
+from analyzer.report.assembly import analyze
+from analyzer.store.discovery import discover
+from analyzer.store.run_store import temporary_store
+from parsers.nccl.net_plugins import network
+
+
+@pytest.mark.parametrize(
+    ("printed", "family", "rdma", "internal"),
+    [
+        ("IB", "IB", True, False),
+        ("IBext", "IB", True, False),
+        ("IBext_v8", "IB", True, False),
+        ("gIB", "IB", True, False),
+        ("AWS Libfabric", "Libfabric", True, False),
+        ("Socket", "Socket", False, True),
+        ("FastSocket", "TCP", False, False),
+        ("GPUDirectTCPX_v7", "TCPX", False, False),
+        ("FasTrak", "TCPX", False, False),
+    ],
+)
+def test_each_network_has_its_family(printed: str, family: str, rdma: bool, internal: bool) -> None:
+    net = network(printed)
+    assert net is not None and (net.family, net.rdma, net.internal_socket) == (family, rdma, internal)
+
+
+def test_an_unknown_network_is_not_guessed() -> None:
+    assert network("NewNet_v9") is None and network(None) is None and network("") is None
+
+
+def _report(tmp_path: Path, text: str) -> dict[str, Any]:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    with temporary_store() as store:
+        store.ingest(*discover([log]))
+        return dict(to_document(analyze(store)))
+
+
+FASTSOCKET = """\
+gce-a100-0:4300:4300 [0] NCCL INFO Bootstrap : Using ens8:10.0.0.6<0>
+gce-a100-0:4300:4300 [0] NCCL INFO NET/Plugin: Loaded net plugin FastSocket (v6)
+gce-a100-0:4300:4300 [0] NCCL INFO NCCL version 2.18.5+cuda12.2
+gce-a100-0:4300:4325 [0] NCCL INFO NET/FastSocket : Using [0]ens8:10.0.0.6<0> [1]ens9:10.0.1.4<0>
+gce-a100-0:4300:4325 [0] NCCL INFO Using network FastSocket
+gce-a100-0:4300:4325 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1000 commId 0x1 - Init START
+gce-a100-0:4300:4325 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/FastSocket/0
+gce-a100-0:4300:4325 [0] net_fastsocket.cc:785 NCCL WARN Maximum retry reached for accept 3.
+gce-a100-0:4300:4325 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.
+gce-a100-0:4300:4348 [0] net_fastsocket.cc:652 NCCL WARN Cannot get incoming CPU.
+gce-a100-0:4300:4325 [0] NCCL INFO Connected all rings
+gce-a100-0:4300:4325 [0] NCCL INFO comm 0x55 rank 0 nranks 16 cudaDev 0 busId 1000 commId 0x1 - Init COMPLETE
+"""
+
+
+def test_a_healthy_fastsocket_job_gets_no_error_no_socket_fallback_and_no_missing_gdr(tmp_path: Path) -> None:
+    doc = _report(tmp_path, FASTSOCKET)
+    assert doc["findings"] == []
+    nccl = doc["nccl"]
+    assert nccl is not None and [p["network"] for p in nccl["processes"]] == ["FastSocket"]
+    assert nccl["processes"][0]["warns"] == 2 and all(e["class"] is None for e in nccl["errors"])
+    assert doc["verdict"]["status"] == "healthy"
+    assert not any("GPUDirect" in c for c in doc["verdict"]["passed"])  # FastSocket has no RDMA to check
+
+
+def test_a_fastsocket_warn_it_does_not_print_on_its_normal_path_is_still_an_error(tmp_path: Path) -> None:
+    text = FASTSOCKET.replace(
+        "NCCL WARN Cannot get incoming CPU.", "NCCL WARN NET/FastSocket : Call to connect failed : Connection refused"
+    ).replace("- Init COMPLETE", "- Init START")
+    doc = _report(tmp_path, text)
+    assert any(e["class"] is not None for e in doc["nccl"]["errors"])
+
+
+IBEXT_NO_GDR = """\
+qh100-gpu19:49355:49414 [1] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v6 (v6)
+qh100-gpu19:49355:49414 [1] NCCL INFO NCCL version 2.19.3+cuda12.3
+qh100-gpu19:49355:49414 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP [RO]; OOB ibp25s0:10.20.0.119<0>
+qh100-gpu19:49355:49414 [1] NCCL INFO Using network IBext
+qh100-gpu19:49355:49414 [1] NCCL INFO comm 0x1 rank 1 nranks 16 cudaDev 1 busId 2000 commId 0x2 - Init START
+qh100-gpu19:49355:49414 [1] NCCL INFO Channel 00/0 : 9[1] -> 1[1] [receive] via NET/IBext/0
+qh100-gpu19:49355:49414 [1] NCCL INFO comm 0x1 rank 1 nranks 16 cudaDev 1 busId 2000 commId 0x2 - Init COMPLETE
+"""
+
+
+def test_an_rdma_plugin_without_gpudirect_is_still_reported(tmp_path: Path) -> None:
+    doc = _report(tmp_path, IBEXT_NO_GDR)
+    assert [f["code"] for f in doc["findings"]] == ["nccl.no_gdrdma"]
