@@ -262,6 +262,10 @@ _LOG_SIGNALS = (
     ),
     (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
     (
+        re.compile(rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"),
+        "a framework's report of a failed NCCL call",
+    ),
+    (
         re.compile(
             rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank"
         ),

@@ -25,7 +25,7 @@ import pyarrow as pa
 from parsers.inputs import CHUNK_BYTES
 from parsers.nccl.failures import CHAIN_LINES
 from parsers.nccl.joblog import attach_work
-from parsers.nccl.parser import JobLogParser
+from parsers.nccl.parser import FRAMEWORK_LINES, JobLogParser
 from parsers.nccl.process import log_tables
 from parsers.nccl.records import clean_paste
 from parsers.nccl.rows import CollCounter, FastColl
@@ -142,6 +142,11 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
     """Whether ``chunk``, read alone, read its lines as a continuation of ``p`` would have."""
     if p._in_stall or p._autotune_layout is not None:  # a rank list or CSV may go on across the cut
         return False
+    if p._await_last is not None:  # a "Last error:" ended the cut's last line: its text is the next one
+        return False
+    recent = p._framework
+    if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
+        return False  # a result code's name or a "Last error:" that belongs to the report before the cut
     for key, lineno in chunk.failures.chain_orphans:  # frames that may continue a WARN of an earlier chunk
         err = p.failures.open_error.get(key)
         if err is not None and lineno + base - err["line"] <= CHAIN_LINES:
@@ -178,6 +183,11 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     if p._autotune_layout is None:
         p._autotune_layout = chunk._autotune_layout
     p._in_stall = chunk._in_stall
+    if chunk._framework is not None:  # its line was shifted with the errors above
+        p._framework = chunk._framework
+    if chunk._await_last is not None:
+        at, prefix, err = chunk._await_last
+        p._await_last = (at + base, prefix, err)
     p._previous_line = chunk._previous_line
     p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
     p.counts.update(chunk.counts)

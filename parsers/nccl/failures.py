@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
@@ -81,14 +82,32 @@ class Failures:
             if by_errno is not None and by_errno != err["class"]:
                 err["class"], err["remediation"] = by_errno, remediation(by_errno)
 
-    def framework(self, lineno: int, src: str | None, message: str, result_code: int | None) -> None:
+    def framework(
+        self, lineno: int, src: str | None, message: str, result_code: int | None, last_error: str | None = None
+    ) -> dict[str, Any]:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
-        its result code until :meth:`settle` knows whether NCCL's own records name the cause."""
+        the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
+        result code, until :meth:`settle` knows whether NCCL's own records name the cause."""
         cls = CODE_CLASS.get(result_code) if result_code is not None else None
         fix = remediation(cls) if cls else None
         err = _row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
         err["consequence"] = True
         self.errors.append(err)
+        if last_error:
+            self.last_error(err, last_error)
+        return err
+
+    @staticmethod
+    def last_error(err: dict[str, Any], text: str) -> None:
+        """``Last error: <text>`` of a framework's report: the failed call's own words (``Bootstrap : no
+        socket interface found``, ``NET/IB : Got completion … error 12``) name the cause more exactly than
+        the wrapper's result code, so a text the catalogue classes gives the report its class."""
+        if not err["message"].startswith("Last error:"):  # the cause first: titles quote the start of the message
+            wrapper = err["message"].split("Last error:", 1)[0].rstrip(" .,;")
+            err["message"] = f"Last error: {text} (reported as: {wrapper})"
+        v = verdict(text)
+        if lookup(text) is not None and not v.benign:
+            err["class"], err["remediation"] = v.cls, v.remediation
 
     def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
         """Declassify the chains after which their process went on normally (failed probes), the

@@ -256,13 +256,37 @@ _RESULT_TEXTS = (
 )
 
 
+#: ``ncclSystemError: System call …`` (PyTorch's and NCCL's result code names, before ``Last error:``)
+RESULT_NAME = re.compile(r"\bnccl(?P<name>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b:?")
+_RESULT_CODES = {"UnhandledCuda": 1, "System": 2, "Internal": 3, "InvalidArgument": 4, "InvalidUsage": 5, "Remote": 6}
+#: ``Last error:`` and the text NCCL kept of the call that failed (ncclGetLastError), on the same line or the next
+LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+
+
 @dataclass(frozen=True, slots=True)
 class FrameworkError:
-    """A framework's report of a failed NCCL call: where it was raised, its text, the result code."""
+    """A framework's report of a failed NCCL call: where it was raised, its text, the result code, and
+    the text NCCL kept of the call that failed (``Last error: …``) when the report carries it."""
 
     src: str | None
     message: str
     result_code: int | None
+    last_error: str | None = None
+
+
+def parse_result_name(line: str) -> FrameworkError | None:
+    """A result code named without PyTorch's ``NCCL error in:`` header (``ncclSystemError: …``, a
+    traceback's last line or a launcher-prefixed block), with a ``Last error:`` on the same line."""
+    m = RESULT_NAME.search(line)
+    if m is None:
+        return None
+    last = LAST_ERROR.search(line, m.end())
+    return FrameworkError(None, line[m.start() :].strip(), _RESULT_CODES[m["name"]], _last_text(last))
+
+
+def _last_text(m: re.Match[str] | None) -> str | None:
+    text = m["text"].strip() if m is not None else ""
+    return text or None
 
 
 def parse_torch_version(line: str) -> str | None:
@@ -281,4 +305,4 @@ def parse_torch_error(line: str) -> FrameworkError | None:
         return None
     text = m["text"].lower()
     code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
-    return FrameworkError(m["src"], line[m.start() :].strip(), code)
+    return FrameworkError(m["src"], line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.end())))

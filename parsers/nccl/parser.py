@@ -44,6 +44,10 @@ REPEATED = (
 )
 
 
+#: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
+FRAMEWORK_LINES = 6
+
+
 class JobLogParser:
     """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
 
@@ -63,6 +67,9 @@ class JobLogParser:
         self.autotune: list[joblog.AutotuneRow] = []
         self._autotune_layout: str | None = None
         self._in_stall = False
+        self._framework: dict[str, Any] | None = None  # the last framework report of a failed NCCL call
+        self._await_last: tuple[int, str, dict[str, Any]] | None = None  # "Last error:" ended a line: its text next
+        self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
         self._bare_versions: list[rows.BareVersion] = []
         self.versions: list[rows.VersionRow] = []
         self.counts: Counter[str] = Counter()
@@ -212,14 +219,32 @@ class JobLogParser:
         self._job_line(line, lineno)
 
     def _job_line(self, line: str, lineno: int) -> None:
+        if self._await_last is not None and self._last_error_text(line, lineno):
+            return
         if "NCCL version" in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
             version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
             if version is not None:
                 self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
-            if err is not None:
-                self.failures.framework(lineno, err.src, err.message, err.result_code)
+            if err is not None:  # each "NCCL error in:" is a report of its own (one per failed call)
+                self._framework_error(err, line, lineno, None)
             if version is not None or err is not None:
                 return
+        if "Error" in line and (named := joblog.parse_result_name(line)) is not None:
+            # "ncclSystemError: …" after PyTorch's "NCCL error in:" line (the same report), or alone
+            recent = self._recent_framework(lineno)
+            if recent is None:
+                self.framework_orphans.append(lineno)
+            self._framework_error(named, line, lineno, recent)
+            return
+        if "Last error:" in line and self._recent_framework(lineno) is None:
+            self.framework_orphans.append(lineno)
+        if "Last error:" in line and (recent := self._recent_framework(lineno)) is not None:
+            last = joblog.LAST_ERROR.search(line)
+            if last is not None and last["text"].strip():
+                self.failures.last_error(recent, last["text"].strip())
+            elif last is not None:
+                self._await_last = (lineno, line[: last.start()], recent)
+            return
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
             return
@@ -269,6 +294,32 @@ class JobLogParser:
             )
         else:
             self.counts["foreign"] += 1
+
+    # -- framework reports -------------------------------------------------------------
+    def _recent_framework(self, lineno: int) -> dict[str, Any] | None:
+        """The framework report a line a few lines after it still belongs to (its result code's name,
+        its ``Last error:``)."""
+        f = self._framework
+        return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
+
+    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: dict[str, Any] | None) -> None:
+        if same is None:
+            same = self.failures.framework(lineno, err.src, err.message, err.result_code)
+        self._framework = same
+        if err.last_error:
+            self.failures.last_error(same, err.last_error)
+        elif (last := joblog.LAST_ERROR.search(line)) is not None:  # "Last error:" ends the line: its text follows
+            self._await_last = (lineno, line[: last.start()], same)
+
+    def _last_error_text(self, line: str, lineno: int) -> bool:
+        """The line after a bare ``Last error:``: the failed call's text (behind the same launcher prefix)."""
+        at, prefix, err = self._await_last or (0, "", {})
+        self._await_last = None
+        text = line[len(prefix) :] if prefix.strip() and line.startswith(prefix) else line
+        if lineno - at > 2 or not text.strip() or " NCCL " in text:
+            return False
+        self.failures.last_error(err, text.strip())
+        return True
 
     # -- records --------------------------------------------------------------------
     def _proc(self, r: Record, lineno: int) -> ProcessState:

@@ -50,6 +50,12 @@ KITCHEN_SINK = (
     + WORK  # completes the timeout of rank 1, two chunks back when every line is a chunk
     + "".join(WATCHDOG_STALL_AUTOTUNE.splitlines(keepends=True)[2:])  # the stall warning, the autotune CSV
     + "h:1:5 [0] NCCL INFO Using network IB\n"
+    # a framework's report of a failed call, its result code's name and a "Last error:" block on the next lines
+    + "[trainer0|0]:torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal error - "
+    "please report this issue to the NCCL developers, NCCL version 2.19.3\n"
+    "[trainer0|0]:ncclInternalError: Internal check failed.\n"
+    "[trainer0|0]:Last error:\n"
+    "[trainer0|0]:Bootstrap : no socket interface found\n"
     "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
 )
 
