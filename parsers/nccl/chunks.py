@@ -142,7 +142,7 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
     """Whether ``chunk``, read alone, read its lines as a continuation of ``p`` would have."""
     if p._in_stall or p._autotune_layout is not None:  # a rank list or CSV may go on across the cut
         return False
-    if p._await_last is not None:  # a "Last error:" ended the cut's last line: its text is the next one
+    if p._await_last is not None or p._wrapped is not None:  # the cut's last line goes on in the next one
         return False
     recent = p._framework
     if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
@@ -185,6 +185,9 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p._in_stall = chunk._in_stall
     if chunk._framework is not None:  # its line was shifted with the errors above
         p._framework = chunk._framework
+    if chunk._wrapped is not None:
+        at, readings, tag = chunk._wrapped
+        p._wrapped = (at + base, readings, tag)
     if chunk._await_last is not None:
         at, prefix, err = chunk._await_last
         p._await_last = (at + base, prefix, err)

@@ -104,10 +104,10 @@ def parse_watchdog(line: str) -> WatchdogTimeout | None:
     m = WATCHDOG.search(line)
     if not m:
         return None
-    rank = m["rank"]
-    if rank is None:
-        tag = _RANK_TAG.search(line, 0, m.start())
-        rank = tag["rank"] if tag else None
+    # the launcher's "[rankN]:" is the global rank; the message's "[Rank N]" is the rank within the
+    # process group that timed out, the global one only in the default group
+    tag = _RANK_TAG.search(line, 0, m.start())
+    rank = tag["rank"] if tag else m["rank"]
     return WatchdogTimeout(
         int(rank) if rank is not None else None,
         int(m["seq"]),

@@ -44,6 +44,11 @@ REPEATED = (
 )
 
 
+#: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
+WRAPPED_LINES = 4
+WRAPPED_READINGS = 8
+#: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
+_LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
 #: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
 FRAMEWORK_LINES = 6
 
@@ -70,6 +75,7 @@ class JobLogParser:
         self._framework: dict[str, Any] | None = None  # the last framework report of a failed NCCL call
         self._await_last: tuple[int, str, dict[str, Any]] | None = None  # "Last error:" ended a line: its text next
         self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
+        self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
         self._bare_versions: list[rows.BareVersion] = []
         self.versions: list[rows.VersionRow] = []
         self.counts: Counter[str] = Counter()
@@ -248,10 +254,16 @@ class JobLogParser:
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
             return
+        if self._wrapped is not None and self._unwrap(line, lineno):
+            return
         if "Watchdog caught" in line:
             w = joblog.parse_watchdog(line)
             if w is not None:
                 self.watchdog.append(joblog.watchdog_row(w, lineno))
+                return
+            if "Watchdog caught collective operation timeout" in line:  # hard-wrapped: the rest on the next lines
+                tag = _LINE_TAG.match(line)
+                self._wrapped = (lineno, [line.rstrip("\r\n")], tag.group(0) if tag else "")
                 return
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
@@ -294,6 +306,26 @@ class JobLogParser:
             )
         else:
             self.counts["foreign"] += 1
+
+    # -- wrapped watchdog lines ---------------------------------------------------------
+    def _unwrap(self, line: str, lineno: int) -> bool:
+        """A line after a watchdog timeout line that did not parse: its continuation when the two read
+        as one timeout, joined as they were cut (mid-token, or at a space the wrap ate)."""
+        at, readings, tag = self._wrapped or (0, [], "")
+        self._wrapped = None
+        piece = (line[len(tag) :] if tag and line.startswith(tag) else line).strip()
+        if not piece or lineno - at > WRAPPED_LINES:
+            return False
+        joined = [r + sep + piece for r in readings for sep in ("", " ")]
+        for text in joined:
+            w = joblog.parse_watchdog(text)
+            if w is not None:
+                self.watchdog.append(joblog.watchdog_row(w, at))
+                return True
+        if lineno - at < WRAPPED_LINES and "milliseconds" not in piece:
+            self._wrapped = (at, joined[:WRAPPED_READINGS], tag)
+            return True
+        return False
 
     # -- framework reports -------------------------------------------------------------
     def _recent_framework(self, lineno: int) -> dict[str, Any] | None:

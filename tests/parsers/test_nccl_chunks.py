@@ -56,6 +56,10 @@ KITCHEN_SINK = (
     "[trainer0|0]:ncclInternalError: Internal check failed.\n"
     "[trainer0|0]:Last error:\n"
     "[trainer0|0]:Bootstrap : no socket interface found\n"
+    # a watchdog timeout hard-wrapped mid-token over two lines
+    "[rank3]:[E1206 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=12, OpType=ALLRE\n"
+    "[rank3]:DUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n"
     "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
 )
 
