@@ -44,6 +44,8 @@ REPEATED = (
 )
 
 
+#: what reading a damaged line can raise: int() of a cut number, a number past its column, a field missing
+LINE_DAMAGE = (ValueError, OverflowError, IndexError)
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
 WRAPPED_LINES = 4
 WRAPPED_READINGS = 8
@@ -190,10 +192,12 @@ class JobLogParser:
         return lineno
 
     def _line(self, line: str, lineno: int) -> None:
-        """One line; a failure while reading it (a shape no release prints) costs that line, counted."""
+        """One line; a value it cannot hold (a number out of range, a field cut short: a shape no release
+        prints) costs that line, counted. Any other exception is a bug of this code and is raised: it must
+        fail the tests, not pass for damaged input."""
         try:
             self._read_line(line, lineno)
-        except Exception:  # noqa: BLE001 - one line's damage must not end the file's analysis
+        except LINE_DAMAGE:
             self._issue_at(
                 lineno,
                 IssueSeverity.DATA_LOSS,

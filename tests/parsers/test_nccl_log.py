@@ -423,3 +423,22 @@ def test_dev_shm_failures_are_told_by_their_errno(warn: str, frame_errno: str | 
     (err,) = t["nccl_errors"]
     assert err["class"] == cls
     assert "NCCL_SHM_DISABLE=1" in err["remediation"]  # every /dev/shm remediation offers the way around it
+
+
+def test_a_damaged_line_costs_that_line_but_a_bug_is_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a damaged line can raise is counted as an unreadable line; a bug of the reader fails loudly."""
+    from parsers.nccl.parser import JobLogParser
+
+    def damaged(self: JobLogParser, line: str, lineno: int) -> None:
+        raise ValueError("invalid literal for int()")
+
+    monkeypatch.setattr(JobLogParser, "_read_line", damaged)
+    p, _ = parse("h:1:1 [0] NCCL INFO Using network IB\n")
+    assert "log.unreadable_line" in [i.code for i in p.sink.issues]
+
+    def bug(self: JobLogParser, line: str, lineno: int) -> None:
+        raise KeyError("a column the code forgot")
+
+    monkeypatch.setattr(JobLogParser, "_read_line", bug)
+    with pytest.raises(KeyError):
+        parse("h:1:1 [0] NCCL INFO Using network IB\n")
