@@ -350,7 +350,7 @@ def main() -> None:
     except KeyboardInterrupt:  # pragma: no cover - interactive
         click.echo("hvd-analyze: interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last resort: one message and its own exit code
+    except Exception as exc:  # the last resort: one message and its own exit code
         if os.environ.get("HVD_ANALYZE_DEBUG"):
             raise
         click.echo(

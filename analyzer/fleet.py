@@ -205,7 +205,7 @@ def analyze_run(
                 summary = _summarize(name, store, out_dir, config, path)
     except HvdAnalyzeError as exc:
         return {"run": name, "status": "failed", "error": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - one run's bug must not hide the other runs' reports
+    except Exception as exc:  # one run's bug must not hide the other runs' reports
         return {
             "run": name,
             "status": "failed",

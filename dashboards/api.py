@@ -202,7 +202,7 @@ def install(server: Flask, library: RunLibrary, access: Access) -> None:
             library.delete(run_id)
         except KeyError:
             return jsonify(error=f"no run {run_id!r} here"), 404
-        except Exception as exc:  # noqa: BLE001 - HvdAnalyzeError: still ingesting
+        except Exception as exc:  # HvdAnalyzeError: still ingesting
             return jsonify(error=str(exc)), 409
         return jsonify(deleted=run_id)
 

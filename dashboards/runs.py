@@ -313,7 +313,7 @@ class RunLibrary:
 
         try:
             outcome = self.pool.run(work, report)
-        except Exception as exc:  # noqa: BLE001 - one bad upload must never break the app
+        except Exception as exc:  # one bad upload must never break the app
             outcome = Outcome(error=internal_error(exc))
         finally:
             if cleanup is not None:

@@ -198,7 +198,7 @@ def _safe_member(name: str, member: str) -> str:
 
 def _zip_members(name: str, source: Path, packed: int, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
-        zf = zipfile.ZipFile(source)  # noqa: SIM115 - read while the generator runs
+        zf = zipfile.ZipFile(source)  # read while the generator runs
         infos = zf.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise UploadError(f"{name}: not a readable zip archive ({exc}); upload it again or unpack it") from exc
@@ -218,7 +218,7 @@ def _zip_members(name: str, source: Path, packed: int, limits: Limits) -> Iterat
 
 def _tar_members(name: str, source: Path, packed: int, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     try:
-        tf = tarfile.open(source, mode="r:*")  # noqa: SIM115 - read while the generator runs
+        tf = tarfile.open(source, mode="r:*")  # read while the generator runs
         infos = tf.getmembers()
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise UploadError(f"{name}: not a readable tar archive ({exc}); upload it again or unpack it") from exc

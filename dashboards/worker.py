@@ -196,7 +196,7 @@ def _main(work: Work, send: Connection, memory: int, owner: int, seconds: float)
         send.send(("done", None))
     except MemoryError:
         send.send(("failed", f"the analysis needed more memory than the limit of {_human(memory)} per run allows"))
-    except Exception as exc:  # noqa: BLE001 - whatever happens, the run fails alone with a message
+    except Exception as exc:  # whatever happens, the run fails alone with a message
         from analyzer import HvdAnalyzeError
 
         send.send(("failed", str(exc) if isinstance(exc, HvdAnalyzeError) else internal_error(exc)))

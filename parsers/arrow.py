@@ -23,7 +23,9 @@ def _validity(mask: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     return pa.py_buffer(np.packbits(~m, bitorder="little")), nulls
 
 
-def ints(values: np.ndarray, mask: np.ndarray | None = None, type: pa.DataType | None = None) -> pa.Array:  # noqa: A002 - pyarrow's own name
+def ints(
+    values: np.ndarray, mask: np.ndarray | None = None, type: pa.DataType | None = None
+) -> pa.Array:  # pyarrow's own name
     """A numeric array of ``values`` (its dtype, or ``type``), null where ``mask`` is true."""
     arr = np.ascontiguousarray(values)
     if arr.dtype == np.bool_:
@@ -76,7 +78,7 @@ def repeated(word: str, n: int) -> pa.DictionaryArray:
     one array of zeros shared by every such column. Nothing writes it, so its pages stay the
     kernel's zero page; a fresh ``np.zeros`` per batch was memory written with zeros (glibc's
     calloc clears reused heap memory): 54 MB for the ticks of a 1 GB timeline."""
-    global _ZEROS  # noqa: PLW0603 - a cache; a race only makes an array that is not kept
+    global _ZEROS  # a cache; a race only makes an array that is not kept
     zeros = _ZEROS
     if len(zeros) < n:
         zeros = _ZEROS = np.zeros(max(n, 2 * len(zeros)), np.int32)

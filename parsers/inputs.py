@@ -143,7 +143,7 @@ class GunzipStream:
 
 def open_binary(path: str | Path) -> BinaryIO | GunzipStream:
     """Open a file for reading bytes, decompressing gzip by its magic number."""
-    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    raw = open(path, "rb")  # returned to the caller
     head = raw.read(2)
     raw.seek(0)
     return GunzipStream(raw) if head == GZIP_MAGIC else raw

@@ -281,7 +281,7 @@ def test_a_second_writer_with_wait_waits_for_the_first(tmp_path: Path, good: Pat
 
     store = tmp_path / "s"
     assert run("ingest", str(good), "-o", str(store))[0] == 0
-    held = open(store / ".writer.lock", "a+")  # noqa: SIM115 - released by the timer below
+    held = open(store / ".writer.lock", "a+")  # released by the timer below
     fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
     threading.Timer(1.0, held.close).start()  # the first writer finishes in a second
     start = time.monotonic()

@@ -254,7 +254,7 @@ class _Job:
             return
         try:
             h, at, whole = _hash_file(self.path, stop=self.stop)
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the hash
+        except BaseException as exc:  # handed to whoever asks for the hash
             self.future.set_exception(exc)
             return
         if whole:

@@ -197,7 +197,7 @@ def in_background(batches: Iterator[tuple[str, pa.Table]]) -> Iterator[tuple[str
                 if not offer(item):
                     return
             offer(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+        except BaseException as exc:  # handed to the consumer
             offer(exc)
 
     thread = threading.Thread(target=produce, name="hvd-analyze-parse", daemon=True)

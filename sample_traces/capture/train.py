@@ -69,7 +69,7 @@ def main() -> None:
     shape = (args.batch, 3, 32, 32) if args.model == "cnn" else (args.batch, 1024)
     x, y = torch.randn(*shape), torch.randint(0, 10, (args.batch,))
     loss_fn = nn.CrossEntropyLoss()
-    out = open(Path(args.out) / f"steps_rank{hvd.rank()}.csv", "w", newline="")  # noqa: SIM115 - row by row
+    out = open(Path(args.out) / f"steps_rank{hvd.rank()}.csv", "w", newline="")  # row by row
     rows = csv.writer(out)  # written and flushed every step: a killed job keeps the steps it finished
     for step in range(args.steps):
         if args.dynamic_timeline and step == 5:

@@ -168,7 +168,7 @@ def write_nccl_log(path: str | Path, spec: NcclLogSpec, per_rank: bool = False) 
     files = {}
     for rank in range(spec.nranks):
         h, _ = divmod(rank, spec.gpus_per_host)
-        files[rank] = open(folder / f"{_host(h)}.{20000 + rank}.log", "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        files[rank] = open(folder / f"{_host(h)}.{20000 + rank}.log", "w", encoding="utf-8", newline="\n")
     try:
         _write(lambda rank, text: files[rank].write(text), spec, prefix=False)
     finally:
