@@ -262,7 +262,10 @@ _LOG_SIGNALS = (
     ),
     (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
     (
-        re.compile(rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b"),
+        re.compile(
+            rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:System call|"
+            rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)"
+        ),
         "a framework's report of a failed NCCL call",
     ),
     (

@@ -257,7 +257,13 @@ _RESULT_TEXTS = (
 
 
 #: ``ncclSystemError: System call …`` (PyTorch's and NCCL's result code names, before ``Last error:``)
-RESULT_NAME = re.compile(r"\bnccl(?P<name>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b:?")
+#: with the start of NCCL's description of that code (ncclGetErrorString's long texts, 2.4-2.30), so that
+#: prose naming a code ("a bare `ncclSystemError`") is no report
+RESULT_NAME = re.compile(
+    r"\bnccl(?P<name>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:"
+    r"System call|Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value|unhandled|"
+    r"internal error|invalid (?:argument|usage)|remote process)"
+)
 _RESULT_CODES = {"UnhandledCuda": 1, "System": 2, "Internal": 3, "InvalidArgument": 4, "InvalidUsage": 5, "Remote": 6}
 #: ``Last error:`` and the text NCCL kept of the call that failed (ncclGetLastError), on the same line or the next
 LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")

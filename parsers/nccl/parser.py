@@ -22,6 +22,7 @@ from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
+from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.messages import classify, wording_range
 from parsers.nccl.process import ProcessState, bare_versions, fold_fast_colls, log_tables
 from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
@@ -46,16 +47,9 @@ REPEATED = (
 
 #: what reading a damaged line can raise: int() of a cut number, a number past its column, a field missing
 LINE_DAMAGE = (ValueError, OverflowError, IndexError)
-#: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
-WRAPPED_LINES = 4
-WRAPPED_READINGS = 8
-#: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
-_LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
-#: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
-FRAMEWORK_LINES = 6
 
 
-class JobLogParser:
+class JobLogParser(JobTexts):
     """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
 
     def __init__(self, path: str | Path, display_name: str | None = None) -> None:
@@ -74,10 +68,7 @@ class JobLogParser:
         self.autotune: list[joblog.AutotuneRow] = []
         self._autotune_layout: str | None = None
         self._in_stall = False
-        self._framework: dict[str, Any] | None = None  # the last framework report of a failed NCCL call
-        self._await_last: tuple[int, str, dict[str, Any]] | None = None  # "Last error:" ended a line: its text next
-        self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
-        self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
+        self._init_job_texts()
         self._bare_versions: list[rows.BareVersion] = []
         self.versions: list[rows.VersionRow] = []
         self.counts: Counter[str] = Counter()
@@ -229,46 +220,13 @@ class JobLogParser:
         self._job_line(line, lineno)
 
     def _job_line(self, line: str, lineno: int) -> None:
-        if self._await_last is not None and self._last_error_text(line, lineno):
-            return
-        if "NCCL version" in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
-            version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
-            if version is not None:
-                self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
-            if err is not None:  # each "NCCL error in:" is a report of its own (one per failed call)
-                self._framework_error(err, line, lineno, None)
-            if version is not None or err is not None:
-                return
-        if "Error" in line and (named := joblog.parse_result_name(line)) is not None:
-            # "ncclSystemError: …" after PyTorch's "NCCL error in:" line (the same report), or alone
-            recent = self._recent_framework(lineno)
-            if recent is None:
-                self.framework_orphans.append(lineno)
-            self._framework_error(named, line, lineno, recent)
-            return
-        if "Last error:" in line and self._recent_framework(lineno) is None:
-            self.framework_orphans.append(lineno)
-        if "Last error:" in line and (recent := self._recent_framework(lineno)) is not None:
-            last = joblog.LAST_ERROR.search(line)
-            if last is not None and last["text"].strip():
-                self.failures.last_error(recent, last["text"].strip())
-            elif last is not None:
-                self._await_last = (lineno, line[: last.start()], recent)
+        if self._framework_text(line, lineno):
             return
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
             return
-        if self._wrapped is not None and self._unwrap(line, lineno):
+        if self._watchdog_text(line, lineno):
             return
-        if "Watchdog caught" in line:
-            w = joblog.parse_watchdog(line)
-            if w is not None:
-                self.watchdog.append(joblog.watchdog_row(w, lineno))
-                return
-            if "Watchdog caught collective operation timeout" in line:  # hard-wrapped: the rest on the next lines
-                tag = _LINE_TAG.match(line)
-                self._wrapped = (lineno, [line.rstrip("\r\n")], tag.group(0) if tag else "")
-                return
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
@@ -310,52 +268,6 @@ class JobLogParser:
             )
         else:
             self.counts["foreign"] += 1
-
-    # -- wrapped watchdog lines ---------------------------------------------------------
-    def _unwrap(self, line: str, lineno: int) -> bool:
-        """A line after a watchdog timeout line that did not parse: its continuation when the two read
-        as one timeout, joined as they were cut (mid-token, or at a space the wrap ate)."""
-        at, readings, tag = self._wrapped or (0, [], "")
-        self._wrapped = None
-        piece = (line[len(tag) :] if tag and line.startswith(tag) else line).strip()
-        if not piece or lineno - at > WRAPPED_LINES:
-            return False
-        joined = [r + sep + piece for r in readings for sep in ("", " ")]
-        for text in joined:
-            w = joblog.parse_watchdog(text)
-            if w is not None:
-                self.watchdog.append(joblog.watchdog_row(w, at))
-                return True
-        if lineno - at < WRAPPED_LINES and "milliseconds" not in piece:
-            self._wrapped = (at, joined[:WRAPPED_READINGS], tag)
-            return True
-        return False
-
-    # -- framework reports -------------------------------------------------------------
-    def _recent_framework(self, lineno: int) -> dict[str, Any] | None:
-        """The framework report a line a few lines after it still belongs to (its result code's name,
-        its ``Last error:``)."""
-        f = self._framework
-        return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
-
-    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: dict[str, Any] | None) -> None:
-        if same is None:
-            same = self.failures.framework(lineno, err.src, err.message, err.result_code)
-        self._framework = same
-        if err.last_error:
-            self.failures.last_error(same, err.last_error)
-        elif (last := joblog.LAST_ERROR.search(line)) is not None:  # "Last error:" ends the line: its text follows
-            self._await_last = (lineno, line[: last.start()], same)
-
-    def _last_error_text(self, line: str, lineno: int) -> bool:
-        """The line after a bare ``Last error:``: the failed call's text (behind the same launcher prefix)."""
-        at, prefix, err = self._await_last or (0, "", {})
-        self._await_last = None
-        text = line[len(prefix) :] if prefix.strip() and line.startswith(prefix) else line
-        if lineno - at > 2 or not text.strip() or " NCCL " in text:
-            return False
-        self.failures.last_error(err, text.strip())
-        return True
 
     # -- records --------------------------------------------------------------------
     def _proc(self, r: Record, lineno: int) -> ProcessState:

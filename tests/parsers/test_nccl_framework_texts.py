@@ -87,3 +87,14 @@ def test_two_reports_stay_two(tmp_path: Path) -> None:
     """Each ``NCCL error in:`` is a failed call of its own, even right after another one."""
     errors, _ = _errors(tmp_path, NO_LAST_ERROR + NO_LAST_ERROR.replace("1269", "1271"))
     assert [e["line"] for e in errors] == [1, 2]
+
+
+def test_prose_naming_a_result_code_is_no_report(tmp_path: Path) -> None:
+    """A README that says "a bare `ncclSystemError: …` takes its class from the `Last error:` text" is
+    not a failed call: a result code's name counts only with NCCL's own description after it."""
+    notes = tmp_path / "notes.md"
+    notes.write_text(
+        "A framework's report (a bare `ncclSystemError: …`) takes its class from the `Last error:`\n"
+        "text it carries, not from the wrapper's result code.\n"
+    )
+    assert sniff(notes).kind is not InputKind.JOB_LOG

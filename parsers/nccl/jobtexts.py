@@ -1,0 +1,135 @@
+"""The job-log texts that span lines, read by :class:`~parsers.nccl.parser.JobLogParser` through this mixin.
+
+* A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line, the result code's
+  name on the next line (``ncclSystemError: System call …``) or alone, and ``Last error:`` with the
+  text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
+  The report is classified by that text (:meth:`parsers.nccl.failures.Failures.last_error`).
+* A watchdog timeout hard-wrapped over a few lines, mid-token or at a space the wrap ate.
+
+What a later chunk cannot resolve alone is left for :mod:`parsers.nccl.chunks`: ``framework_orphans``
+(lines that may continue the report before the cut) and the pending state of the cut's last line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from parsers.nccl import joblog, rows
+from parsers.nccl.failures import Failures
+
+#: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
+WRAPPED_LINES = 4
+WRAPPED_READINGS = 8
+#: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
+_LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
+#: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
+FRAMEWORK_LINES = 6
+
+
+class JobTexts:
+    """The parser's state and steps for texts that span lines (mixed into the job-log parser)."""
+
+    failures: Failures
+    watchdog: list[dict[str, Any]]
+    versions: list[rows.VersionRow]
+
+    def _init_job_texts(self) -> None:
+        self._framework: dict[str, Any] | None = None  # the last framework report of a failed NCCL call
+        self._await_last: tuple[int, str, dict[str, Any]] | None = None  # "Last error:" ended a line: its text next
+        self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
+        self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
+
+    # -- framework reports -------------------------------------------------------------
+    def _framework_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version)."""
+        if self._await_last is not None and self._last_error_text(line, lineno):
+            return True
+        if "NCCL version" in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
+            version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
+            if version is not None:
+                self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
+            if err is not None:  # each "NCCL error in:" is a report of its own (one per failed call)
+                self._framework_error(err, line, lineno, None)
+            if version is not None or err is not None:
+                return True
+        if "Error" in line and (named := joblog.parse_result_name(line)) is not None:
+            # "ncclSystemError: …" after PyTorch's "NCCL error in:" line (the same report), or alone
+            recent = self._recent_framework(lineno)
+            if recent is None:
+                self.framework_orphans.append(lineno)
+            self._framework_error(named, line, lineno, recent)
+            return True
+        if "Last error:" not in line:
+            return False
+        recent = self._recent_framework(lineno)
+        if recent is None:
+            self.framework_orphans.append(lineno)
+            return False
+        last = joblog.LAST_ERROR.search(line)
+        if last is not None and last["text"].strip():
+            self.failures.last_error(recent, last["text"].strip())
+        elif last is not None:
+            self._await_last = (lineno, line[: last.start()], recent)
+        return True
+
+    def _recent_framework(self, lineno: int) -> dict[str, Any] | None:
+        """The framework report a line a few lines after it still belongs to (its result code's name,
+        its ``Last error:``)."""
+        f = self._framework
+        return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
+
+    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: dict[str, Any] | None) -> None:
+        if same is None:
+            same = self.failures.framework(lineno, err.src, err.message, err.result_code)
+        self._framework = same
+        if err.last_error:
+            self.failures.last_error(same, err.last_error)
+        elif (last := joblog.LAST_ERROR.search(line)) is not None:  # "Last error:" ends the line: its text follows
+            self._await_last = (lineno, line[: last.start()], same)
+
+    def _last_error_text(self, line: str, lineno: int) -> bool:
+        """The line after a bare ``Last error:``: the failed call's text (behind the same launcher prefix)."""
+        at, prefix, err = self._await_last or (0, "", {})
+        self._await_last = None
+        text = line[len(prefix) :] if prefix.strip() and line.startswith(prefix) else line
+        if lineno - at > 2 or not text.strip() or " NCCL " in text:
+            return False
+        self.failures.last_error(err, text.strip())
+        return True
+
+    # -- watchdog timeouts -------------------------------------------------------------
+    def _watchdog_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was a watchdog timeout, or the start or rest of a hard-wrapped one."""
+        if self._wrapped is not None and self._unwrap(line, lineno):
+            return True
+        if "Watchdog caught" not in line:
+            return False
+        w = joblog.parse_watchdog(line)
+        if w is not None:
+            self.watchdog.append(joblog.watchdog_row(w, lineno))
+            return True
+        if "Watchdog caught collective operation timeout" in line:  # hard-wrapped: the rest on the next lines
+            tag = _LINE_TAG.match(line)
+            self._wrapped = (lineno, [line.rstrip("\r\n")], tag.group(0) if tag else "")
+            return True
+        return False
+
+    def _unwrap(self, line: str, lineno: int) -> bool:
+        """A line after a watchdog timeout line that did not parse: its continuation when the two read
+        as one timeout, joined as they were cut (mid-token, or at a space the wrap ate)."""
+        at, readings, tag = self._wrapped or (0, [], "")
+        self._wrapped = None
+        piece = (line[len(tag) :] if tag and line.startswith(tag) else line).strip()
+        if not piece or lineno - at > WRAPPED_LINES:
+            return False
+        joined = [r + sep + piece for r in readings for sep in ("", " ")]
+        for text in joined:
+            w = joblog.parse_watchdog(text)
+            if w is not None:
+                self.watchdog.append(joblog.watchdog_row(w, at))
+                return True
+        if lineno - at < WRAPPED_LINES and "milliseconds" not in piece:
+            self._wrapped = (at, joined[:WRAPPED_READINGS], tag)
+            return True
+        return False
