@@ -28,7 +28,8 @@ measurements: ``docs/lateness.md``):
   most ``alpha`` divided by the ranks compared, with at least ``min_late_steps`` of them.
 * **Stretches.** A rank is also named for a stretch of at least ``min_stretch_steps`` steps in
   which its running median stood the stretch bar above its usual level (a straggler that began
-  or ended mid-run): :func:`_stretches`.
+  or ended mid-run): :func:`_stretches`. Not the coordinator: its own tick is stamped by the job's
+  busiest thread, which on a starved host trails for stretches of steps while its compute is on time.
 
 Every number is in :class:`~analyzer.config.StragglerThresholds`. The time named ranks cost the
 run is the mean over all steps of what they made the steps wait: the median of their excess on
@@ -184,7 +185,13 @@ def _pass(
             and len(peers) == 1
             and (int(view.ranks[peers[0]]) == view.coordinator)
         )
-        readings.append(_readings(typ[:, c] - ref, peer_noise, floor, t, 0.1 if behind_coordinator else 0.5))
+        # the coordinator's own tick is stamped by the job's busiest thread (it negotiates for every rank and
+        # writes the timeline): on a starved host it trails for stretches of steps with its compute on time,
+        # so the coordinator is judged by its late steps and its standing lateness, not by stretches
+        coordinator = view.coordinator is not None and int(view.ranks[c]) == view.coordinator
+        readings.append(
+            _readings(typ[:, c] - ref, peer_noise, floor, t, 0.1 if behind_coordinator else 0.5, not coordinator)
+        )
     late_total = sum(r.late_count for r in readings)
     seen_total = sum(r.steps for r in readings)
     verdicts = []
@@ -242,6 +249,7 @@ def _readings(
     floor: float,
     t: StragglerThresholds,
     steady_quantile: float,
+    stretches: bool = True,
 ) -> _Readings:
     seen = ~np.isnan(excess)
     n = int(seen.sum())
@@ -260,7 +268,7 @@ def _readings(
     else:  # excursions above its usual level
         late = seen & (e_all - _usual(e, e >= np.inf, e - bar) >= bar) & (e_all >= floor)
     stretch = np.zeros(len(excess), bool)
-    if not steady:
+    if not steady and stretches:
         # a stretch is read through medians, which the tails do not move
         stretch[np.flatnonzero(seen)] = _stretches(e, max(peer_noise[0], own), floor, t)
     wait = np.clip(np.nan_to_num(excess), 0.0, None)
