@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.findings import Finding
+from analyzer.findings import AnalysisReport, Finding
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
@@ -48,9 +49,7 @@ def test_captured_scenario_meets_expected(name: str, folder: Path, validated: Va
     """Every capture of a scenario, repeats included, gives exactly its EXPECTED.md findings: the
     verdict holds on real timing, not on one lucky run."""
     sc = SCENARIOS[name]
-    with temporary_store() as store:
-        store.ingest(*discover([folder]))
-        report = analyze(store)
+    report = _report(folder)
     validated(to_document(report))
     tolerated = START_UP | {"timeline.truncated"}  # 0.28.1's writer loses its last records at a clean exit
     if find_slowdown(truth_steps(folder / "steps.csv")) is not None:
@@ -88,9 +87,7 @@ def test_a_straggler_costs_what_was_injected(name: str) -> None:
     errors = []
     for rank in SCENARIOS[name].late:
         for _, folder in [c for c in STRAGGLER_CAPTURES if c[0] == name]:
-            with temporary_store() as store:
-                store.ingest(*discover([folder]))
-                (f,) = [f for f in analyze(store).findings if f.code == "timeline.straggler"]
+            (f,) = [f for f in _report(folder).findings if f.code == "timeline.straggler"]
             (ev,) = [e for e in f.evidence if e.metrics.get("rank") == rank]
             injected = injected_delay_ms(folder / "steps.csv", rank)
             errors.append(abs(ev.metrics["loss_per_step_ms"] - injected) / injected)
@@ -141,9 +138,15 @@ def _settings(folder: Path) -> dict[str, str]:
 
 
 def _report_doc(folder: Path) -> dict:
+    return dict(to_document(_report(folder)))
+
+
+@functools.cache
+def _report(folder: Path) -> AnalysisReport:
+    """The report of a capture, analysed once for every test that reads it (the reports are values)."""
     with temporary_store() as store:
         store.ingest(*discover([folder]))
-        return dict(to_document(analyze(store)))
+        return analyze(store)
 
 
 @pytest.mark.parametrize(("name", "folder"), CAPTURES, ids=IDS)

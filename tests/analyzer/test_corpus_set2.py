@@ -4,6 +4,7 @@ late rank began at, the cycle in effect) and its median step against steps.csv."
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -25,6 +26,7 @@ EXPECTED: dict[str, dict[str, Any]] = (
 pytestmark = pytest.mark.skipif(not EXPECTED, reason="../shared/corpus/horovod-cpu-set2 is not here")
 
 
+@functools.cache
 def _report(run: str) -> AnalysisReport:
     with temporary_store() as store:
         store.ingest(*discover([SET2 / run / "timeline.json"]))

@@ -45,12 +45,12 @@ def _named(ready: np.ndarray, **over: float) -> tuple[int, ...]:
 
 
 def test_healthy_noisy_runs_name_nobody_in_at_least_99_percent() -> None:
-    """The stated false-positive rate: 1,000 simulated healthy runs (2 to 16 ranks, 15 to 200
+    """The stated false-positive rate: 600 simulated healthy runs (2 to 16 ranks, 15 to 200
     steps, heavy-tailed jitter, coordinator advantage, random hold-ups); at most 1% name a rank."""
     rng = np.random.default_rng(43)
-    shapes = [(int(rng.integers(15, 200)), int(rng.choice([2, 3, 4, 6, 8, 16]))) for _ in range(1_000)]
+    shapes = [(int(rng.integers(15, 200)), int(rng.choice([2, 3, 4, 6, 8, 16]))) for _ in range(600)]
     blamed = sum(bool(_named(_healthy(rng, s, r, jitter_us=rng.uniform(500, 8_000)))) for s, r in shapes)
-    assert blamed <= 10, blamed
+    assert blamed <= 6, blamed
 
 
 def test_a_whole_job_slowdown_names_nobody() -> None:
