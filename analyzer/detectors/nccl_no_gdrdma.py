@@ -12,7 +12,7 @@ from analyzer.detectors._logs import hosts, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
-from parsers.nccl.net_plugins import network
+from parsers.nccl.net_plugins import is_rdma
 
 CODE = "nccl.no_gdrdma"
 
@@ -27,7 +27,7 @@ class NoGdrdma(LogDetector):
             return []
         # RDMA networks only: NCCL's and the plugins' IB, RoCE and Libfabric; not TCP plugins (FastSocket, TCPX)
         # nor a network the table does not know
-        rdma = p["net"].map(lambda n: (net := network(n if isinstance(n, str) else None)) is not None and net.rdma)
+        rdma = p["net"].map(is_rdma)
         plain = p[rdma & p["gdrdma"].eq(False)]  # False, not None (unknown)
         disabled = p[p["gdr_disabled"]]
         if plain.empty and disabled.empty:

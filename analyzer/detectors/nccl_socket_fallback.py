@@ -23,7 +23,7 @@ from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
 from analyzer.timeline.model import TimelineModel
-from parsers.nccl.net_plugins import network
+from parsers.nccl.net_plugins import is_internal_socket
 
 if TYPE_CHECKING:
     from analyzer.context import Context
@@ -52,9 +52,7 @@ class SocketFallback(LogDetector):
         conns = model.nccl_connections
         multi_host = len(hosts(p)) > 1 or (not conns.empty and (conns["kind"] == "NET").any())
         # NCCL's own socket transport, not a TCP plugin chosen on purpose (FastSocket, GPUDirect-TCPX)
-        internal = p["net"].map(
-            lambda n: (net := network(n if isinstance(n, str) else None)) is not None and net.internal_socket
-        )
+        internal = p["net"].map(is_internal_socket)
         sock = p[internal & ~p["ib_disabled"]]
         if sock.empty or not multi_host:
             return []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from analyzer.report.types import LossDoc, VerdictDoc
-from parsers.nccl.net_plugins import network
+from parsers.nccl.net_plugins import is_internal_socket, is_rdma
 
 #: Findings that mean the job failed or hung (at critical severity), not that it ran slowly.
 FAILURE_CODES = frozenset(
@@ -68,18 +68,6 @@ PASSED: dict[str, Check] = {
 #: Detectors whose silence says nothing worth listing (their tables exist only when they fire,
 #: or they judge wording, not health).
 NOT_A_CHECK = frozenset({"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit"})
-
-
-def _rdma(name: str | None) -> bool:
-    """An RDMA network (IB, RoCE, EFA and their plugins; not sockets nor TCP plugins such as FastSocket)."""
-    net = network(name)
-    return net is not None and net.rdma
-
-
-def _internal_socket(name: str | None) -> bool:
-    """NCCL's own socket transport, the fallback (a TCP plugin is a choice, not a fallback)."""
-    net = network(name)
-    return net is not None and net.internal_socket
 
 
 TOP_LOSSES = 3
@@ -201,9 +189,9 @@ def evidence_of(doc: Mapping[str, Any]) -> set[str]:
         procs = nccl["processes"]
         if any(p["network"] for p in procs):  # a process that got as far as choosing its network
             have.add("nccl")
-        if all(p["network"] for p in procs) and not any(_internal_socket(p["network"]) for p in procs):
+        if all(p["network"] for p in procs) and not any(is_internal_socket(p["network"]) for p in procs):
             have.add("net")
-        if any(_rdma(p["network"]) and p["gdrdma"] is not None for p in procs):
+        if any(is_rdma(p["network"]) and p["gdrdma"] is not None for p in procs):
             have.add("rdma")
         versions = [p["version"] for p in procs if p["version"]]
         if len(versions) >= 2 and len(set(versions)) == 1:  # several jobs' processes may differ: no claim then

@@ -257,32 +257,6 @@ def rank_summary(lat: Lateness) -> list[RankLateness]:
     return sorted(out, key=lambda r: (-r.last, -r.median_us, r.rank))
 
 
-def loss_per_step(lat: Lateness, ranks: tuple[int, ...]) -> np.ndarray:
-    """Per step: how much later than the median rank the given ranks were on the step's
-    last-completing negotiation (us, >= 0): the time the step waited for them. An
-    unclosed negotiation counts as the last one."""
-    return loss_by_step(lat, ranks)[1]
-
-
-def loss_by_step(lat: Lateness, ranks: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The steps (ascending) and :func:`loss_per_step` of each."""
-    negs = np.flatnonzero(lat.ticked)
-    if not len(negs) or not ranks:
-        return np.empty(0, np.int64), np.empty(0)
-    step = lat.neg_step[negs]
-    end = np.nan_to_num(lat.neg_end_us[negs], nan=np.inf)
-    by = np.lexsort((end, step))
-    final = negs[by][np.r_[step[by][1:] != step[by][:-1], True]]
-    steps, worst = [], []
-    for g in final:
-        a, b = lat.bounds[g], lat.bounds[g + 1]
-        v = lat.vs_median_us(g)[np.isin(lat.rank[a:b], ranks)]
-        if len(v):
-            steps.append(int(lat.neg_step[g]))
-            worst.append(max(float(v.max()), 0.0))
-    return np.asarray(steps, np.int64), np.asarray(worst)
-
-
 #: Horovod's coordinator: rank 0 stamps its own readiness at once, the others' when their request reaches it
 COORDINATOR = 0
 

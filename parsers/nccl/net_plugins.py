@@ -93,6 +93,19 @@ def network(name: str | None) -> Network | None:
     return next((n for n in NETWORKS if n.pattern.fullmatch(text)), None)
 
 
+def is_rdma(name: object) -> bool:
+    """Whether NCCL's network ``name`` is an RDMA one (IB, RoCE, EFA and their plugins; not sockets, not
+    TCP plugins such as FastSocket, not a network the table does not know). A missing name (None, NaN) is not."""
+    net = network(name) if isinstance(name, str) else None
+    return net is not None and net.rdma
+
+
+def is_internal_socket(name: object) -> bool:
+    """Whether ``name`` is NCCL's own socket transport, the fallback (a TCP plugin is a choice, not a fallback)."""
+    net = network(name) if isinstance(name, str) else None
+    return net is not None and net.internal_socket
+
+
 def benign_plugin_warn(message: str, src: str | None) -> Network | None:
     """The plugin whose normal path prints this WARN (from its source file), if one does."""
     if not src:
