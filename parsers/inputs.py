@@ -28,6 +28,7 @@ TEXT_SNIFF_BYTES = 4 << 20  # how far into a text file to look for NCCL / job-lo
 
 class InputKind(enum.StrEnum):
     HOROVOD_TIMELINE = "horovod_timeline"
+    RANK_TRACE = "rank_trace"  # one rank's PyTorch profiler (Kineto) trace
     JOB_LOG = "job_log"  # NCCL_DEBUG output, job stdout/stderr, Horovod autotune CSV
     UNKNOWN = "unknown"
 
@@ -192,7 +193,15 @@ def sniff(path: str | Path) -> Sniffed:
     if damaged_start(body):
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, False, DAMAGED_START)
     if body[:1] == b"{":
-        return Sniffed(InputKind.UNKNOWN, compressed, False, "a JSON object (Horovod writes a bare array)")
+        if _KINETO.search(head) or (b'"traceEvents"' in head and b'"ProfilerStep#' in head):
+            return Sniffed(InputKind.RANK_TRACE, compressed, False, "a PyTorch profiler (Kineto) trace of one rank")
+        return Sniffed(
+            InputKind.UNKNOWN,
+            compressed,
+            False,
+            "a JSON object that is not a PyTorch profiler trace (no schemaVersion, deviceProperties, "
+            "distributedInfo or ProfilerStep; a Horovod timeline is a bare array)",
+        )
     signal = _log_signal(head)
     if signal:
         return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
@@ -214,6 +223,8 @@ DAMAGED_START_RECORDS = 3
 _OTHER_PROFILER = re.compile(
     rb'"(?:traceEvents|schemaVersion|displayTimeUnit|deviceProperties|distributedInfo|baseTimeNanoseconds|trace_id)"'
 )
+#: keys only PyTorch's profiler (Kineto) writes at a trace's top level
+_KINETO = re.compile(rb'"(?:schemaVersion|deviceProperties|distributedInfo|baseTimeNanoseconds)"\s*:')
 DAMAGED_START = "a Horovod timeline whose first bytes are damaged (the records after them are intact)"
 
 

@@ -13,44 +13,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 
+from parsers.columns import INPUT as _INPUT
+from parsers.columns import STR_DICT, TableSpec
+from parsers.columns import Column as Column
+from parsers.columns import col as _c
 from parsers.errors import SchemaError
+from parsers.schema_ranks import RANK_TABLES
 
 #: Bump when a table changes incompatibly; the store refuses versions it cannot read.
 SCHEMA_VERSION = 3
-
-STR_DICT = pa.dictionary(pa.int32(), pa.string())
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    name: str
-    type: pa.DataType
-    nullable: bool
-    doc: str
-    unit: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class TableSpec:
-    name: str
-    doc: str
-    columns: tuple[Column, ...]
-
-
-def _c(name: str, type_: pa.DataType, doc: str, *, null: bool = False, unit: str = "") -> Column:
-    return Column(name, type_, null, doc, unit)
-
-
-_INPUT = _c(
-    "input_id",
-    STR_DICT,
-    "store id of the input file: first 16 hex digits of its sha256 "
-    "(of its size and first 16 MB for inputs of 16 MB or more)",
-)
 
 TABLES: dict[str, TableSpec] = {
     t.name: t
@@ -349,6 +323,7 @@ LOG_TABLES: dict[str, TableSpec] = {
     )
 }
 TABLES.update(LOG_TABLES)
+TABLES.update(RANK_TABLES)
 
 
 def arrow_schema(table: str, keep: Sequence[str] | None = None) -> pa.Schema:

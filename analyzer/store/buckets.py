@@ -41,6 +41,7 @@ from parsers.inputs import GZIP_MAGIC, GunzipStream, InputKind
 if TYPE_CHECKING:  # the parsers load when an input of theirs is parsed
     from parsers.nccl.chunks import ChunkMerger
     from parsers.nccl.parser import JobLogParser
+    from parsers.ranktrace.parser import RankTraceParser
     from parsers.timeline.parser import TimelineParser
 
 #: inputs this big stream into a bucket of their own; smaller ones share buckets up to this size
@@ -270,7 +271,7 @@ def _parse(
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
     (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`; ``columns``:
     those a timeline's tables need (:func:`analyzer.store.held.kept`)."""
-    if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG):  # pragma: no cover
+    if item.kind not in (InputKind.HOROVOD_TIMELINE, InputKind.JOB_LOG, InputKind.RANK_TRACE):  # pragma: no cover
         raise StoreError(f"{item.path}: no parser for input kind {item.kind}")
     rows: dict[str, int] = {}
     with open(item.path, "rb") as raw_file:
@@ -279,12 +280,17 @@ def _parse(
         early = hashed_soon(item.path)  # hashed while the parsers loaded: this reader only counts
         raw = HashingReader(raw_file, algorithm_for(item.size), threaded_hash, hashing=early is None)
         stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
-        parser: TimelineParser | JobLogParser
-        if item.kind is InputKind.JOB_LOG:
+        parser: TimelineParser | JobLogParser | RankTraceParser
+        if item.kind is InputKind.RANK_TRACE:
+            from parsers.ranktrace.parser import RankTraceParser  # imported here: only a rank's trace needs it
+
+            parser = RankTraceParser(item.path, display_name=str(item.path))
+            batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())
+        elif item.kind is InputKind.JOB_LOG:
             from parsers.nccl.parser import JobLogParser  # imported here: a timeline's ingest never needs it
 
             parser = JobLogParser(item.path, display_name=str(item.path))
-            batches: Iterator[tuple[str, pa.Table]] = iter(parser.parse(stream).items())
+            batches = iter(parser.parse(stream).items())
         else:
             # imported here: the timeline parser, which a worker parsing only logs never needs
             from parsers.timeline.parser import TimelineParser
@@ -307,7 +313,7 @@ def _parse(
 
 
 def _with_issues(
-    batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser
+    batches: Iterable[tuple[str, pa.Table]], parser: TimelineParser | JobLogParser | RankTraceParser
 ) -> Iterator[tuple[str, pa.Table]]:
     """A parser's batches, then its tensors (timelines) and parse issues, once it is done."""
     yield from batches
@@ -320,7 +326,7 @@ def _with_issues(
 
 
 def _entry(
-    item: InputFile, hexdigest: str, rows: dict[str, int], parser: TimelineParser | JobLogParser
+    item: InputFile, hexdigest: str, rows: dict[str, int], parser: TimelineParser | JobLogParser | RankTraceParser
 ) -> ManifestEntry:
     """An input's manifest entry, without ``id`` and ``bucket`` (the caller sets them);
     ``hexdigest``: its bytes' hash, in the algorithm for its size.
@@ -357,8 +363,10 @@ def _entry(
 
     if isinstance(parser, TimelineParser):
         entry["timeline"] = parser.info.to_dict()
+    elif item.kind is InputKind.RANK_TRACE:  # the parser's class is not imported unless such a trace is read
+        entry["rank_trace"] = cast("RankTraceParser", parser).info.to_dict()
     else:
-        entry["log"] = parser.info
+        entry["log"] = cast("JobLogParser", parser).info
     return entry
 
 

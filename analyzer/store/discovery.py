@@ -105,9 +105,9 @@ def _classify(path: Path, *, explicit: bool) -> InputFile | SkippedFile:
                 str(path),
                 f"not an input hvd-analyze reads: {found.reason}",
                 offset=0,
-                hint="expected a Horovod timeline (the file named by HOROVOD_TIMELINE, a JSON array) or a job log "
-                "with NCCL_DEBUG=INFO output, PyTorch watchdog timeouts, Horovod stall warnings or an "
-                "autotune CSV",
+                hint="expected a Horovod timeline (the file named by HOROVOD_TIMELINE, a JSON array), a rank's "
+                "PyTorch profiler trace (<worker>.<time>.pt.trace.json[.gz]) or a job log with NCCL_DEBUG=INFO "
+                "output, PyTorch watchdog timeouts, Horovod stall warnings or an autotune CSV",
             )
         return SkippedFile(path, found.reason)
     return InputFile(path, found.kind, found.compressed, size)

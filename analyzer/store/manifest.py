@@ -18,6 +18,7 @@ from parsers.issues import IssueCounts
 
 if TYPE_CHECKING:  # the parsers' facts: names in annotations only (the timeline's loads numpy)
     from parsers.nccl.rows import LogFacts
+    from parsers.ranktrace.types import RankTraceFactsDoc
     from parsers.timeline.facts import TimelineFacts
 
 MANIFEST_NAME = "manifest.json"
@@ -42,6 +43,7 @@ class ManifestEntry(TypedDict):
     run: NotRequired[str]
     timeline: NotRequired[TimelineFacts]  # kind horovod_timeline
     log: NotRequired[LogFacts]  # kind nccl_log / job_log
+    rank_trace: NotRequired[RankTraceFactsDoc]  # kind rank_trace
 
 
 class SkippedEntry(TypedDict):
