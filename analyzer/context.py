@@ -21,6 +21,7 @@ from analyzer.config import AnalysisConfig
 from analyzer.jobs import Job, JobPlan, LogIdentity, plan_jobs
 from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
 from analyzer.nccl.ranks import RankPlace, rank_places
+from analyzer.ranktraces.model import RankTraceSet
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline import load
@@ -39,6 +40,7 @@ class Context:
     _jobs: JobPlan | None = field(default=None, repr=False)
     _offsets: dict[tuple[str, int, bytes], np.ndarray] = field(default_factory=dict, repr=False)
     _places: dict[tuple[str, int], dict[int, RankPlace]] = field(default_factory=dict, repr=False)
+    _traces: dict[str, RankTraceSet] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -88,7 +90,7 @@ class Context:
 
     def nccl(self, job: Job | None = None) -> NcclModel:
         """The NCCL / job logs of the store, or of ``job`` (:func:`analyzer.nccl.model.nccl_model_of`), read once."""
-        logs = {e["id"] for e in self.store.inputs if e["kind"] != "horovod_timeline"}
+        logs = {e["id"] for e in self.store.inputs if e["kind"] == "job_log"}
         if job is not None and set(job.logs) == logs:
             job = None  # the job holds every log: the run's model, built once for the report and the detectors
         key = None if job is None else job.id
@@ -99,6 +101,19 @@ class Context:
                 {e["id"]: e["path"] for e in self.store.inputs},
             )
         return self._nccl[key]
+
+    def rank_traces(self, job: Job) -> RankTraceSet | None:
+        """``job``'s per-rank profiler traces (:func:`analyzer.ranktraces.load.rank_trace_set`), read once;
+        None when it has none."""
+        if not job.traces or not self.store.has_table("rank_traces"):
+            return None
+        if job.id not in self._traces:
+            from analyzer.ranktraces.load import TABLES, rank_trace_set
+
+            tables = {name: self.store.table(name) for name in TABLES}
+            paths = {e["id"]: e["path"] for e in self.store.inputs}
+            self._traces[job.id] = rank_trace_set(tables, paths, job.traces)
+        return self._traces[job.id]
 
     def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
         """The host and process of each rank of ``model``'s job, from the job's NCCL logs

@@ -18,6 +18,7 @@ from analyzer.report.types import (
     JobDoc,
     NcclSection,
     ParseIssueDoc,
+    RankTracesDoc,
     ReportDocument,
     SkippedFileDoc,
     TimelineSection,
@@ -139,6 +140,7 @@ class AnalysisReport:
     ] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
     nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
     jobs: tuple[JobDoc, ...] = ()  # analyzer.jobs: the run's jobs and their inputs
+    rank_traces: tuple[RankTracesDoc, ...] = ()  # analyzer.report.rank_section: per job with per-rank traces
 
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
@@ -171,6 +173,7 @@ class AnalysisReport:
             "timeline": self.timelines[0] if self.timelines else None,
             "other_timelines": list(self.timelines[1:]),
             "nccl": self.nccl,
+            "rank_traces": list(self.rank_traces),
             "findings": [_finding_dict(f) for f in self.findings],
             "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
             "parse_issues": list(self.parse_issues),

@@ -2,8 +2,10 @@
 
 A run store can hold several jobs: the folder of samples, a post-mortem with retries, inputs
 ingested from several places. Each folder holding Horovod timelines is one job (all its
-timelines: an elastic restart or a retry writes another); NCCL and job logs are tied to a job by
-evidence, weakest last:
+timelines: an elastic restart or a retry writes another). Per-rank profiler traces belong to the
+timeline job whose folder holds theirs (``run/traces/`` beside ``run/timeline.json``), or to the run's
+only timeline job; else each folder of them is a job of its own, which finds its logs as a timeline
+job does. NCCL and job logs are tied to a job by evidence, weakest last:
 
 1. the job whose folder holds the log, or holds the folder that does (``run/logs/rank0.log``);
 2. the run's only timeline job, when there is just one (inputs passed from several places);
@@ -32,6 +34,7 @@ from pathlib import PurePath
 from analyzer.store.manifest import ManifestEntry
 
 TIMELINE = "horovod_timeline"
+RANK_TRACE = "rank_trace"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +47,11 @@ class Job:
     timelines: tuple[str, ...]
     logs: tuple[str, ...]
     tied_by: str  # why these logs belong to this job
+    traces: tuple[str, ...] = ()  # its ranks' profiler traces
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return self.timelines + self.logs
+        return self.timelines + self.traces + self.logs
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,25 +117,41 @@ def plan_jobs(entries: Sequence[ManifestEntry], identity: Mapping[str, LogIdenti
     plan = _plan(entries)
     if not identity:
         return plan
-    jobs: list[tuple[str, list[str], tuple[str, ...], str]] = []
+    jobs: list[tuple[str, list[str], tuple[str, ...], str, tuple[str, ...]]] = []
     paths = {e["id"]: e["path"] for e in entries}
     for j in plan.jobs:
         first, *others = related_groups(j.logs, identity) or [[]]
-        jobs.append((j.folder, list(j.timelines), tuple(first), j.tied_by))
+        jobs.append((j.folder, list(j.timelines), tuple(first), j.tied_by, j.traces))
         for g in others:
             why = UNRELATED if identity.get(g[0], LogIdentity()).known() else UNTIED
-            jobs.append((paths[g[0]] if len(g) == 1 else j.folder, [], tuple(g), why))
+            jobs.append((paths[g[0]] if len(g) == 1 else j.folder, [], tuple(g), why, ()))
     return JobPlan(tuple(_job(i, *x) for i, x in enumerate(jobs)), plan.unassigned)
 
 
 def _plan(entries: Sequence[ManifestEntry]) -> JobPlan:
     timelines: dict[str, list[str]] = {}
+    traces: dict[str, list[str]] = {}
     logs: list[ManifestEntry] = []
     for e in entries:
         if e["kind"] == TIMELINE:
             timelines.setdefault(_folder(e), []).append(e["id"])
+        elif e["kind"] == RANK_TRACE:
+            traces.setdefault(_folder(e), []).append(e["id"])
         else:
             logs.append(e)
+    # per-rank traces in a timeline job's folder (or below it) are that job's, as are traces from elsewhere
+    # when the run has one timeline job; any others make a job of their folder, whose logs are found as a
+    # timeline job's are
+    timeline_homes = dict(timelines)
+    owned: dict[str, list[str]] = {}
+    for folder, ids in traces.items():
+        home = _nearest(folder, timeline_homes)
+        if home is None and len(timeline_homes) == 1:
+            home = next(iter(timeline_homes))
+        if home is None:
+            home = folder
+            timelines.setdefault(folder, [])
+        owned.setdefault(home, []).extend(ids)
     tied: dict[str, list[str]] = {folder: [] for folder in timelines}
     reasons: dict[str, str] = {}
     loose: list[ManifestEntry] = []
@@ -148,12 +168,12 @@ def _plan(entries: Sequence[ManifestEntry]) -> JobPlan:
         reasons[home] = "logs in the job's folder and elsewhere; the run has this one timeline job"
         loose = []
     jobs = [
-        (folder, ids, tuple(tied[folder]), reasons.get(folder, "no log in its folder"))
+        (folder, ids, tuple(tied[folder]), reasons.get(folder, "no log in its folder"), tuple(owned.get(folder, ())))
         for folder, ids in sorted(timelines.items())
     ]
     unassigned: list[tuple[str, str]] = []
     if loose and not timelines:
-        jobs.append((_common([_folder(e) for e in loose]), [], tuple(e["id"] for e in loose), "a run of logs only"))
+        jobs.append((_common([_folder(e) for e in loose]), [], tuple(e["id"] for e in loose), "a run of logs only", ()))
     elif loose:
         root = _common([_folder(e) for e in entries])
         groups: dict[str, list[str]] = {}
@@ -165,17 +185,19 @@ def _plan(entries: Sequence[ManifestEntry]) -> JobPlan:
             else:
                 groups.setdefault(top, []).append(e["id"])
         for folder, ids in sorted(groups.items()):
-            jobs.append((folder, [], tuple(ids), "logs without a timeline in their folder"))
+            jobs.append((folder, [], tuple(ids), "logs without a timeline in their folder", ()))
         for e in alone:
             why = f"it lies beside the folders of {len(timelines)} timeline jobs and nothing ties it to one"
             unassigned.append((e["id"], why))
-            jobs.append((e["path"], [], (e["id"],), f"unassigned ({why}): analysed alone"))
+            jobs.append((e["path"], [], (e["id"],), f"unassigned ({why}): analysed alone", ()))
     return JobPlan(tuple(_job(i, *j) for i, j in enumerate(jobs)), tuple(unassigned))
 
 
-def _job(index: int, folder: str, timelines: list[str], logs: tuple[str, ...], tied_by: str) -> Job:
+def _job(
+    index: int, folder: str, timelines: list[str], logs: tuple[str, ...], tied_by: str, traces: tuple[str, ...]
+) -> Job:
     name = PurePath(folder).name or folder
-    return Job(f"job{index + 1}", name, folder, tuple(timelines), logs, tied_by)
+    return Job(f"job{index + 1}", name, folder, tuple(timelines), logs, tied_by, traces)
 
 
 def _folder(e: ManifestEntry) -> str:

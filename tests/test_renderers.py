@@ -56,6 +56,7 @@ FULL = AnalysisReport(
             "issues": {"info": 0, "data_loss": 1, "error": 0},
             "timeline": None,
             "log": None,
+            "rank_trace": None,
         },
     ),
     tuple(

@@ -18,6 +18,8 @@ from analyzer.detectors.nccl_version_mismatch import ReleaseWording, VersionMism
 from analyzer.detectors.nccl_watchdog import WatchdogTimeout
 from analyzer.detectors.negotiation_wait import NegotiationWait
 from analyzer.detectors.over_threshold import TensorOverFusionThreshold
+from analyzer.detectors.rank_coverage import RankCoverage
+from analyzer.detectors.rank_straggler import RankStraggler
 from analyzer.detectors.slowdown import StepSlowdown
 from analyzer.detectors.startup_skew import StartupSkew
 from analyzer.detectors.straggler import Straggler
@@ -27,6 +29,8 @@ from analyzer.detectors.worker_exit import WorkerExit
 ALL_DETECTORS: tuple[Detector, ...] = (
     TruncatedTimeline(),
     Straggler(),
+    RankStraggler(),
+    RankCoverage(),
     NegotiationWait(),
     StepSlowdown(),
     LongQueue(),

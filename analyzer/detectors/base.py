@@ -20,8 +20,10 @@ if TYPE_CHECKING:  # detectors reach the store only through the context's method
 
     from analyzer.config import AnalysisConfig
     from analyzer.context import Context
+    from analyzer.jobs import Job
     from analyzer.nccl.model import NcclModel
     from analyzer.nccl.ranks import RankPlace
+    from analyzer.ranktraces.model import RankTraceSet
     from analyzer.timeline.lateness import Lateness
     from analyzer.timeline.model import TimelineModel
 
@@ -115,4 +117,26 @@ class LogDetector:
         return [replace(f, job=job.id) for job in ctx.jobs().jobs if job.logs for f in self.check(ctx.nccl(job))]
 
     def check(self, model: NcclModel) -> list[Finding]:
+        raise NotImplementedError
+
+
+class RankTracesDetector:
+    """Base of the detectors that judge a job's per-rank profiler traces: subclasses set ``name`` and
+    ``code`` and implement :meth:`check`, once per job that has traces."""
+
+    name: str
+    code: str
+    requires: tuple[str, ...] = ("rank_traces", "rank_steps", "rank_collectives")
+    why_required = "no per-rank profiler trace was ingested"
+    reads_rank_statistics = False
+
+    def detect(self, ctx: Context) -> list[Finding]:
+        out = []
+        for job in ctx.jobs().jobs:
+            traces = ctx.rank_traces(job)
+            if traces is not None:
+                out += self.check(traces, ctx, job)
+        return out
+
+    def check(self, traces: RankTraceSet, ctx: Context, job: Job) -> list[Finding]:
         raise NotImplementedError

@@ -16,9 +16,10 @@ on, a stretch they recovered from, a regular period, or some steps.
 
 from __future__ import annotations
 
-import numpy as np
-
 from analyzer.detectors._common import at, ms, step_impact
+from analyzer.detectors._lateness_words import median_wait as _median_wait
+from analyzer.detectors._lateness_words import noise_words as _noise_words
+from analyzer.detectors._lateness_words import when_hint as _when_hint
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.lateness import Judgement, Pattern, RankVerdict, judge
@@ -149,26 +150,3 @@ class Straggler(TimelineDetector):
             summary=f"the other {len(quiet)} rank(s): {_noise_words(j)}; confidence {j.confidence}",
             metrics={"host_noise_ms": j.noise_us / 1e3, "bar_ms": j.bar_us / 1e3, "floor_ms": j.floor_us / 1e3},
         )
-
-
-def _median_wait(j: Judgement, r: RankVerdict) -> float:
-    """What the steps the rank was late in waited for it, their median."""
-    waits = j.loss_by_step((r.rank,))[r.late]
-    return float(np.median(waits)) if len(waits) else 0.0
-
-
-def _noise_words(j: Judgement) -> str:
-    return (
-        f"ranks' lateness spread {ms(j.noise_us)} (sigma) around their peers' median, so a rank must be "
-        f"{ms(j.bar_us)} later than its peers to count as late in a step"
-    )
-
-
-def _when_hint(when: Pattern) -> str:
-    if when.kind == "episode":
-        return f" during steps {when.first_step}-{when.last_step} (it recovered afterwards)"
-    if when.kind == "from":
-        return f" from step {when.first_step} on (what changed then)"
-    if when.kind == "periodic":
-        return f" every {when.period} steps (a periodic task: checkpointing, logging, evaluation, data reshuffles)"
-    return ""

@@ -41,6 +41,16 @@ def export_lines(envs: Iterable[Mapping[str, str]]) -> list[str]:
 
 
 def input_line(entry: InputDoc) -> str:
+    if entry["kind"] == "rank_trace":
+        rt = entry.get("rank_trace")
+        if rt is None:
+            return f"{entry['path']}: rank_trace"
+        who = f"rank {rt['rank']} (from {rt['rank_from']})" if rt["rank"] is not None else "rank unknown"
+        where = f" on {rt['host']}" if rt["host"] else ""
+        return (
+            f"{entry['path']}: rank_trace, {who}{where}, {rt['steps']} step(s), {rt['collectives']} collective(s) "
+            f"({rt['source']}), {rt['events']} events"
+        )
     if entry["kind"] != "horovod_timeline":
         log = entry.get("log") or {}
         return (

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.render import nccl_rows
+from analyzer.render import nccl_rows, trace_rows
 from analyzer.render.base import (
     env_lines,
     finding_groups,
@@ -87,6 +87,11 @@ class HtmlRenderer:
         parts += [self._timeline(t) for t in report.timelines]
         if report.nccl:
             parts += _nccl(report.nccl)
+        for ranks in report.rank_traces:
+            parts += ["<h2>Per-rank traces</h2>", f"<p>{_e(trace_rows.summary_line(ranks))}</p>"]
+            parts.append(_html_table(trace_rows.HEADER, trace_rows.rows(ranks)))
+            if notes := trace_rows.notes(ranks):
+                parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
         if report.skipped_files:
             parts.append(f"<h2>Files that are not inputs ({len(report.skipped_files)}, left out)</h2><ul>")
             parts += [f"<li>{_e(s['path'])}: {_e(s['reason'])}</li>" for s in report.skipped_files]

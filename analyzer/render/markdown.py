@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport
-from analyzer.render import nccl_rows
+from analyzer.render import nccl_rows, trace_rows
 from analyzer.render.base import (
     env_lines,
     finding_groups,
@@ -80,6 +80,11 @@ class MarkdownRenderer:
             out += _timeline(section)
         if report.nccl:
             out += _nccl(report.nccl)
+        for ranks in report.rank_traces:
+            out += ["", "## Per-rank traces", "", _md(trace_rows.summary_line(ranks)), ""]
+            out += ["| " + " | ".join(trace_rows.HEADER) + " |", "|" + "---|" * len(trace_rows.HEADER)]
+            out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in trace_rows.rows(ranks)]
+            out += [f"- {_md(line)}" for line in trace_rows.notes(ranks)]
         out.append("")
         if report.skipped_files:
             out += [f"## Files that are not inputs ({len(report.skipped_files)}, left out)", ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analyzer.findings import AnalysisReport, Finding
-from analyzer.render import nccl_rows
+from analyzer.render import nccl_rows, trace_rows
 from analyzer.render.base import (
     env_lines,
     finding_groups,
@@ -56,6 +56,12 @@ class TextRenderer:
             out += _timeline(section)
         if report.nccl:
             out += _nccl(report.nccl)
+        for ranks in report.rank_traces:
+            out += [
+                f"Per-rank traces: {trace_rows.summary_line(ranks)}",
+                *_table(trace_rows.HEADER, trace_rows.rows(ranks)),
+            ]
+            out += [f"  {line}" for line in trace_rows.notes(ranks)] + [""]
         if report.skipped:
             out += ["", "Detectors skipped:"] + [f"  - {s.detector}: {s.reason}" for s in report.skipped]
         if report.parse_issues:

@@ -13,6 +13,7 @@ from analyzer.findings import AnalysisReport, Finding, Skipped
 from analyzer.jobs import Job
 from analyzer.report.evidence import require_evidence
 from analyzer.report.nccl_section import nccl_section
+from analyzer.report.rank_section import rank_section
 from analyzer.report.relations import relate
 from analyzer.report.skips import skip_reason
 from analyzer.report.timeline_section import timeline_section
@@ -83,6 +84,9 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         timelines=sections,
         nccl=nccl_section(ctx.nccl()),
         jobs=tuple(_job_doc(j, paths) for j in ctx.jobs().jobs),
+        rank_traces=tuple(
+            rank_section(j.id, s, straggler) for j in ctx.jobs().jobs if (s := ctx.rank_traces(j)) is not None
+        ),
     )
 
 
@@ -92,6 +96,7 @@ def _job_doc(job: Job, paths: dict[str, str]) -> JobDoc:
         "name": job.name,
         "folder": job.folder,
         "timelines": [paths[i] for i in job.timelines],
+        "traces": [paths[i] for i in job.traces],
         "logs": [paths[i] for i in job.logs],
         "tied_by": job.tied_by,
     }
@@ -109,4 +114,5 @@ def _input_summary(entry: ManifestEntry) -> InputDoc:
         "issues": entry["issues"],
         "timeline": cast(TimelineFactsDoc | None, entry.get("timeline")),
         "log": cast(dict[str, int] | None, entry.get("log")),
+        "rank_trace": entry.get("rank_trace"),
     }

@@ -20,9 +20,11 @@ SHOWN = 6
 
 
 def has_evidence(entry: ManifestEntry) -> bool:
-    """True when the input gave rows an analysis reads: a timeline's spans, a log's records."""
+    """True when the input gave rows an analysis reads: a timeline's spans, a trace's steps, a log's records."""
     if entry["kind"] == "horovod_timeline":
         return entry["rows"].get("spans", 0) > 0
+    if entry["kind"] == "rank_trace":
+        return entry["rows"].get("rank_steps", 0) > 0 or entry["rows"].get("rank_collectives", 0) > 0
     return any(n > 0 for table, n in entry["rows"].items() if table not in NOT_EVIDENCE)
 
 
@@ -39,6 +41,13 @@ def what_was_read(entry: ManifestEntry) -> str:
             f"{entry['path']}: read as a Horovod timeline ({status}, {entry['size']:,} bytes, {records:,} record(s)) "
             "with no span (no activity of any tensor)"
             + (f"; {lost} loss(es) of data: the file is cut or damaged before its first span" if lost else "")
+        )
+    if entry["kind"] == "rank_trace":
+        trace = entry.get("rank_trace")
+        return (
+            f"{entry['path']}: read as a rank's profiler trace ({trace['events'] if trace else 0:,} events) with no "
+            "ProfilerStep#N step and no collective (record with a torch.profiler schedule and call prof.step() "
+            "every step)" + (f"; {lost} loss(es) of data" if lost else "")
         )
     log = entry.get("log")
     return (
@@ -67,5 +76,5 @@ def require_evidence(entries: Sequence[ManifestEntry], skipped: Sequence[Skipped
         notes += f"; not inputs: {names}{more}"
     raise NothingAnalysable(
         f"nothing to analyse{f' in {where}' if where else ''}: {notes}. Give the run's Horovod timeline (the file HOROVOD_TIMELINE "
-        "named), its NCCL_DEBUG=INFO logs or the job's stdout/stderr with them"
+        "named), its ranks' profiler traces, its NCCL_DEBUG=INFO logs or the job's stdout/stderr with them"
     )

@@ -7,7 +7,8 @@ points to its fix instead of asking for NCCL logs the run already holds. With th
 ingested and no fallback in them, the queue's advice says that too, rather than asking for them.
 A ``timeline.slowdown`` that names the ranks that became late and a ``timeline.straggler`` naming the
 same ranks in the same job are one story seen twice (the steps' time, the ranks' lateness): each
-cites the other.
+cites the other. A ``timeline.negotiation_wait`` (ranks waited, and the timeline cannot say for whom)
+names the rank that ``traces.straggler`` found late in the same job's per-rank traces.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from analyzer.findings import Evidence, Finding, Suggestion
 
 QUEUE, FALLBACK = "timeline.long_queue", "nccl.socket_fallback"
 SLOWDOWN, STRAGGLER = "timeline.slowdown", "timeline.straggler"
+WAIT, TRACES = "timeline.negotiation_wait", "traces.straggler"
 
 
 def relate(findings: Iterable[Finding], jobs_with_logs: set[str | None]) -> list[Finding]:
     """``findings`` with the long queue tied to its cause in the same job, and a slowdown and a
     straggler naming the same ranks citing each other."""
-    found = _one_late_story(list(findings))
+    found = _who_was_waited_for(_one_late_story(list(findings)))
     fallback = {f.job: f for f in found if f.code == FALLBACK}
     out = []
     for f in found:
@@ -54,6 +56,35 @@ def relate(findings: Iterable[Finding], jobs_with_logs: set[str | None]) -> list
                     ),
                     *f.suggestions[1:],
                 ),
+            )
+        out.append(f)
+    return out
+
+
+def _who_was_waited_for(found: list[Finding]) -> list[Finding]:
+    """The timeline's negotiation wait (which cannot say for whom, with the response cache on) names the
+    rank the same job's per-rank traces found late, and its advice points there instead of asking for
+    a rerun with the cache off."""
+    late = {f.job: f for f in found if f.code == TRACES}
+    out = []
+    for f in found:
+        twin = late.get(f.job) if f.code == WAIT else None
+        if twin is not None:
+            f = replace(
+                f,
+                evidence=(
+                    *f.evidence,
+                    Evidence(f"{TRACES} in the same job names whom the ranks waited for: {twin.title}"),
+                ),
+                suggestions=(
+                    Suggestion(
+                        action=f"The per-rank traces name the late rank(s) {', '.join(map(str, twin.ranks))}: "
+                        + (twin.suggestions[0].action if twin.suggestions else f"see {TRACES}"),
+                    ),
+                    *f.suggestions,
+                ),
+                ranks=f.ranks or twin.ranks,
+                hosts=f.hosts or twin.hosts,
             )
         out.append(f)
     return out

@@ -29,7 +29,7 @@ def skip_reason(requires: tuple[str, ...], store: RunStore, why_required: str) -
     missing = [t for t in requires if not store.has_table(t)]
     if not missing:
         return None
-    has_logs = any(e["kind"] != "horovod_timeline" for e in store.inputs)
+    has_logs = any(e["kind"] == "job_log" for e in store.inputs)
     missing = [t for t in missing if not (has_logs and t in EVENT_TABLES)]
     if not missing:
         return None

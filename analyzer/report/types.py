@@ -28,7 +28,10 @@ from analyzer.report.nccl_types import ProcessDoc as ProcessDoc
 from analyzer.report.nccl_types import StallDoc as StallDoc
 from analyzer.report.nccl_types import VersionDoc as VersionDoc
 from analyzer.report.nccl_types import WatchdogDoc as WatchdogDoc
+from analyzer.report.rank_types import RankRowDoc as RankRowDoc
+from analyzer.report.rank_types import RankTracesDoc as RankTracesDoc
 from analyzer.report.view_types import StepSeriesView
+from parsers.ranktrace.types import RankTraceFactsDoc as RankTraceFactsDoc
 
 # -- inputs ------------------------------------------------------------------------------------
 
@@ -72,7 +75,7 @@ LogFactsDoc = Annotated[
 ]
 
 
-InputKindName = Literal["horovod_timeline", "job_log"]
+InputKindName = Literal["horovod_timeline", "job_log", "rank_trace"]
 
 
 class InputDoc(TypedDict):
@@ -86,6 +89,7 @@ class InputDoc(TypedDict):
     issues: IssueCountsDoc
     timeline: TimelineFactsDoc | None
     log: LogFactsDoc | None
+    rank_trace: RankTraceFactsDoc | None
 
 
 # -- the timeline section ------------------------------------------------------------------------
@@ -240,6 +244,7 @@ class JobDoc(TypedDict):
     name: str
     folder: str
     timelines: list[str]
+    traces: Annotated[list[str], Schema({"description": "its ranks' profiler traces"})]
     logs: list[str]
     tied_by: Annotated[str, Schema({"description": "why these logs belong to this job, or why a log is unassigned"})]
 
@@ -345,6 +350,7 @@ class ReportDocument(TypedDict):
     timeline: TimelineSection | None
     other_timelines: list[TimelineSection]
     nccl: NcclSection | None
+    rank_traces: list[RankTracesDoc]
     findings: list[FindingDoc]
     skipped_detectors: list[SkippedDetectorDoc]
     parse_issues: list[ParseIssueDoc]

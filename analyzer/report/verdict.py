@@ -41,15 +41,17 @@ def _check(text: str, *needs: str, contradicted_by: tuple[str, ...] = ()) -> Che
 #: steady negotiations without them (the response cache on); ``fusion`` two or more gradients per step;
 #: ``nccl`` a process that chose its network (its init went that far); ``net`` every process's network read, none Socket; ``rdma`` a process
 #: on an RDMA network with its GPUDirect state read; ``versions`` two or more processes' versions, all one;
-#: ``comms`` communicator init lines.
+#: ``comms`` communicator init lines; ``rank_waits`` per-rank traces of two or more ranks whose collectives'
+#: waits were read over three steps or more.
 PASSED: dict[str, Check] = {
     "truncated": _check("the timeline is complete: no step after its end is missing", "closed", "timeline"),
     "straggler": _check("no rank is consistently the last one ready", "ticks", "ranks"),
+    "rank_straggler": _check("no rank joins the collectives late, per every rank's own trace", "rank_waits"),
     "negotiation_wait": _check(
         "waiting for other ranks is a small share of the step",
         "unticked",
         "ranks",
-        contradicted_by=("timeline.straggler", "horovod.stall"),
+        contradicted_by=("timeline.straggler", "traces.straggler", "horovod.stall"),
     ),
     "slowdown": _check("step time holds steady over the run (no slowdown)", "steps"),
     "long_queue": _check("tensors do not wait long in Horovod's queue", "timeline", "ranks"),
@@ -67,7 +69,9 @@ PASSED: dict[str, Check] = {
 }
 #: Detectors whose silence says nothing worth listing (their tables exist only when they fire,
 #: or they judge wording, not health).
-NOT_A_CHECK = frozenset({"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit"})
+NOT_A_CHECK = frozenset(
+    {"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit", "rank_coverage"}
+)
 
 
 TOP_LOSSES = 3
@@ -83,7 +87,7 @@ def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
     status: Status = "failed" if failed else "degraded" if serious else "healthy" if passed else "inconclusive"
     top = (failed or serious)[0] if serious else None
     timeline, job = _timeline_of(doc, top)
-    median = timeline["steps"]["median_s"] if timeline else None
+    median = timeline["steps"]["median_s"] if timeline else _traces_median_s(doc, top)
     same_job = [f for f in serious if top is None or f.get("job") == top.get("job")]  # the quoted step's job
     losses = [
         LossDoc(
@@ -121,6 +125,13 @@ def _timeline_of(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> tuple
     return (mine[0] if mine else None), job["name"]
 
 
+def _traces_median_s(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> float | None:
+    """Without a timeline, the median step of the per-rank traces (of the top finding's job, if it has them)."""
+    sections = [s for s in doc.get("rank_traces", []) if s["steps"]]
+    mine = [s for s in sections if top is not None and s["job"] == top.get("job")] or sections
+    return mine[0]["median_step_ms"] / 1e3 if mine and mine[0]["median_step_ms"] else None
+
+
 def _headline(
     status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any], doc: Mapping[str, Any]
 ) -> str:
@@ -146,6 +157,8 @@ def _too_little(doc: Mapping[str, Any]) -> str:
     nccl = doc.get("nccl")
     if nccl and nccl["processes"]:
         parts.append(f"NCCL records of {len(nccl['processes'])} process(es) without their network or init lines")
+    for traces in doc.get("rank_traces", []):
+        parts.append(f"per-rank traces of {len(traces['ranks'])} rank(s) and {traces['steps']} step(s)")
     return " and ".join(parts) or "no step, rank or NCCL process in the inputs"
 
 
@@ -198,6 +211,10 @@ def evidence_of(doc: Mapping[str, Any]) -> set[str]:
             have.add("versions")
         if nccl["communicators"]:
             have.add("comms")
+    for traces in doc.get("rank_traces", []):
+        timed = [r for r in traces["ranks"] if r["lateness_ms"] is not None]
+        if len(timed) >= 2 and traces["steps"] >= 3 and traces["confidence"] != "none":
+            have.add("rank_waits")
     return have
 
 

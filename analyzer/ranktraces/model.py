@@ -1,0 +1,200 @@
+"""The ranks of one job as their own profiler traces show them: steps, collectives matched across ranks.
+
+Built from the store's ``rank_traces``, ``rank_steps`` and ``rank_collectives`` rows of a job's traces
+(:func:`analyzer.ranktraces.load.rank_trace_set`); no I/O here.
+
+- **Matching.** A collective is the same on every rank by its process group and sequence number where
+  the trace has them (newer PyTorch), else by its step, group and place among the rank's collectives
+  of that step (Gloo runs a group's collectives in the order asked; NCCL in stream order).
+- **Waits, on one clock each.** A collective ends on every rank at about the same moment, when the
+  last rank has joined it; each rank's duration is its own wait plus the transfer. So the rank that
+  waits least is the one everyone waited for, and how much later a rank was than the first-ready one
+  is the first-ready rank's duration minus its own: measured on each rank's own clock, so it holds
+  across hosts without synchronised clocks. These readings feed the one lateness model
+  (:func:`analyzer.lateness.from_readings`), as the timeline's ticks do.
+- **Clocks.** Each host's offset is the median, over matched collectives, of how far its ranks' ends
+  are from the reference rank's (its epoch time: ``baseTimeNanoseconds`` + ``ts``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzer.lateness import StepLateness, from_readings
+
+WAIT_SOURCES = frozenset({"nccl_kernel", "gloo", "horovod_sync"})
+SOURCE_WORDS = {
+    "nccl_kernel": "NCCL kernels' durations in each rank's trace",
+    "gloo": "Gloo collectives' durations in each rank's trace",
+    "horovod_sync": "Horovod's synchronize() (the outer Optimizer.step) in each rank's trace",
+    "enqueue": "CPU-side NCCL calls (no wait recorded)",
+    "none": "no collective",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrace:
+    """One rank's trace: who wrote it, where, and what it holds."""
+
+    rank: int
+    input_id: str
+    file: str
+    host: str | None
+    pid: int | None
+    world_size: int | None
+    backend: str | None
+    source: str
+    base_us: float  # add to the trace's ts for epoch microseconds (0: ts are epoch already)
+
+
+@dataclass(frozen=True, eq=False)
+class Collectives:
+    """Every rank's collectives, column-wise (rows of ranks with a known rank only)."""
+
+    rank: np.ndarray  # int64
+    step: np.ndarray  # int64, -1 outside the profiled steps
+    key: np.ndarray  # int64: the collective's identity across ranks (dense)
+    op: np.ndarray  # object (str)
+    start_us: np.ndarray  # int64, own clock
+    dur_us: np.ndarray  # int64
+    waits: bool  # the durations include the wait for the last rank
+
+
+@dataclass(frozen=True, eq=False)
+class RankTraceSet:
+    """A job's per-rank traces. ``steps_us``: step time per step (rows, :attr:`steps`) and rank (columns,
+    :attr:`ranks`), NaN where a rank has no such step; likewise ``data_us``, ``h2d_us``, ``comm_us``."""
+
+    traces: tuple[RankTrace, ...]
+    ranks: np.ndarray  # int64 ascending
+    steps: np.ndarray  # int64 ascending
+    step_us: np.ndarray  # (S, R)
+    data_us: np.ndarray
+    h2d_us: np.ndarray
+    comm_us: np.ndarray
+    collectives: Collectives
+    source: str
+    duplicates: tuple[tuple[int, str], ...] = ()  # (rank, file) traced twice over the same steps: left out
+    unranked: tuple[str, ...] = ()  # files whose rank is unknown
+
+    @property
+    def world_size(self) -> int | None:
+        sizes = [t.world_size for t in self.traces if t.world_size]
+        return max(sizes) if sizes else None
+
+    @property
+    def missing_ranks(self) -> tuple[int, ...]:
+        """Ranks of the job's world that have no trace here."""
+        world = self.world_size
+        if not world:
+            return ()
+        have = set(int(r) for r in self.ranks)
+        return tuple(r for r in range(world) if r not in have)
+
+    def trace_of(self, rank: int) -> RankTrace | None:
+        return next((t for t in self.traces if t.rank == rank), None)
+
+    def host_of(self, rank: int) -> str | None:
+        t = self.trace_of(rank)
+        return None if t is None else t.host
+
+    def median_step_us(self) -> float:
+        """The job's median step: per step the slowest rank's time (every rank waits for it), their median."""
+        if not self.step_us.size or np.isnan(self.step_us).all():
+            return 0.0
+        with np.errstate(all="ignore"):
+            per_step = np.nanmax(self.step_us, axis=1)
+        return float(np.nanmedian(per_step))
+
+    def lateness(self) -> StepLateness:
+        """The ranks' lateness per step, from their waits at each matched collective."""
+        c = self.collectives
+        source = SOURCE_WORDS.get(self.source, self.source)
+        if not c.waits or not len(c.key):
+            return from_readings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), None, source)
+        ok = c.step >= 0
+        key, rank, step, dur = c.key[ok], c.rank[ok], c.step[ok], c.dur_us[ok]
+        if not len(key):
+            return from_readings(step, rank, dur, None, source)
+        most = np.full(int(key.max()) + 1, np.iinfo(np.int64).min)
+        np.maximum.at(most, key, dur)
+        count = np.bincount(key)
+        shared = count[key] >= 2  # a collective seen on one rank only says nothing of lateness
+        lateness = most[key] - dur
+        return from_readings(step[shared], rank[shared], lateness[shared], None, source)
+
+    def missing_collectives(self) -> dict[int, int]:
+        """Per rank, collectives that the other ranks ran in the steps every rank has and it did not."""
+        c = self.collectives
+        if len(self.ranks) < 2 or not len(c.key):
+            return {}
+        common = self._common_steps()
+        inside = np.isin(c.step, common)
+        keys = np.unique(c.key[inside])
+        out: dict[int, int] = {}
+        for r in self.ranks:
+            mine = np.unique(c.key[inside & (c.rank == r)])
+            lacking = len(keys) - len(mine)
+            if lacking > 0:
+                out[int(r)] = int(lacking)
+        return out
+
+    def _common_steps(self) -> np.ndarray:
+        have = ~np.isnan(self.step_us)
+        return self.steps[have.all(axis=1)] if have.size else self.steps[:0]
+
+    def clock_offsets_us(self) -> dict[str, float]:
+        """Each host's clock offset from the first host's (by name), from the ends of matched collectives."""
+        c = self.collectives
+        base = {t.rank: t.base_us for t in self.traces}
+        hosts = {t.rank: t.host or f"rank {t.rank}" for t in self.traces}
+        if not len(c.key):
+            return {}
+        end = c.start_us.astype(np.float64) + c.dur_us + np.array([base.get(int(r), 0.0) for r in c.rank])
+        names = np.array([hosts.get(int(r), "") for r in c.rank], object)
+        order = sorted(set(names))
+        ref = order[0]
+        ref_end: dict[int, float] = {}
+        for k, e, h in zip(c.key, end, names, strict=True):
+            if h == ref:
+                ref_end.setdefault(int(k), float(e))
+        out: dict[str, float] = {}
+        for h in order:
+            diffs = [
+                float(e) - ref_end[int(k)]
+                for k, e, n in zip(c.key, end, names, strict=True)
+                if n == h and int(k) in ref_end
+            ]
+            if diffs:
+                out[h] = float(np.median(diffs))
+        return out
+
+    def matched_share(self) -> float:
+        """The share of collectives (by identity) that every traced rank ran."""
+        c = self.collectives
+        if not len(c.key):
+            return 0.0
+        ranks_per_key = np.zeros(int(c.key.max()) + 1, np.int64)
+        pairs = np.unique(np.stack([c.key, c.rank]), axis=1)
+        np.add.at(ranks_per_key, pairs[0], 1)
+        seen = ranks_per_key[np.unique(c.key)]
+        return float((seen == len(self.ranks)).mean())
+
+    def per_rank_medians(self) -> dict[int, tuple[float, float, float, float, int]]:
+        """Per rank: median step, data, host-to-device and collective time (us), and its step count."""
+        out: dict[int, tuple[float, float, float, float, int]] = {}
+        with np.errstate(all="ignore"):
+            for j, r in enumerate(self.ranks):
+                have = ~np.isnan(self.step_us[:, j])
+                if not have.any():
+                    continue
+                out[int(r)] = (
+                    float(np.median(self.step_us[have, j])),
+                    float(np.median(self.data_us[have, j])),
+                    float(np.median(self.h2d_us[have, j])),
+                    float(np.median(self.comm_us[have, j])),
+                    int(have.sum()),
+                )
+        return out

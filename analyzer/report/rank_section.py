@@ -1,0 +1,63 @@
+"""The report's section on a job's per-rank traces (:class:`~analyzer.report.rank_types.RankTracesDoc`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzer.config import StragglerThresholds
+from analyzer.lateness import judge
+from analyzer.ranktraces.model import SOURCE_WORDS, RankTraceSet
+from analyzer.report.rank_types import RankRowDoc, RankTracesDoc
+
+
+def rank_section(job: str, s: RankTraceSet, t: StragglerThresholds) -> RankTracesDoc:
+    view = s.lateness()
+    step_us = s.median_step_us()
+    j = judge(view, step_us, t) if view.n_steps and len(view.ranks) >= 2 and step_us else None
+    medians = s.per_rank_medians()
+    rows: list[RankRowDoc] = []
+    for trace in s.traces:
+        m = medians.get(trace.rank)
+        if m is None or any(r["rank"] == trace.rank for r in rows):
+            continue
+        lateness = None
+        late, named = 0, False
+        if view.n_steps and trace.rank in set(int(r) for r in view.ranks):
+            col = view.typical_us[:, view.column(trace.rank)]
+            lateness = float(np.nanmedian(col)) / 1e3 if np.isfinite(col).any() else None
+        if j is not None and any(v.rank == trace.rank for v in j.ranks):
+            v = j.verdict(trace.rank)
+            late, named = v.late_count, v.named
+        rows.append(
+            {
+                "rank": trace.rank,
+                "host": trace.host,
+                "file": trace.file,
+                "steps": m[4],
+                "median_step_ms": m[0] / 1e3,
+                "median_data_ms": m[1] / 1e3,
+                "median_h2d_ms": m[2] / 1e3,
+                "median_comm_ms": m[3] / 1e3,
+                "lateness_ms": lateness,
+                "late_steps": late,
+                "named": named,
+            }
+        )
+    rows.sort(key=lambda r: r["rank"])
+    return {
+        "job": job,
+        "source": SOURCE_WORDS.get(s.source, s.source),
+        "world_size": s.world_size,
+        "ranks": rows,
+        "missing_ranks": list(s.missing_ranks),
+        "missing_collectives": {str(r): n for r, n in s.missing_collectives().items()},
+        "duplicates": [f for _, f in s.duplicates],
+        "unranked": list(s.unranked),
+        "matched_share": s.matched_share(),
+        "steps": len(s.steps),
+        "median_step_ms": step_us / 1e3,
+        "clock_offsets_ms": {h: v / 1e3 for h, v in s.clock_offsets_us().items()},
+        "noise_ms": None if j is None else j.noise_us / 1e3,
+        "bar_ms": None if j is None else j.bar_us / 1e3,
+        "confidence": "none" if j is None else j.confidence,
+    }
