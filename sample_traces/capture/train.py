@@ -15,6 +15,7 @@ from pathlib import Path
 
 import horovod.torch as hvd
 import torch
+from sleeps import sleeps  # this folder: the script runs as a script
 from torch import nn
 
 
@@ -77,7 +78,7 @@ def main() -> None:
         t0 = time.time()
         opt.zero_grad()
         loss = loss_fn(model(x), y)
-        slept = args.sleep_s if _sleeps(args, hvd.rank(), step) else 0.0
+        slept = args.sleep_s if sleeps(args, hvd.rank(), step) else 0.0
         if slept:
             time.sleep(slept)
         loss.backward()
@@ -93,15 +94,6 @@ def main() -> None:
     if args.dynamic_timeline:
         hvd.stop_timeline()
     hvd.shutdown()
-
-
-def _sleeps(args: argparse.Namespace, rank: int, step: int) -> bool:
-    """Whether ``rank`` sleeps before the backward pass of ``step``."""
-    if not (args.sleep_all or rank == args.sleep_rank) or step < args.sleep_from:
-        return False
-    if 0 <= args.sleep_to <= step:
-        return False
-    return (step - args.sleep_from) % max(args.sleep_every, 1) == 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+ /root/.cache/hvd-analyze/horovod-venv/bin/python -m torch.distributed.run --nproc_per_node 4 --master_port 29563 /work/main/sample_traces/capture/ddp_train.py --imbalance-rank 1 --imbalance-x 8 --batch 256 --width 1024 --steps 20 --out /tmp/hvd-ranks-ddp_imbalance-r3-15263

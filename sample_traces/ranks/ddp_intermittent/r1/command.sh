@@ -1,0 +1,1 @@
+ /root/.cache/hvd-analyze/horovod-venv/bin/python -m torch.distributed.run --nproc_per_node 4 --master_port 29884 /work/main/sample_traces/capture/ddp_train.py --sleep-rank 1 --sleep-s 0.15 --sleep-every 4 --steps 32 --out /tmp/hvd-ranks-ddp_intermittent-r1-13184

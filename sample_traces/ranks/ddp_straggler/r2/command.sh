@@ -1,0 +1,1 @@
+ /root/.cache/hvd-analyze/horovod-venv/bin/python -m torch.distributed.run --nproc_per_node 4 --master_port 29685 /work/main/sample_traces/capture/ddp_train.py --sleep-rank 2 --sleep-s 0.08 --steps 20 --out /tmp/hvd-ranks-ddp_straggler-r2-13385

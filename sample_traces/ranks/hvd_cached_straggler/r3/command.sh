@@ -1,0 +1,1 @@
+ /root/.cache/hvd-analyze/horovod-venv/bin/horovodrun --gloo -np 4 -H localhost:4 /root/.cache/hvd-analyze/horovod-venv/bin/python /work/main/sample_traces/capture/ddp_train.py --horovod --sleep-rank 2 --sleep-s 0.08 --worker-names --steps 20 --out /tmp/hvd-ranks-hvd_cached_straggler-r3-15263
