@@ -45,7 +45,8 @@ def test_complete_timelines_produce_no_finding(tmp_path: Path) -> None:
     write_timeline(gen, TimelineSpec(ranks=2, tensors=3, steps=2))
     report = _report(tmp_path, ok, gen)
     assert [f for f in report.findings if f.code == "timeline.truncated"] == []
-    assert all("log" in s.reason for s in report.skipped)  # only the log detectors, for lack of logs
+    # only the log and per-rank trace detectors, for lack of logs and traces
+    assert all("log" in s.reason or "profiler trace" in s.reason for s in report.skipped)
 
 
 def test_skipped_with_reason_when_no_timeline(tmp_path: Path) -> None:
