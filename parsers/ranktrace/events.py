@@ -16,10 +16,12 @@ A file cut short ends at its last whole event: the events read are kept and the 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
 from parsers.inputs import ByteSource
@@ -27,10 +29,38 @@ from parsers.inputs import ByteSource
 CHUNK = 8 << 20
 #: the pieces worth parsing: steps, collectives of every backend, the Horovod optimizer, data loading,
 #: host-to-device copies and the kernel launches that say when a GPU collective was asked for
-WANTED = re.compile(
-    rb"ProfilerStep#|gloo:|nccl|rccl|c10d::|record_param_comms|Optimizer\.step#|DataLoader|HtoD|LaunchKernel"
+WORDS = (
+    b"ProfilerStep#",
+    b"gloo:",
+    b"nccl",
+    b"rccl",
+    b"c10d::",
+    b"record_param_comms",
+    b"Optimizer.step#",
+    b"DataLoader",
+    b"HtoD",
 )
-_BETWEEN = re.compile(rb"\}\s*,\s*\{")
+WANTED = re.compile(b"|".join(re.escape(w) for w in WORDS))
+#: a kernel launch as Kineto and json.dump write one (name, then ts, then args with its correlation id),
+#: read without parsing the event: there is one per kernel, a third of a GPU trace's events
+LAUNCH = re.compile(
+    rb'"name":\s*"[A-Za-z]*Launch(?:Cooperative)?Kernel[A-Za-z]*"[^{}]*?"ts":\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)'
+    rb'[^{}]*?"args":\s*\{[^{}]*?"correlation":\s*(\d+)'
+)
+
+
+def _hits(data: bytes, words: tuple[bytes, ...], limit: int) -> np.ndarray:
+    """Where any of ``words`` occurs in ``data[:limit]`` (``bytes.find`` per word: a scan at memory speed
+    where one alternation regex tries every word at every byte)."""
+    out: list[int] = []
+    for w in words:
+        at = data.find(w, 0, limit)
+        while at >= 0:
+            out.append(at)
+            at = data.find(w, at + len(w), limit)
+    return np.array(out, np.int64)
+
+
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _END = re.compile(rb"\}\s*\]")
 #: a piece that fails to parse is joined with up to this many next ones before it is given up
@@ -50,6 +80,8 @@ class EventStream:
     unreadable_at: int | None = None  # byte offset of the first
     cut: str | None = None  # how the file ended early, if it did
     found_events: bool = False  # the traceEvents array was there
+    launch_ts: array[float] = field(default_factory=lambda: array("d"))  # kernel launches (LAUNCH): ts ...
+    launch_corr: array[int] = field(default_factory=lambda: array("q"))  # ... and correlation id (8 bytes each)
 
     def events(self, stream: ByteSource, keep: Callable[[bytes], bool] | None = None) -> Iterator[dict[str, Any]]:
         """The wanted events of ``stream`` (each parsed), in file order; ``keep``: a test of a piece's
@@ -78,47 +110,67 @@ class EventStream:
         del buf[:lead]
         base += lead
         test = keep or (lambda piece: WANTED.search(piece) is not None)
-        pos = look = 0  # the piece being read starts at pos; the next separator is searched from look
-        joins, after_first = 0, 0  # pieces joined to a piece that did not parse; where its own piece ended
         while True:
-            while (m := _BETWEEN.search(buf, look)) is not None:
-                end, following = m.start() + 1, m.end() - 1
-                if joins == 0:
-                    self.pieces += 1
-                    after_first = following
-                piece = bytes(buf[pos:end])
-                look = following
-                if joins == 0 and not test(piece):
-                    pos = following
-                    continue
-                try:
-                    event = orjson.loads(piece)
-                except orjson.JSONDecodeError as exc:
-                    joins += 1
-                    if exc.pos >= len(piece) - 2 and joins <= MAX_JOINS:
-                        continue  # it ends inside a string: the cut fell there, take the next piece with it
-                    self._unreadable(base + pos)  # broken before its end: this piece alone is lost
-                    pos = look = after_first
-                    joins = 0
-                    continue
-                yield event
-                pos, joins = following, 0
-            del buf[:pos]
-            base += pos
-            look -= pos
-            after_first -= pos
-            pos = 0
+            data = bytes(buf)
+            starts = event_starts(data)  # every event but the last may be cut by the chunk's end: kept back
+            done = self._complete(data, starts, base, keep)
+            yield from done.events
+            del buf[: done.upto]
+            base += done.upto
             if eof:
                 break
-            data = _read(stream)
-            if data:
-                buf += data  # the search goes on where it stopped (a separator may straddle chunks)
+            more = _read(stream)
+            if more:
+                buf += more
                 continue
             eof = True
             cut = getattr(stream, "cut", None)
             if cut:
                 self.cut = f"the gzip stream ends early ({cut})"
         yield from self._last(bytes(buf), base, test)
+
+    def _complete(self, data: bytes, starts: np.ndarray, base: int, keep: Callable[[bytes], bool] | None) -> _Done:
+        """The wanted events among the complete ones of ``data`` (those before its last event start), in
+        order, and how far ``data`` was read: the kernel launches by :data:`LAUNCH` in one pass, the other
+        wanted events found by one :data:`WANTED` pass and parsed alone."""
+        n = len(starts) - 1  # events [0, n) are complete: each ends where the next starts
+        if n <= 0:
+            return _Done([], 0)
+        limit = int(starts[n])
+        if keep is None:
+            wanted = np.unique(np.searchsorted(starts, _hits(data, WORDS, limit), side="right") - 1)
+        else:
+            wanted = np.array([i for i in range(n) if keep(_piece(data, starts, i, i + 1))], np.int64)
+        out: list[dict[str, Any]] = []
+        free = 0  # events before this one are read (a joined piece takes several)
+        for i in wanted.tolist():
+            if i < free or i >= n:
+                continue
+            for j in range(i + 1, min(n, i + 1 + MAX_JOINS) + 1):
+                piece = _piece(data, starts, i, j)
+                try:
+                    out.append(orjson.loads(piece))
+                except orjson.JSONDecodeError as exc:
+                    if exc.pos >= len(piece) - 2 and j < n:
+                        continue  # it ends inside a string: the cut fell there, take the next piece with it
+                    if exc.pos >= len(piece) - 2 and j == n and n - i <= MAX_JOINS:
+                        self.pieces += i
+                        return self._launches(_Done(out, int(starts[i])), data)  # the rest is in the next chunk
+                    self._unreadable(base + int(starts[i]))  # broken before its end: this piece alone is lost
+                    free = i + 1
+                    break
+                free = j
+                break
+        self.pieces += n
+        return self._launches(_Done(out, limit), data)
+
+    def _launches(self, done: _Done, data: bytes) -> _Done:
+        """Collect the kernel launches of what ``done`` read of ``data``: one :data:`LAUNCH` pass reads each
+        one's ts and correlation id off its bytes (nothing parsed)."""
+        for m in LAUNCH.finditer(data, 0, done.upto):
+            self.launch_ts.append(float(m.group(1)))
+            self.launch_corr.append(int(m.group(2)))
+        return done
 
     def _last(self, tail: bytes, base: int, test: Callable[[bytes], bool]) -> Iterator[dict[str, Any]]:
         """The last event and the trailer, or what a cut file left of them."""
@@ -145,6 +197,49 @@ class EventStream:
         self.unreadable += 1
         if self.unreadable_at is None:
             self.unreadable_at = offset
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    events: list[dict[str, Any]]
+    upto: int  # bytes of the chunk read: the next starts there
+
+
+#: whitespace between two events beyond this is not read as their separator (Kineto writes 3 bytes)
+MAX_BLANKS = 64
+_WS = np.zeros(256, bool)
+_WS[[9, 10, 13, 32]] = True
+
+
+def event_starts(data: bytes) -> np.ndarray:
+    """Where each event of ``data`` (the events' array from its first event on) starts: 0, and every
+    ``{`` with only whitespace between it and a ``,`` that follows a ``}`` (the ``}, {`` between two
+    events; vectorised over the ``{`` alone. One inside a string is a false start, which the parse finds)."""
+    a = np.frombuffer(data, np.uint8)
+    opens = np.flatnonzero(a == 0x7B)
+    comma = _back_over_blanks(a, opens - 1)
+    opens, comma = opens[comma >= 1], comma[comma >= 1]
+    keep = a[comma] == 0x2C
+    opens, comma = opens[keep], comma[keep]
+    brace = _back_over_blanks(a, comma - 1)
+    opens = opens[(brace >= 0) & (a[np.maximum(brace, 0)] == 0x7D)]
+    return np.concatenate([np.zeros(1, np.int64), opens.astype(np.int64)])
+
+
+def _back_over_blanks(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Each position of ``at`` moved back over whitespace (runs of up to :data:`MAX_BLANKS`), -1 at the start."""
+    at = at.copy()
+    for _ in range(MAX_BLANKS):
+        blank = (at >= 0) & _WS[a[np.maximum(at, 0)]]
+        if not blank.any():
+            break
+        at[blank] -= 1
+    return at
+
+
+def _piece(data: bytes, starts: np.ndarray, i: int, j: int) -> bytes:
+    """Events ``i`` to ``j`` (excluded) of ``data`` as one piece, without the separator after it."""
+    return data[int(starts[i]) : int(starts[j])].rstrip(b" \t\r\n,")
 
 
 def _read(stream: ByteSource) -> bytes:

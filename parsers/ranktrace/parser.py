@@ -68,6 +68,7 @@ class RankTraceParser:
         seen = _Seen()
         for e in events.events(stream):
             _take(e, seen)
+        seen.launches = _launches_of(seen.kernels, events) if seen.kernels else {}
         if not events.found_events:
             self.sink.add(
                 IssueSeverity.ERROR,
@@ -140,11 +141,6 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         if names.is_comm_kernel(name):
             seen.kernels.append(e)
         return
-    if cat in ("cuda_runtime", "cuda_driver") and "LaunchKernel" in name:
-        corr = args.get("correlation")
-        if isinstance(corr, int):
-            seen.launches[corr] = float(ts)
-        return
     if cat == "gpu_memcpy":
         if "HtoD" in name:
             seen.h2d.append((float(ts), float(dur)))
@@ -170,6 +166,20 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         seen.optimizer.append((float(ts), float(dur), tid if isinstance(tid, int) else 0))
     elif name.startswith("enumerate(DataLoader)"):
         seen.data.append((float(ts), float(dur)))
+
+
+def _launches_of(kernels: list[dict[str, Any]], events: EventStream) -> dict[int, float]:
+    """When each collective kernel was launched: its correlation id's launch, looked up among every
+    launch of the trace (kept as two flat arrays, not one object each)."""
+    corr = np.frombuffer(events.launch_corr, np.int64) if len(events.launch_corr) else np.empty(0, np.int64)
+    if not len(corr):
+        return {}
+    order = np.argsort(corr, kind="stable")
+    ts = np.frombuffer(events.launch_ts, np.float64)[order]
+    corr = corr[order]
+    wanted = [c for k in kernels if isinstance(c := event_args(k).get("correlation"), int)]
+    at = np.minimum(np.searchsorted(corr, wanted), len(corr) - 1)
+    return {c: float(ts[i]) for c, i in zip(wanted, at.tolist(), strict=True) if int(corr[i]) == c}
 
 
 def _facts(path: Path, header: dict[str, Any], pieces: int) -> RankTraceFacts:
