@@ -31,6 +31,7 @@ from analyzer.render import RENDERERS, renderer_for
 from analyzer.serve_cli import serve as serve_command
 
 if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
+    from analyzer.context import Context
     from analyzer.findings import Finding
     from analyzer.store.discovery import InputFile, SkippedFile
     from analyzer.store.manifest import ManifestEntry
@@ -300,10 +301,18 @@ def _fail_on(level: str | None, findings: list[Finding]) -> None:
     metavar="PATH",
     help="Which timeline, by path or file name (default: the one with most spans).",
 )
+@click.option(
+    "--ranks",
+    "ranks",
+    is_flag=True,
+    help="Slice the per-rank profiler traces (every rank a process, on one clock) even when there is a timeline.",
+)
 @budget_option
-def slice_command(path: str, spec: str, output: str, which: str | None, memory_budget: str) -> None:
+def slice_command(path: str, spec: str, output: str, which: str | None, ranks: bool, memory_budget: str) -> None:
     """Write some steps of a timeline (a file, a run folder or a store) as a Chrome trace for Perfetto or
-    chrome://tracing, with each rank's readiness as a track; any file size, in bounded memory."""
+    chrome://tracing, with each rank's readiness as a track; any file size, in bounded memory. Without a
+    timeline (or with --ranks), the steps of every rank's profiler trace, each rank a process, their
+    clocks aligned."""
     from analyzer import targets
     from analyzer.config import AnalysisConfig
     from analyzer.context import Context
@@ -320,6 +329,9 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
                 store = stack.enter_context(temporary_store())
                 _ingest(_discover((path,)), store, quiet=True)
             ctx = Context(store, config)
+            if ranks or (which is None and not any(e["kind"] == "horovod_timeline" for e in store.inputs)):
+                _slice_ranks(ctx, spec, output, path)
+                return
             entry = main_timeline(store, which, path)
             window = step_window(ctx, entry, spec)
 
@@ -330,6 +342,23 @@ def slice_command(path: str, spec: str, output: str, which: str | None, memory_b
                 for piece in chrome_trace(store, entry, window, hosts_of):
                     f.write(piece)
     click.echo(f"wrote steps {window.first}-{window.last} of {entry['path']} to {output}", err=True)
+
+
+def _slice_ranks(ctx: Context, spec: str, output: str, where: str) -> None:
+    """``slice`` of the per-rank traces of the run's first job that has them."""
+    from analyzer.errors import UsageError
+    from analyzer.rank_slicing import pick_steps, rank_chrome_trace
+
+    traces = next((t for j in ctx.jobs().jobs if (t := ctx.rank_traces(j)) is not None and t.traces), None)
+    if traces is None:
+        raise UsageError(
+            f"no Horovod timeline and no per-rank profiler trace with a rank in {where}: nothing has steps"
+        )
+    first, last = pick_steps(traces, spec)
+    with output_file(output) as f:
+        for piece in rank_chrome_trace(traces, first, last):
+            f.write(piece)
+    click.echo(f"wrote steps {first}-{last} of {len(traces.traces)} rank(s) to {output}", err=True)
 
 
 cli.add_command(serve_command)

@@ -112,7 +112,11 @@ class Context:
 
             tables = {name: self.store.table(name) for name in TABLES}
             paths = {e["id"]: e["path"] for e in self.store.inputs}
-            self._traces[job.id] = rank_trace_set(tables, paths, job.traces)
+            traces = rank_trace_set(tables, paths, job.traces)
+            world = traces.world_size or (int(traces.ranks.max()) + 1 if len(traces.ranks) else 0)
+            if job.logs and world and any(t.host is None for t in traces.traces):  # the NCCL logs say where
+                traces = traces.with_hosts({r: p.host for r, p in rank_places(self.nccl(job), world).items()})
+            self._traces[job.id] = traces
         return self._traces[job.id]
 
     def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:

@@ -54,6 +54,21 @@ def _event(e: dict[str, Any]) -> str:
     return "  {\n    " + head + body + "\n  }"
 
 
+def _launch(pid: int, args: dict[str, str]) -> dict[str, Any]:
+    """A kernel launch on the CPU (``%d`` placeholders for its ts and ``args``)."""
+    q = json.dumps
+    return {
+        "ph": q("X"),
+        "cat": q("cuda_runtime"),
+        "name": q("cudaLaunchKernel"),
+        "pid": pid,
+        "tid": pid,
+        "ts": "%d",
+        "dur": 10,
+        "args": args,
+    }
+
+
 def _step_template(rank: int) -> tuple[str, int]:
     """The text of one step of ``rank`` with ``%d`` where the step's numbers go, and how many correlation
     ids a step uses: per step, the numbers are (t0 + offset) or (corr + offset), in order (:func:`write_rank`)."""
@@ -83,16 +98,7 @@ def _step_template(rank: int) -> tuple[str, int]:
                 "dur": 900,
                 "args": {"External id": "%d", "Ev Idx": "%d"},
             },
-            {
-                "ph": q("X"),
-                "cat": q("cuda_runtime"),
-                "name": q("cudaLaunchKernel"),
-                "pid": pid,
-                "tid": pid,
-                "ts": "%d",
-                "dur": 10,
-                "args": {"External id": "%d", "correlation": "%d"},
-            },
+            _launch(pid, {"External id": "%d", "correlation": "%d"}),
             {
                 "ph": q("X"),
                 "cat": q("kernel"),
@@ -118,16 +124,7 @@ def _step_template(rank: int) -> tuple[str, int]:
     )
     for _ in range(4):
         events += [
-            {
-                "ph": q("X"),
-                "cat": q("cuda_runtime"),
-                "name": q("cudaLaunchKernel"),
-                "pid": pid,
-                "tid": pid,
-                "ts": "%d",
-                "dur": 10,
-                "args": {"correlation": "%d"},
-            },
+            _launch(pid, {"correlation": "%d"}),
             {
                 "ph": q("X"),
                 "cat": q("kernel"),

@@ -19,6 +19,7 @@ from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, fixed, format_impact, verdict_text
 from analyzer.render.sections import fusion_line, noise_line, steps_line, window_line
 from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
+from dashboards.traces_page import trace_parts
 from dashboards.work import AnalysisDocument
 
 PAGES = (
@@ -222,10 +223,13 @@ NO_TICKS = (
 
 def ranks(doc: AnalysisDocument) -> html.Div:
     section, view = _main(doc)
+    traces = trace_parts(doc["report"].get("rank_traces", []), table)
     if section is None:
-        return none_page("This run has no Horovod timeline: per-rank lateness comes from its negotiation ticks.")
+        if traces:
+            return html.Div(traces, id="page-ranks")
+        return none_page("This run has no Horovod timeline and no per-rank profiler trace to read lateness from.")
     scope = section["ranks"]["scope"]
-    parts: list[Any] = []
+    parts: list[Any] = list(traces)
     if scope != "steady":
         parts += [
             html.Div(

@@ -87,7 +87,14 @@ CASES: list[tuple[str, str, Callable[[], bytes], int, str, float]] = [
     ),
     ("a timeline damaged every 2 KB (12 MB)", "dmg.json", lambda: _damaged(12), 0, "data_loss", 30),
     ("NUL bytes", "t.json", lambda: b"\0" * 4096, 2, "not an input", 20),
-    ("a JSON object, not an array", "t.json", lambda: b'{"traceEvents": []}', 2, "a Horovod timeline is a bare array", 20),
+    (
+        "a JSON object, not an array",
+        "t.json",
+        lambda: b'{"traceEvents": []}',
+        2,
+        "a Horovod timeline is a bare array",
+        20,
+    ),
 ]
 
 

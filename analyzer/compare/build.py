@@ -53,7 +53,10 @@ class Side:
                 raise UsageError(f"{self.label} ({self.source}) has no job {self.job!r}; its jobs: {names}")
             return report_for_job(self.doc, found[0]["id"]), found[0]["id"]
         main = self.doc["timeline"]
-        job = next((j for j in jobs if main and main["path"] in j["timelines"]), jobs[0] if jobs else None)
+        with_traces = next((j for j in jobs if j.get("traces")), None)
+        job = next(
+            (j for j in jobs if main and main["path"] in j["timelines"]), with_traces or (jobs[0] if jobs else None)
+        )
         return (report_for_job(self.doc, job["id"]), job["id"]) if job else (self.doc, None)
 
     def split(self, doc: ReportDocument) -> Mapping[str, float]:
@@ -62,8 +65,17 @@ class Side:
         return self.parts.get(tl["input_id"], {}) if tl else {}
 
     def steps(self, doc: ReportDocument) -> np.ndarray:
+        """The step times of ``doc``'s main timeline, else of its per-rank traces."""
         tl = doc["timeline"]
-        return np.asarray(self.steps_s.get(tl["input_id"], []) if tl else [], dtype=np.float64)
+        if tl is not None:
+            return np.asarray(self.steps_s.get(tl["input_id"], []), dtype=np.float64)
+        traces = doc.get("rank_traces", [])
+        return np.asarray(self.steps_s.get(traces_key(traces[0]["job"]), []) if traces else [], dtype=np.float64)
+
+
+def traces_key(job: str) -> str:
+    """The key of a job's per-rank traces' step times in :attr:`Side.steps_s`."""
+    return f"traces:{job}"
 
 
 def _side_doc(side: Side, doc: ReportDocument, job: str | None, steps: int) -> SideDoc:

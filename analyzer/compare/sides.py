@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from analyzer.compare.build import Side
+from analyzer.compare.build import Side, traces_key
 from analyzer.context import Context
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze_in
@@ -31,8 +31,14 @@ def job_fingerprints(ctx: Context) -> dict[str, str]:
 
 
 def step_samples(ctx: Context) -> dict[str, list[float]]:
-    """The steady step times (seconds) of every timeline of ``ctx``'s store, by input id."""
-    return {m.input_id: (steady_durations(m.all_steps) / 1e6).tolist() for m in ctx.timelines()}
+    """The steady step times (seconds) of every timeline of ``ctx``'s store, by input id, and of every job's
+    per-rank traces, by ``traces:<job id>`` (per profiled step, its slowest rank's: everyone waits for it)."""
+    out = {m.input_id: (steady_durations(m.all_steps) / 1e6).tolist() for m in ctx.timelines()}
+    for job in ctx.jobs().jobs:
+        traces = ctx.rank_traces(job)
+        if traces is not None and traces.step_us.size:
+            out[traces_key(job.id)] = [float(v) / 1e6 for v in traces.slowest_step_us() if v == v]
+    return out
 
 
 #: the parts of a step that add up to it (mean ms per steady step), what the step split shows

@@ -80,6 +80,11 @@ class RankCoverage(RankTracesDetector):
                 "a rank traced twice over the same steps (another job's trace, or a copy) is left out: "
                 + ", ".join(f"rank {r} in {f}" for r, f in s.duplicates[:SHOWN])
             )
+        if s.other_jobs:
+            notes.append(
+                f"{len(s.other_jobs)} trace(s) of another world size (another job's, in the same folder) are left "
+                "out: " + ", ".join(s.other_jobs[:SHOWN])
+            )
         if s.unranked:
             notes.append(
                 f"{len(s.unranked)} trace(s) state no rank (no distributedInfo, no rank in the file name) and "

@@ -40,6 +40,7 @@ def rank_trace_set(tables: Mapping[str, pa.Table], paths: Mapping[str, str], ids
                 (r["base_ns"] or 0) / 1e3,
             )
         )
+    traces, other_jobs = _one_world(traces)
     sources = {t.source for t in traces if t.source != "none"}
     source = _main_source(traces)
     steps = rows["rank_steps"]
@@ -50,7 +51,9 @@ def rank_trace_set(tables: Mapping[str, pa.Table], paths: Mapping[str, str], ids
     ok = np.array([keep.get((int(r), int(s))) == i for r, s, i in zip(s_rank, s_step, s_in, strict=True)], bool)
     ranks = np.unique(np.array([t.rank for t in traces], np.int64))
     step_ids = np.unique(s_step[ok])
-    mats = {c: np.full((len(step_ids), len(ranks)), np.nan) for c in ("dur_us", "data_us", "h2d_us", "comm_us")}
+    mats = {
+        c: np.full((len(step_ids), len(ranks)), np.nan) for c in ("dur_us", "data_us", "h2d_us", "comm_us", "start_us")
+    }
     si = np.searchsorted(step_ids, s_step[ok])
     ri = np.searchsorted(ranks, s_rank[ok])
     for c, m in mats.items():
@@ -64,11 +67,28 @@ def rank_trace_set(tables: Mapping[str, pa.Table], paths: Mapping[str, str], ids
         mats["data_us"],
         mats["h2d_us"],
         mats["comm_us"],
+        mats["start_us"],
         coll,
         source,
         tuple(duplicates),
         tuple(unranked),
+        tuple(other_jobs),
     )
+
+
+def _one_world(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
+    """The traces of one job: those of the world size most traces state (a trace that states none stays);
+    the files of another world size are another job's, left out."""
+    sizes: dict[int, int] = {}
+    for t in traces:
+        if t.world_size:
+            sizes[t.world_size] = sizes.get(t.world_size, 0) + 1
+    if len(sizes) < 2:
+        return traces, []
+    world = max(sorted(sizes), key=lambda w: sizes[w])
+    return [t for t in traces if t.world_size in (None, world)], [
+        t.file for t in traces if t.world_size not in (None, world)
+    ]
 
 
 def _of(table: pa.Table, ids: pa.Array) -> pa.Table:

@@ -18,7 +18,8 @@ Built from the store's ``rank_traces``, ``rank_steps`` and ``rank_collectives`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -74,10 +75,12 @@ class RankTraceSet:
     data_us: np.ndarray
     h2d_us: np.ndarray
     comm_us: np.ndarray
+    start_us: np.ndarray  # (S, R): each step's start on its rank's own clock
     collectives: Collectives
     source: str
     duplicates: tuple[tuple[int, str], ...] = ()  # (rank, file) traced twice over the same steps: left out
     unranked: tuple[str, ...] = ()  # files whose rank is unknown
+    other_jobs: tuple[str, ...] = ()  # files of another world size in the same folder: another job's, left out
 
     @property
     def world_size(self) -> int | None:
@@ -93,6 +96,13 @@ class RankTraceSet:
         have = set(int(r) for r in self.ranks)
         return tuple(r for r in range(world) if r not in have)
 
+    def with_hosts(self, hosts: dict[int, str]) -> RankTraceSet:
+        """This set with the host of each rank whose trace names none taken from ``hosts`` (the job's NCCL logs)."""
+        if not any(t.host is None and t.rank in hosts for t in self.traces):
+            return self
+        traces = tuple(replace(t, host=hosts[t.rank]) if t.host is None and t.rank in hosts else t for t in self.traces)
+        return replace(self, traces=traces)
+
     def trace_of(self, rank: int) -> RankTrace | None:
         return next((t for t in self.traces if t.rank == rank), None)
 
@@ -100,13 +110,20 @@ class RankTraceSet:
         t = self.trace_of(rank)
         return None if t is None else t.host
 
+    def slowest_step_us(self) -> np.ndarray:
+        """Per profiled step, the slowest rank's time (NaN where no rank has the step)."""
+        if not self.step_us.size:
+            return np.empty(0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a step no rank has: NaN
+            out: np.ndarray = np.nanmax(self.step_us, axis=1)
+            return out
+
     def median_step_us(self) -> float:
         """The job's median step: per step the slowest rank's time (every rank waits for it), their median."""
         if not self.step_us.size or np.isnan(self.step_us).all():
             return 0.0
-        with np.errstate(all="ignore"):
-            per_step = np.nanmax(self.step_us, axis=1)
-        return float(np.nanmedian(per_step))
+        return float(np.nanmedian(self.slowest_step_us()))
 
     def lateness(self) -> StepLateness:
         """The ranks' lateness per step, from their waits at each matched collective."""

@@ -51,6 +51,8 @@ def notes(s: RankTracesDoc) -> list[str]:
         out.append(f"rank {rank} lacks {n} collective(s) its peers ran in the steps all ranks have")
     if s["duplicates"]:
         out.append(f"left out, a rank traced twice over the same steps: {', '.join(s['duplicates'])}")
+    if s["other_jobs"]:
+        out.append(f"left out, another job's traces (another world size): {', '.join(s['other_jobs'])}")
     if s["unranked"]:
         out.append(f"no rank known (not compared): {', '.join(s['unranked'])}")
     offsets = {h: v for h, v in s["clock_offsets_ms"].items() if abs(v) >= 1.0}

@@ -1,4 +1,4 @@
-"""The report: running the detectors (:func:`analyze`), the timeline and NCCL sections, the
+"""The report: running the detectors (:func:`analyze`), the timeline, NCCL and per-rank trace sections, the
 app's views, and the JSON shape as types (:mod:`analyzer.report.types`) with its generated
 JSON Schema.
 """
@@ -12,6 +12,7 @@ from parsers.lazy import lazy_names
 if TYPE_CHECKING:
     from analyzer.report.assembly import analyze, analyze_in
     from analyzer.report.job_view import report_for_job
+    from analyzer.report.rank_types import RankTracesDoc
     from analyzer.report.types import FindingDoc, InputDoc, JobDoc, NcclSection, ReportDocument, TimelineSection
     from analyzer.report.verdict import verdict_of
     from analyzer.report.view_types import TimelineViews
@@ -30,6 +31,7 @@ _FACE = {
     "FindingDoc": "analyzer.report.types",
     "InputDoc": "analyzer.report.types",
     "JobDoc": "analyzer.report.types",
+    "RankTracesDoc": "analyzer.report.rank_types",
 }
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "FindingDoc",
     "InputDoc",
     "JobDoc",
+    "RankTracesDoc",
 ]
 
 __getattr__ = lazy_names(__name__, _FACE)  # the names above, imported on first use

@@ -2,7 +2,7 @@
 
 The analysis already keeps jobs apart (every finding rests on its own job's inputs and names it);
 this view keeps what belongs to one job: its findings, its inputs, its timelines (the one with the
-most steps first) and the NCCL facts of its logs.
+most steps first), its per-rank traces and the NCCL facts of its logs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def report_for_job(doc: ReportDocument, job_id: str | None) -> ReportDocument:
     job = job_of(doc, job_id)
     if job is None or len(doc.get("jobs", [])) < 2:
         return doc
-    files = set(job["timelines"]) | set(job["logs"])
+    files = set(job["timelines"]) | set(job["traces"]) | set(job["logs"])
     timelines = [t for t in [doc["timeline"], *doc["other_timelines"]] if t is not None and t["path"] in files]
     out = dict(doc)
     out["inputs"] = [e for e in doc["inputs"] if e["path"] in files]
@@ -31,6 +31,7 @@ def report_for_job(doc: ReportDocument, job_id: str | None) -> ReportDocument:
     out["timeline"] = timelines[0] if timelines else None
     out["other_timelines"] = timelines[1:]
     out["nccl"] = _nccl(doc["nccl"], set(job["logs"]))
+    out["rank_traces"] = [t for t in doc["rank_traces"] if t["job"] == job_id]
     out["parse_issues"] = [i for i in doc["parse_issues"] if i["file"] in files]
     out["verdict"] = verdict_of(out)  # the job's own: its findings, its evidence
     return cast(ReportDocument, out)

@@ -53,6 +53,7 @@ def rank_section(job: str, s: RankTraceSet, t: StragglerThresholds) -> RankTrace
         "missing_collectives": {str(r): n for r, n in s.missing_collectives().items()},
         "duplicates": [f for _, f in s.duplicates],
         "unranked": list(s.unranked),
+        "other_jobs": list(s.other_jobs),
         "matched_share": s.matched_share(),
         "steps": len(s.steps),
         "median_step_ms": step_us / 1e3,

@@ -38,6 +38,7 @@ class RankTracesDoc(TypedDict):
     ]
     duplicates: Annotated[list[str], Schema({"description": "traces of a rank already traced over the same steps"})]
     unranked: Annotated[list[str], Schema({"description": "traces whose rank is unknown"})]
+    other_jobs: Annotated[list[str], Schema({"description": "traces of another world size: another job's"})]
     matched_share: Annotated[float, Schema({"description": "share of collectives every traced rank ran"})]
     steps: Count
     median_step_ms: float

@@ -105,3 +105,32 @@ def test_traces_beside_a_timeline_are_its_job(tmp_path: Path) -> None:
     report = _report(tmp_path / "run")
     (job,) = report.jobs
     assert len(job["traces"]) == 4 and len(job["timelines"]) == 1
+
+
+def test_traces_of_another_world_size_are_another_jobs(tmp_path: Path) -> None:
+    write_job(tmp_path / "job", {1: 25_000})
+    g = gloo_rank(0, steps=12, world=2)
+    (tmp_path / "job" / "other.1.pt.trace.json").write_text(kineto_text(g["header"], g["events"]))
+    report = _report(tmp_path / "job")
+    (section,) = report.rank_traces
+    assert len(section["ranks"]) == 4 and [Path(f).name for f in section["other_jobs"]] == ["other.1.pt.trace.json"]
+    assert [f.ranks for f in report.findings if f.code == "traces.straggler"] == [(1,)]
+
+
+def test_the_hosts_come_from_the_nccl_logs_when_the_traces_name_none(tmp_path: Path) -> None:
+    folder = tmp_path / "job"
+    folder.mkdir()
+    lines = []
+    for r in range(4):
+        g = gloo_rank(r, steps=12, late_us=25_000 if r == 2 else 0)
+        del g["header"]["host_name"]
+        (folder / f"rank{r}.1.pt.trace.json").write_text(kineto_text(g["header"], g["events"]))
+        lines.append(f"gpu{r}:{100 + r}:{100 + r} [0] NCCL INFO NCCL version 2.18.3+cuda12.1")
+        lines.append(
+            f"gpu{r}:{100 + r}:{100 + r} [0] NCCL INFO comm 0x5{r} rank {r} nranks 4 cudaDev 0 busId 1000 "
+            "commId 0xabc - Init COMPLETE"
+        )
+    (folder / "nccl.log").write_text("\n".join(lines) + "\n")
+    report = _report(folder)
+    (f,) = [f for f in report.findings if f.code == "traces.straggler"]
+    assert f.ranks == (2,) and f.hosts == ("gpu2",)
