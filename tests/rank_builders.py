@@ -25,11 +25,14 @@ def kineto_text(header: dict[str, Any], events: list[dict[str, Any]], trailer: d
     return head + body + "\n]" + tail + "\n}\n"
 
 
-def gloo_rank(rank: int, steps: int = 6, late_us: int = 0, world: int = 4, step_us: int = 50_000) -> dict[str, Any]:
+def gloo_rank(
+    rank: int, steps: int = 6, late_us: int = 0, world: int = 4, step_us: int = 50_000, first: int = 0
+) -> dict[str, Any]:
     """Header and events of a DDP/Gloo rank: each step two allreduces on Gloo's threads, whose duration
-    is the wait for the latest rank (``late_us`` late itself: it waits least)."""
+        is the wait for the latest rank (``late_us`` late itself: it waits least); ``first``: the first step's index
+    (``ProfilerStep#<first + 5>``), for a run the profiler's ``repeat`` split into several files."""
     events: list[dict[str, Any]] = []
-    for s in range(steps):
+    for s in range(first, first + steps):
         t0 = 1_000_000 + s * step_us
         events.append(
             {

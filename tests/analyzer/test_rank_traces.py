@@ -134,3 +134,19 @@ def test_the_hosts_come_from_the_nccl_logs_when_the_traces_name_none(tmp_path: P
     report = _report(folder)
     (f,) = [f for f in report.findings if f.code == "traces.straggler"]
     assert f.ranks == (2,) and f.hosts == ("gpu2",)
+
+
+def test_a_rank_in_several_files_is_one_rank(tmp_path: Path) -> None:
+    """A profiler schedule with ``repeat`` writes each window to a file of its own: one rank's steps are
+    read from all of them, and the straggler is judged over every step."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for r in range(4):
+        for window in range(2):
+            g = gloo_rank(r, steps=6, late_us=25_000 if r == 1 else 0, first=6 * window)
+            name = f"rank{r}.{1795831457178876761 + window}.pt.trace.json"
+            (folder / name).write_text(kineto_text(g["header"], g["events"]))
+    report = _report(folder)
+    (section,) = report.rank_traces
+    assert [r["steps"] for r in section["ranks"]] == [12] * 4 and not section["duplicates"]
+    assert [f.ranks for f in report.findings if f.code == "traces.straggler"] == [(1,)]
