@@ -379,3 +379,18 @@ def test_the_app_answers_only_to_its_host_names(tmp_path: Path) -> None:
         headers={"Host": "127.0.0.1:8050", "Origin": "http://evil.example"},
     )
     assert posted.status_code == 403 and "may not change" in posted.get_data(as_text=True)
+
+
+def test_an_archive_of_per_rank_traces_names_the_late_rank_on_the_ranks_page(lib: RunLibrary) -> None:
+    """An SRE uploads the folder of every rank's torch.profiler trace as one archive."""
+    from tests.conftest import ROOT
+
+    folder = ROOT / "sample_traces" / "ranks" / "ddp_straggler" / "r1" / "traces"
+    run_id = _upload(lib, {"traces.tar.gz": tar_bytes({f"traces/{p.name}": p.read_bytes() for p in folder.iterdir()})})
+    assert poll_job(lib, run_id)["failed"] is False
+    doc = lib.document(run_id)
+    assert doc is not None
+    (f,) = [f for f in doc["report"]["findings"] if f["code"] == "traces.straggler"]
+    assert f["ranks"] == [2]
+    page = render_page("ranks", doc)
+    assert "STRAGGLER" in str(_by_id(page, "trace-table").data)
