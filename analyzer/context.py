@@ -21,7 +21,7 @@ from analyzer.config import AnalysisConfig
 from analyzer.jobs import Job, JobPlan, LogIdentity, plan_jobs
 from analyzer.nccl.model import LOG_TABLES, NcclModel, nccl_model_of
 from analyzer.nccl.ranks import RankPlace, rank_places
-from analyzer.ranktraces.model import RankTraceSet
+from analyzer.ranktraces.model import RankTraceSet, TracesJudged, judged
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline import load
@@ -41,6 +41,7 @@ class Context:
     _offsets: dict[tuple[str, int, bytes], np.ndarray] = field(default_factory=dict, repr=False)
     _places: dict[tuple[str, int], dict[int, RankPlace]] = field(default_factory=dict, repr=False)
     _traces: dict[str, RankTraceSet] = field(default_factory=dict, repr=False)
+    _judged: dict[str, TracesJudged] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -118,6 +119,16 @@ class Context:
                 traces = traces.with_hosts({r: p.host for r, p in rank_places(self.nccl(job), world).items()})
             self._traces[job.id] = traces
         return self._traces[job.id]
+
+    def traces_judged(self, job: Job) -> TracesJudged | None:
+        """Who stands out in ``job``'s per-rank traces (:func:`analyzer.ranktraces.model.judged`), judged once
+        for the detector and the report's section; None without traces."""
+        traces = self.rank_traces(job)
+        if traces is None:
+            return None
+        if job.id not in self._judged:
+            self._judged[job.id] = judged(traces, self.config.thresholds.straggler)
+        return self._judged[job.id]
 
     def rank_places(self, model: TimelineModel) -> dict[int, RankPlace]:
         """The host and process of each rank of ``model``'s job, from the job's NCCL logs

@@ -25,7 +25,7 @@ from analyzer.detectors._common import ms
 from analyzer.detectors._lateness_words import median_wait, noise_words, when_hint
 from analyzer.detectors.base import RankTracesDetector
 from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
-from analyzer.lateness import Judgement, RankVerdict, judge
+from analyzer.lateness import Judgement, RankVerdict
 from analyzer.ranktraces.model import RankTraceSet
 
 if TYPE_CHECKING:  # detectors reach the store only through the context's methods
@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # detectors reach the store only through the context's method
 CODE = "traces.straggler"
 #: a cause is named when the rank's excess in it explains at least this share of its lateness
 CAUSE_SHARE = 0.5
-MIN_STEPS = 3  # fewer steps than this are too few to tell a straggler from noise
 
 CAUSE_WORDS = {
     "data": "data loading (its enumerate(DataLoader) time is higher than its peers')",
@@ -54,11 +53,10 @@ class RankStraggler(RankTracesDetector):
 
     def judged(self, s: RankTraceSet, ctx: Context, job: Job) -> Finding | None:
         t = ctx.config.thresholds.straggler
-        view = s.lateness()
-        step_us = s.median_step_us()
-        if view.n_steps < MIN_STEPS or len(view.ranks) < 2 or not step_us:
+        done = ctx.traces_judged(job)
+        if done is None or done.judgement is None:
             return None
-        j = judge(view, step_us, t)
+        view, step_us, j = done.view, done.step_us, done.judgement
         named = j.named
         if not named:
             return None

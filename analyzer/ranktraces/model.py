@@ -23,8 +23,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analyzer.lateness import StepLateness, from_readings
+from analyzer.config import StragglerThresholds
+from analyzer.lateness import Judgement, StepLateness, from_readings, judge
 
+#: fewer profiled steps than this are too few to tell a straggler from noise: nobody is judged
+MIN_JUDGED_STEPS = 3
 WAIT_SOURCES = frozenset({"nccl_kernel", "gloo", "horovod_sync"})
 SOURCE_WORDS = {
     "nccl_kernel": "NCCL kernels' durations in each rank's trace",
@@ -163,29 +166,30 @@ class RankTraceSet:
         return self.steps[have.all(axis=1)] if have.size else self.steps[:0]
 
     def clock_offsets_us(self) -> dict[str, float]:
-        """Each host's clock offset from the first host's (by name), from the ends of matched collectives."""
+        """Each host's clock offset from the first host's (by name), from the ends of matched collectives:
+        the median of its ranks' ends minus the first host's first rank's end of the same collective."""
         c = self.collectives
-        base = {t.rank: t.base_us for t in self.traces}
-        hosts = {t.rank: t.host or f"rank {t.rank}" for t in self.traces}
         if not len(c.key):
             return {}
-        end = c.start_us.astype(np.float64) + c.dur_us + np.array([base.get(int(r), 0.0) for r in c.rank])
-        names = np.array([hosts.get(int(r), "") for r in c.rank], object)
-        order = sorted(set(names))
-        ref = order[0]
-        ref_end: dict[int, float] = {}
-        for k, e, h in zip(c.key, end, names, strict=True):
-            if h == ref:
-                ref_end.setdefault(int(k), float(e))
+        base = {t.rank: t.base_us for t in self.traces}
+        host_of = {t.rank: t.host or f"rank {t.rank}" for t in self.traces}
+        hosts = sorted(set(host_of.values()))
+        code = {h: i for i, h in enumerate(hosts)}
+        ranks = np.unique(c.rank)
+        rank_host = np.array([code.get(host_of.get(int(r), ""), -1) for r in ranks], np.int64)
+        rank_base = np.array([base.get(int(r), 0.0) for r in ranks])
+        at = np.searchsorted(ranks, c.rank)
+        host, end = rank_host[at], c.start_us + c.dur_us + rank_base[at]
+        ref_rank = int(ranks[rank_host == 0][0])  # the first host's first rank
+        ref = np.full(int(c.key.max()) + 1, np.nan)
+        mine = c.rank == ref_rank
+        ref[c.key[mine]] = end[mine]
+        diff = end - ref[c.key]
         out: dict[str, float] = {}
-        for h in order:
-            diffs = [
-                float(e) - ref_end[int(k)]
-                for k, e, n in zip(c.key, end, names, strict=True)
-                if n == h and int(k) in ref_end
-            ]
-            if diffs:
-                out[h] = float(np.median(diffs))
+        for h, name in enumerate(hosts):
+            d = diff[(host == h) & ~np.isnan(diff)]
+            if len(d):
+                out[name] = float(np.median(d))
         return out
 
     def matched_share(self) -> float:
@@ -215,3 +219,20 @@ class RankTraceSet:
                     int(have.sum()),
                 )
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class TracesJudged:
+    """A set's lateness, its median step and who stands out (None: too few steps or ranks to judge)."""
+
+    view: StepLateness
+    step_us: float
+    judgement: Judgement | None
+
+
+def judged(s: RankTraceSet, t: StragglerThresholds) -> TracesJudged:
+    """:func:`analyzer.lateness.judge` of the set's lateness, when it has enough steps and ranks."""
+    view, step_us = s.lateness(), s.median_step_us()
+    if view.n_steps < MIN_JUDGED_STEPS or len(view.ranks) < 2 or not step_us:
+        return TracesJudged(view, step_us, None)
+    return TracesJudged(view, step_us, judge(view, step_us, t))

@@ -85,7 +85,9 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
         nccl=nccl_section(ctx.nccl()),
         jobs=tuple(_job_doc(j, paths) for j in ctx.jobs().jobs),
         rank_traces=tuple(
-            rank_section(j.id, s, straggler) for j in ctx.jobs().jobs if (s := ctx.rank_traces(j)) is not None
+            rank_section(j.id, s, d)
+            for j in ctx.jobs().jobs
+            if (s := ctx.rank_traces(j)) is not None and (d := ctx.traces_judged(j)) is not None
         ),
     )
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.config import StragglerThresholds
-from analyzer.lateness import judge
-from analyzer.ranktraces.model import SOURCE_WORDS, RankTraceSet
+from analyzer.ranktraces.model import SOURCE_WORDS, RankTraceSet, TracesJudged
 from analyzer.report.rank_types import RankRowDoc, RankTracesDoc
 
 
-def rank_section(job: str, s: RankTraceSet, t: StragglerThresholds) -> RankTracesDoc:
-    view = s.lateness()
-    step_us = s.median_step_us()
-    j = judge(view, step_us, t) if view.n_steps and len(view.ranks) >= 2 and step_us else None
+def rank_section(job: str, s: RankTraceSet, done: TracesJudged) -> RankTracesDoc:
+    """``job``'s traces ``s`` and their judgement ``done`` (the one :class:`analyzer.context.Context` made for
+    the detector too)."""
+    view, step_us, j = done.view, done.step_us, done.judgement
     medians = s.per_rank_medians()
     rows: list[RankRowDoc] = []
     for trace in s.traces:

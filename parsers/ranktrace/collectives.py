@@ -50,7 +50,7 @@ def _kernel(k: dict[str, Any], launches: dict[int, float], step_at: StepAt) -> C
         seq=_seq(args),
         op=names.op_name(op) if isinstance(op, str) and op else (names.kernel_op(str(k["name"])) or "unknown"),
         dtype=dtype,
-        bytes=nelems * size if isinstance(nelems, int) and size else None,
+        bytes=nelems * size if isinstance(nelems, int) and size and 0 <= nelems < (1 << 56) else None,
         enqueue_us=None if launch is None else round(launch),
         start_us=round(ts),
         dur_us=round(dur),
@@ -139,7 +139,7 @@ def _text(v: object) -> str | None:
 
 def _seq(args: dict[str, Any]) -> int | None:
     v = args.get("Seq", args.get("seq"))
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 62) else None
 
 
 def event_args(e: dict[str, Any]) -> dict[str, Any]:

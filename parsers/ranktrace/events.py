@@ -168,8 +168,10 @@ class EventStream:
         """Collect the kernel launches of what ``done`` read of ``data``: one :data:`LAUNCH` pass reads each
         one's ts and correlation id off its bytes (nothing parsed)."""
         for m in LAUNCH.finditer(data, 0, done.upto):
-            self.launch_ts.append(float(m.group(1)))
-            self.launch_corr.append(int(m.group(2)))
+            corr = int(m.group(2))
+            if corr < (1 << 62):  # a longer one is damage: array('q') holds int64
+                self.launch_ts.append(float(m.group(1)))
+                self.launch_corr.append(corr)
         return done
 
     def _last(self, tail: bytes, base: int, test: Callable[[bytes], bool]) -> Iterator[dict[str, Any]]:

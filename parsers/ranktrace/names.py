@@ -82,8 +82,8 @@ def dtype_bytes(dtype: str | None) -> int | None:
 #: ``tensorboard_trace_handler``'s ``<worker>.<time_ns>.pt.trace.json[.gz]``
 _HANDLER = re.compile(r"^(?P<worker>.+?)\.(?P<time>\d{12,})\.pt\.trace\.json(?:\.gz)?$")
 #: PyTorch's default worker name, ``<host>_<pid>``
-_HOST_PID = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)$")
-_RANK = re.compile(r"(?:^|[^a-z])(?:rank|worker|proc)[-_]?(?P<rank>\d+)(?![0-9])", re.IGNORECASE)
+_HOST_PID = re.compile(r"^(?P<host>.+)_(?P<pid>\d{1,12})$")
+_RANK = re.compile(r"(?:^|[^a-z])(?:rank|worker|proc)[-_]?(?P<rank>\d{1,9})(?![0-9])", re.IGNORECASE)
 
 
 def worker_of(file_name: str) -> str | None:

@@ -53,6 +53,13 @@ class _Seen:
     data: list[tuple[float, float]] = field(default_factory=list)
     h2d: list[tuple[float, float]] = field(default_factory=list)
     pids: dict[int, int] = field(default_factory=dict)
+    bad: int = 0  # wanted events with a time or step number out of range: skipped
+    bad_name: str = ""  # the first such event's name
+
+
+#: the largest time (us) or step number read: 2**53 us is 285 years, every double still exact; beyond it a
+#: number is damage, and would overflow a table's int64 column
+LIMIT = float(1 << 53)
 
 
 class RankTraceParser:
@@ -84,6 +91,14 @@ class RankTraceParser:
                 "an event that is not valid JSON was skipped (the rest of the trace is read)",
                 byte_offset=events.unreadable_at,
                 count=events.unreadable,
+            )
+        if seen.bad:
+            self.sink.add(
+                IssueSeverity.DATA_LOSS,
+                "rank_trace_bad_number",
+                f"an event with a time, duration or step number out of range (negative, not finite or beyond "
+                f"2**53; the first: {seen.bad_name!r}) was skipped",
+                count=seen.bad,
             )
         if events.cut:
             self.sink.add(
@@ -133,6 +148,10 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
     ts, dur = e.get("ts"), e.get("dur")
     if not isinstance(name, str) or not isinstance(ts, int | float) or not isinstance(dur, int | float):
         return
+    if not (-LIMIT < ts < LIMIT and 0 <= dur < LIMIT):  # NaN and infinities too
+        seen.bad += 1
+        seen.bad_name = seen.bad_name or name[:80]
+        return
     cat = e.get("cat", "")
     args = event_args(e)
     tid = e.get("tid")
@@ -151,7 +170,10 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         seen.pids[pid] = seen.pids.get(pid, 0) + 1
     if name.startswith("ProfilerStep#"):
         number = name[len("ProfilerStep#") :]
-        if number.isdigit():
+        if number.isdigit() and len(number) > 15:  # past LIMIT
+            seen.bad += 1
+            seen.bad_name = seen.bad_name or name[:80]
+        elif number.isdigit():
             seen.steps.append((int(number), float(ts), float(dur), tid if isinstance(tid, int) else 0))
     elif name.startswith("gloo:"):
         seen.gloo.append(e)
@@ -177,9 +199,13 @@ def _launches_of(kernels: list[dict[str, Any]], events: EventStream) -> dict[int
     order = np.argsort(corr, kind="stable")
     ts = np.frombuffer(events.launch_ts, np.float64)[order]
     corr = corr[order]
-    wanted = [c for k in kernels if isinstance(c := event_args(k).get("correlation"), int)]
+    wanted = [c for k in kernels if isinstance(c := event_args(k).get("correlation"), int) and 0 <= c < (1 << 62)]
     at = np.minimum(np.searchsorted(corr, wanted), len(corr) - 1)
-    return {c: float(ts[i]) for c, i in zip(wanted, at.tolist(), strict=True) if int(corr[i]) == c}
+    return {
+        c: float(ts[i])
+        for c, i in zip(wanted, at.tolist(), strict=True)
+        if int(corr[i]) == c and -LIMIT < ts[i] < LIMIT
+    }
 
 
 def _facts(path: Path, header: dict[str, Any], pieces: int) -> RankTraceFacts:
@@ -227,7 +253,8 @@ def _groups(raw: object) -> list[RankGroupDoc]:
 
 
 def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    """A rank, world size, pid or clock base: a non-negative integer within an int64 column, else unknown."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 62) else None
 
 
 def _reduce(seen: _Seen) -> tuple[list[StepRow], list[Collective], str]:

@@ -235,3 +235,41 @@ def test_sniffing_tells_a_rank_trace_from_other_json(tmp_path: Path) -> None:
     for name, (text, kind) in cases.items():
         (tmp_path / name).write_text(text)
         assert sniff(tmp_path / name).kind is kind, name
+
+
+@pytest.mark.parametrize(
+    ("events", "header", "code"),
+    [
+        ([{"ph": "X", "name": "ProfilerStep#99999999999999999999999", "ts": 1, "dur": 5}], {}, "rank_trace_bad_number"),
+        ([{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": -5}], {}, "rank_trace_bad_number"),
+        ([{"ph": "X", "name": "gloo:all_reduce", "ts": 1e300, "dur": 1e300}], {}, "rank_trace_bad_number"),
+        (
+            [{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": 5}],
+            {"distributedInfo": {"rank": -5}},
+            "rank_trace_no_rank",
+        ),
+        (
+            [
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "ncclKernel_AllReduce",
+                    "ts": 1,
+                    "dur": 2,
+                    "args": {"correlation": 2**70, "In msg nelems": 2**70, "dtype": "Float", "Seq": 2**70},
+                }
+            ],
+            {"distributedInfo": {"rank": 0}},
+            None,
+        ),
+    ],
+)
+def test_hostile_numbers_are_skipped_and_counted_never_overflow(
+    events: list[dict[str, Any]], header: dict[str, Any], code: str | None
+) -> None:
+    p, t = parse(
+        json.dumps({"schemaVersion": 1, **header, "traceEvents": events}), "rank99999999999999999.1.pt.trace.json"
+    )
+    if code is not None:
+        assert code in {i.code for i in p.sink.issues}
+    assert all(c["bytes"] is None and c["seq"] is None for c in t["rank_collectives"])
