@@ -68,4 +68,4 @@ def test_traces_without_a_rank_are_read_and_said_so(corpus: Path) -> None:
     report = _report(KINETO / "hta" / "distributed_info_unavailable__distributed_info_not_found.json.gz")
     facts = report.inputs[0]["rank_trace"]
     assert facts is not None and facts["rank"] is None
-    assert any(i["code"] == "rank_trace_no_rank" for i in report.parse_issues)
+    assert any(i["code"] == "trace.no_rank" for i in report.parse_issues)

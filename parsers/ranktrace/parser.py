@@ -79,7 +79,7 @@ class RankTraceParser:
         if not events.found_events:
             self.sink.add(
                 IssueSeverity.ERROR,
-                "rank_trace_no_events",
+                "trace.no_events",
                 'no "traceEvents" array: the file is a JSON object but not a profiler trace\'s whole header; '
                 "pass the file torch.profiler wrote (<worker>.<time>.pt.trace.json[.gz])",
                 byte_offset=0,
@@ -87,7 +87,7 @@ class RankTraceParser:
         if events.unreadable:
             self.sink.add(
                 IssueSeverity.DATA_LOSS,
-                "rank_trace_unreadable_event",
+                "trace.unreadable_event",
                 "an event that is not valid JSON was skipped (the rest of the trace is read)",
                 byte_offset=events.unreadable_at,
                 count=events.unreadable,
@@ -95,7 +95,7 @@ class RankTraceParser:
         if seen.bad:
             self.sink.add(
                 IssueSeverity.DATA_LOSS,
-                "rank_trace_bad_number",
+                "trace.bad_number",
                 f"an event with a time, duration or step number out of range (negative, not finite or beyond "
                 f"2**53; the first: {seen.bad_name!r}) was skipped",
                 count=seen.bad,
@@ -103,7 +103,7 @@ class RankTraceParser:
         if events.cut:
             self.sink.add(
                 IssueSeverity.DATA_LOSS,
-                "rank_trace_cut",
+                "trace.cut",
                 f"{events.cut}: the events up to there are analysed, the step it ended in is dropped",
             )
         header = {**events.trailer, **events.header}
@@ -125,14 +125,14 @@ class RankTraceParser:
         if events.found_events and not steps:
             self.sink.add(
                 IssueSeverity.INFO,
-                "rank_trace_no_steps",
+                "trace.no_steps",
                 "no ProfilerStep#N annotation: the trace was not recorded with a profiler schedule stepping "
                 "(prof.step()), so no step of it can be compared with other ranks",
             )
         if facts.rank is None and events.found_events:
             self.sink.add(
                 IssueSeverity.INFO,
-                "rank_trace_no_rank",
+                "trace.no_rank",
                 "no rank: neither distributedInfo nor the file name (rank<N>, worker<N>) states it; the trace is "
                 "read, but not compared with other ranks",
             )

@@ -116,7 +116,7 @@ def test_a_cut_trace_keeps_its_whole_steps_and_says_so() -> None:
     cut = text[: int(len(text) * 0.7)]
     p, t = parse(cut)
     codes = {i.code for i in p.sink.issues}
-    assert "rank_trace_cut" in codes
+    assert "trace.cut" in codes
     steps = [s["step"] for s in t["rank_steps"]]
     assert steps and steps == list(range(5, 5 + len(steps))) and len(steps) < 6
     assert all(c["step"] is None or c["step"] <= steps[-1] for c in t["rank_collectives"])
@@ -132,7 +132,7 @@ def test_a_cut_gzip_stream_is_read_up_to_its_damage(tmp_path: Path) -> None:
     p = RankTraceParser(path)
     with open_binary(path) as f:
         t = p.parse(f)
-    assert "rank_trace_cut" in {i.code for i in p.sink.issues}
+    assert "trace.cut" in {i.code for i in p.sink.issues}
     assert 0 < t["rank_steps"].num_rows < 800
 
 
@@ -142,7 +142,7 @@ def test_the_rank_comes_from_the_file_name_when_the_trace_has_none() -> None:
     p, _ = parse(kineto_text(g["header"], g["events"]), "rank3.1795831457178876761.pt.trace.json")
     assert p.info.rank == 3 and p.info.rank_from == "file name"
     p, _ = parse(kineto_text(g["header"], g["events"]), "vm_13.1795831457178876761.pt.trace.json")
-    assert p.info.rank is None and "rank_trace_no_rank" in {i.code for i in p.sink.issues}
+    assert p.info.rank is None and "trace.no_rank" in {i.code for i in p.sink.issues}
 
 
 def test_a_worker_name_that_is_not_host_and_pid_is_not_read_as_one() -> None:
@@ -197,7 +197,7 @@ def test_horovod_synchronize_is_the_outer_of_two_nested_optimizer_steps() -> Non
 
 def test_a_trace_without_events_is_an_error_not_silence() -> None:
     p, t = parse('{"schemaVersion": 1, "deviceProperties": []}')
-    assert "rank_trace_no_events" in {i.code for i in p.sink.issues} and not t["rank_steps"]
+    assert "trace.no_events" in {i.code for i in p.sink.issues} and not t["rank_steps"]
 
 
 def test_unreadable_events_are_counted() -> None:
@@ -206,7 +206,7 @@ def test_unreadable_events_are_counted() -> None:
         '"name": "gloo:all_reduce"', '"name": "gloo:all_reduce" oops', 1
     )
     p, t = parse(text)
-    (issue,) = [i for i in p.sink.issues if i.code == "rank_trace_unreadable_event"]
+    (issue,) = [i for i in p.sink.issues if i.code == "trace.unreadable_event"]
     assert issue.count == 1 and issue.byte_offset is not None and len(t["rank_collectives"]) == 3
 
 
@@ -240,13 +240,13 @@ def test_sniffing_tells_a_rank_trace_from_other_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("events", "header", "code"),
     [
-        ([{"ph": "X", "name": "ProfilerStep#99999999999999999999999", "ts": 1, "dur": 5}], {}, "rank_trace_bad_number"),
-        ([{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": -5}], {}, "rank_trace_bad_number"),
-        ([{"ph": "X", "name": "gloo:all_reduce", "ts": 1e300, "dur": 1e300}], {}, "rank_trace_bad_number"),
+        ([{"ph": "X", "name": "ProfilerStep#99999999999999999999999", "ts": 1, "dur": 5}], {}, "trace.bad_number"),
+        ([{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": -5}], {}, "trace.bad_number"),
+        ([{"ph": "X", "name": "gloo:all_reduce", "ts": 1e300, "dur": 1e300}], {}, "trace.bad_number"),
         (
             [{"ph": "X", "name": "ProfilerStep#1", "ts": 1, "dur": 5}],
             {"distributedInfo": {"rank": -5}},
-            "rank_trace_no_rank",
+            "trace.no_rank",
         ),
         (
             [
