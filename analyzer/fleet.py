@@ -264,10 +264,10 @@ def _slowdown(f: Finding) -> SlowdownBrief:
 def fleet_summary(summaries: Sequence[RunSummary], not_runs: Sequence[NotARun] = ()) -> FleetSummary:
     ok = [s for s in summaries if s["status"] == "ok"]
 
-    def with_code(code: str) -> list[CodeHit]:
+    def with_code(*codes: str) -> list[CodeHit]:
         out: list[CodeHit] = []
         for s in ok:
-            hits = [f for f in s["findings"] if f["code"] == code]
+            hits = [f for f in s["findings"] if f["code"] in codes]
             if hits:
                 out.append(
                     {
@@ -303,7 +303,7 @@ def fleet_summary(summaries: Sequence[RunSummary], not_runs: Sequence[NotARun] =
         "not_runs": list(not_runs),
         "with_findings": faulty,
         "socket_fallback": with_code("nccl.socket_fallback"),
-        "stragglers": with_code("timeline.straggler"),
+        "stragglers": with_code("timeline.straggler", "traces.straggler"),  # from the timeline or the ranks' traces
         "worst_regressions": [_regression(s) for s in regress],
         "slowest_steps": [
             {"run": s["run"], "median_step_ms": s["median_step_ms"]}

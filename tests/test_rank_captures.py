@@ -154,3 +154,14 @@ def test_the_app_ranks_page_shows_the_traces() -> None:
             if hasattr(c, "children") or hasattr(c, "id")
         ]
     assert {"trace-bars", "trace-table", "trace-summary"} <= ids
+
+
+def test_batch_over_captures_lists_the_traces_stragglers(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    res = CliRunner().invoke(cli, ["batch", str(RANKS / "ddp_straggler"), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.stderr
+    fleet = json.loads((tmp_path / "out" / "fleet.json").read_text())["fleet"]
+    assert [(s["run"], s["ranks"]) for s in fleet["stragglers"]] == [("r1", [2]), ("r2", [2]), ("r3", [2])]
