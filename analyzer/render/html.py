@@ -25,7 +25,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
-from analyzer.render.svg_charts import charts
+from analyzer.render.svg_charts import charts, trace_charts
 from analyzer.report.types import NcclSection, TimelineSection, VerdictDoc
 
 CSS = """
@@ -89,6 +89,7 @@ class HtmlRenderer:
             parts += _nccl(report.nccl)
         for ranks in report.rank_traces:
             parts += ["<h2>Per-rank traces</h2>", f"<p>{_e(trace_rows.summary_line(ranks))}</p>"]
+            parts += [f"<figure>{chart}</figure>" for chart in trace_charts(ranks)]
             parts.append(_html_table(trace_rows.HEADER, trace_rows.rows(ranks)))
             if notes := trace_rows.notes(ranks):
                 parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")

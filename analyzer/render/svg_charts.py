@@ -4,6 +4,7 @@ over the run, the step-time histogram, where a step goes, and per-rank lateness.
 from __future__ import annotations
 
 from analyzer.render import svg
+from analyzer.report.rank_types import RankTracesDoc
 from analyzer.report.types import TimelineSection
 
 _SCOPE = {
@@ -64,3 +65,24 @@ def charts(section: TimelineSection) -> list[str]:
             )
         )
     return out
+
+
+def trace_charts(section: RankTracesDoc) -> list[str]:
+    """The per-rank traces' chart: each rank's median step and how late it joined the collectives."""
+    ranks = section["ranks"]
+    if not ranks:
+        return []
+    return [
+        svg.hbars(
+            [
+                f"rank {r['rank']}" + (f" ({r['host']})" if r["host"] else "") + (" STRAGGLER" if r["named"] else "")
+                for r in ranks
+            ],
+            [
+                ("median step", [r["median_step_ms"] for r in ranks], svg.PALE),
+                ("late by (median)", [r["lateness_ms"] or 0.0 for r in ranks], svg.BLUE),
+            ],
+            "Each rank's step and lateness (traces)",
+            "ms",
+        )
+    ]
