@@ -110,7 +110,6 @@ def _first_of_each(
 ) -> tuple[dict[tuple[int, int], str], list[tuple[int, str]]]:
     """(rank, step) -> the input whose row is kept: the first file of the rank holding that step; and the
     (rank, file) pairs whose steps were already another file's (a rank traced twice, or two jobs)."""
-    by_input = {t.input_id: t for t in traces}
     keep: dict[tuple[int, int], str] = {}
     dup: list[tuple[int, str]] = []
     cols = steps.select(["input_id", "step"]).to_pydict()
@@ -125,7 +124,6 @@ def _first_of_each(
             continue
         for s in mine:
             keep[t.rank, s] = t.input_id
-    del by_input
     return keep, dup
 
 
