@@ -43,22 +43,20 @@ def rank_trace_set(tables: Mapping[str, pa.Table], paths: Mapping[str, str], ids
     traces, other_jobs = _one_world(traces)
     sources = {t.source for t in traces if t.source != "none"}
     source = _main_source(traces)
-    steps = rows["rank_steps"]
-    keep, duplicates = _first_of_each(steps, traces)
+    kept, duplicates = _first_of_each(rows["rank_steps"], traces)
+    steps = _of(rows["rank_steps"], kept)
     s_rank = np.asarray(steps["rank"].fill_null(-1), np.int64)
     s_step = np.asarray(steps["step"], np.int64)
-    s_in = np.asarray(steps["input_id"].cast(pa.string()).to_numpy(zero_copy_only=False), object)
-    ok = np.array([keep.get((int(r), int(s))) == i for r, s, i in zip(s_rank, s_step, s_in, strict=True)], bool)
     ranks = np.unique(np.array([t.rank for t in traces], np.int64))
-    step_ids = np.unique(s_step[ok])
+    step_ids = np.unique(s_step)
     mats = {
         c: np.full((len(step_ids), len(ranks)), np.nan) for c in ("dur_us", "data_us", "h2d_us", "comm_us", "start_us")
     }
-    si = np.searchsorted(step_ids, s_step[ok])
-    ri = np.searchsorted(ranks, s_rank[ok])
+    si = np.searchsorted(step_ids, s_step)
+    ri = np.searchsorted(ranks, s_rank)
     for c, m in mats.items():
-        m[si, ri] = np.asarray(steps[c], np.float64)[ok]
-    coll = _collectives(rows["rank_collectives"], keep, source if len(sources) <= 1 else "mixed")
+        m[si, ri] = np.asarray(steps[c], np.float64)
+    coll = _collectives(_of(rows["rank_collectives"], kept), source if len(sources) <= 1 else "mixed")
     return RankTraceSet(
         tuple(traces),
         ranks,
@@ -105,41 +103,32 @@ def _main_source(traces: Sequence[RankTrace]) -> str:
     return max(sorted(count), key=lambda s: count[s]) if count else "none"
 
 
-def _first_of_each(
-    steps: pa.Table, traces: Sequence[RankTrace]
-) -> tuple[dict[tuple[int, int], str], list[tuple[int, str]]]:
-    """(rank, step) -> the input whose row is kept: the first file of the rank holding that step; and the
-    (rank, file) pairs whose steps were already another file's (a rank traced twice, or two jobs)."""
-    keep: dict[tuple[int, int], str] = {}
-    dup: list[tuple[int, str]] = []
+def _first_of_each(steps: pa.Table, traces: Sequence[RankTrace]) -> tuple[pa.Array, list[tuple[int, str]]]:
+    """The inputs whose rows are read: each rank's files in the inputs' order, but a file holding a step its
+    rank already has from an earlier file (a rank traced twice, or another job's) is left out whole; and
+    the (rank, file) pairs left out. A schedule's ``repeat`` windows (other steps each) are all read."""
     cols = steps.select(["input_id", "step"]).to_pydict()
     rows: dict[str, list[int]] = {}
     for i, s in zip(cols["input_id"], cols["step"], strict=True):
         rows.setdefault(str(i), []).append(int(s))
+    seen: set[tuple[int, int]] = set()
+    kept: list[str] = []
+    dup: list[tuple[int, str]] = []
     for t in traces:  # in the inputs' order
         mine = rows.get(t.input_id, [])
-        clash = [s for s in mine if (t.rank, s) in keep]
-        if clash:
+        if any((t.rank, s) in seen for s in mine):
             dup.append((t.rank, t.file))
             continue
-        for s in mine:
-            keep[t.rank, s] = t.input_id
-    return keep, dup
+        seen.update((t.rank, s) for s in mine)
+        kept.append(t.input_id)
+    return pa.array(kept, pa.string()), dup
 
 
-def _collectives(table: pa.Table, keep: Mapping[tuple[int, int], str], source: str) -> Collectives:
-    """The rows of kept (rank, step)s, each with its identity across ranks (:mod:`analyzer.ranktraces.model`)."""
+def _collectives(table: pa.Table, source: str) -> Collectives:
+    """The collectives of the kept inputs, each with its identity across ranks (:mod:`analyzer.ranktraces.model`)."""
     n = table.num_rows
     rank = np.asarray(table["rank"].fill_null(-1), np.int64) if n else np.empty(0, np.int64)
     step = np.asarray(table["step"].fill_null(-1), np.int64) if n else np.empty(0, np.int64)
-    inputs = table["input_id"].cast(pa.string()).to_pylist() if n else []
-    ok = np.array(
-        [r >= 0 and (s < 0 or keep.get((int(r), int(s))) == i) for r, s, i in zip(rank, step, inputs, strict=True)],
-        bool,
-    )
-    if n:
-        table = table.filter(pa.array(ok))
-        rank, step = rank[ok], step[ok]
     pg = table["pg"].cast(pa.string()).fill_null("").to_pylist() if n else []
     seq = table["seq"].to_pylist() if n else []
     order = table["order"].to_pylist() if n else []

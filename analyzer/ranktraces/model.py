@@ -150,16 +150,12 @@ class RankTraceSet:
         c = self.collectives
         if len(self.ranks) < 2 or not len(c.key):
             return {}
-        common = self._common_steps()
-        inside = np.isin(c.step, common)
-        keys = np.unique(c.key[inside])
-        out: dict[int, int] = {}
-        for r in self.ranks:
-            mine = np.unique(c.key[inside & (c.rank == r)])
-            lacking = len(keys) - len(mine)
-            if lacking > 0:
-                out[int(r)] = int(lacking)
-        return out
+        inside = np.isin(c.step, self._common_steps())
+        keys = len(np.unique(c.key[inside]))
+        pairs = np.unique(np.stack([c.rank[inside], c.key[inside]]), axis=1)  # (rank, collective) once each
+        have = dict(zip(*np.unique(pairs[0], return_counts=True), strict=True))
+        lacking = {int(r): keys - int(have.get(r, 0)) for r in self.ranks}
+        return {r: n for r, n in lacking.items() if n > 0}
 
     def _common_steps(self) -> np.ndarray:
         have = ~np.isnan(self.step_us)

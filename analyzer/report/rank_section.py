@@ -13,19 +13,21 @@ def rank_section(job: str, s: RankTraceSet, done: TracesJudged) -> RankTracesDoc
     the detector too)."""
     view, step_us, j = done.view, done.step_us, done.judgement
     medians = s.per_rank_medians()
+    viewed = {int(r): c for c, r in enumerate(view.ranks)} if view.n_steps else {}
+    verdicts = {v.rank: v for v in j.ranks} if j is not None else {}
     rows: list[RankRowDoc] = []
+    shown: set[int] = set()
     for trace in s.traces:
         m = medians.get(trace.rank)
-        if m is None or any(r["rank"] == trace.rank for r in rows):
+        if m is None or trace.rank in shown:
             continue
+        shown.add(trace.rank)
         lateness = None
-        late, named = 0, False
-        if view.n_steps and trace.rank in set(int(r) for r in view.ranks):
-            col = view.typical_us[:, view.column(trace.rank)]
+        if trace.rank in viewed:
+            col = view.typical_us[:, viewed[trace.rank]]
             lateness = float(np.nanmedian(col)) / 1e3 if np.isfinite(col).any() else None
-        if j is not None and any(v.rank == trace.rank for v in j.ranks):
-            v = j.verdict(trace.rank)
-            late, named = v.late_count, v.named
+        v = verdicts.get(trace.rank)
+        late, named = (v.late_count, v.named) if v is not None else (0, False)
         rows.append(
             {
                 "rank": trace.rank,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from parsers.ranktrace import names
@@ -92,7 +93,7 @@ def _enqueued(out: list[Collective], enqueues: list[dict[str, Any]]) -> None:
         for i, t in zip(mine, sorted(times), strict=True):
             c = out[i]
             if t <= c.start_us + 1:
-                out[i] = _with(c, enqueue_us=round(t))
+                out[i] = replace(c, enqueue_us=round(t))
 
 
 def _synchronize(spans: list[tuple[float, float, int]], step_at: StepAt) -> list[Collective] | None:
@@ -122,15 +123,9 @@ def _ordered(out: list[Collective]) -> list[Collective]:
     placed = []
     for c in out:
         key = (c.step, c.pg)
-        placed.append(_with(c, order=seen.get(key, 0)))
+        placed.append(replace(c, order=seen.get(key, 0)))
         seen[key] = seen.get(key, 0) + 1
     return placed
-
-
-def _with(c: Collective, **changes: Any) -> Collective:
-    from dataclasses import replace
-
-    return replace(c, **changes)
 
 
 def _text(v: object) -> str | None:
@@ -138,7 +133,12 @@ def _text(v: object) -> str | None:
 
 
 def _seq(args: dict[str, Any]) -> int | None:
-    v = args.get("Seq", args.get("seq"))
+    return whole(args.get("Seq", args.get("seq")))
+
+
+def whole(v: object) -> int | None:
+    """A rank, world size, pid, clock base, sequence number or correlation id: a non-negative integer
+    within an int64 column, else unknown (a longer one is damage, not a value)."""
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 62) else None
 
 

@@ -30,7 +30,7 @@ import pyarrow as pa
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.ranktrace import names
-from parsers.ranktrace.collectives import collectives_of, event_args
+from parsers.ranktrace.collectives import collectives_of, event_args, whole
 from parsers.ranktrace.events import EventStream
 from parsers.ranktrace.tables import Collective, StepRow, build_tables
 from parsers.ranktrace.types import RankGroupDoc, RankTraceFacts
@@ -47,7 +47,6 @@ class _Seen:
     launches: dict[int, float] = field(default_factory=dict)  # correlation -> launch ts
     gloo: list[dict[str, Any]] = field(default_factory=list)
     nccl_cpu: list[dict[str, Any]] = field(default_factory=list)
-    params: list[dict[str, Any]] = field(default_factory=list)  # record_param_comms with args
     enqueues: list[dict[str, Any]] = field(default_factory=list)  # c10d::<op>_
     optimizer: list[tuple[float, float, int]] = field(default_factory=list)
     data: list[tuple[float, float]] = field(default_factory=list)
@@ -153,7 +152,6 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         seen.bad_name = seen.bad_name or name[:80]
         return
     cat = e.get("cat", "")
-    args = event_args(e)
     tid = e.get("tid")
     pid = e.get("pid")
     if cat == "kernel":
@@ -179,9 +177,6 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         seen.gloo.append(e)
     elif name.startswith("nccl:"):
         seen.nccl_cpu.append(e)
-    elif name == "record_param_comms":
-        if args.get("Collective name"):
-            seen.params.append(e)
     elif name.startswith("c10d::"):
         seen.enqueues.append(e)
     elif name.startswith("Optimizer.step#"):
@@ -199,7 +194,7 @@ def _launches_of(kernels: list[dict[str, Any]], events: EventStream) -> dict[int
     order = np.argsort(corr, kind="stable")
     ts = np.frombuffer(events.launch_ts, np.float64)[order]
     corr = corr[order]
-    wanted = [c for k in kernels if isinstance(c := event_args(k).get("correlation"), int) and 0 <= c < (1 << 62)]
+    wanted = [c for k in kernels if (c := whole(event_args(k).get("correlation"))) is not None]
     at = np.minimum(np.searchsorted(corr, wanted), len(corr) - 1)
     return {
         c: float(ts[i])
@@ -213,7 +208,7 @@ def _facts(path: Path, header: dict[str, Any], pieces: int) -> RankTraceFacts:
     dist = info if isinstance(info, dict) else {}
     worker = names.worker_of(path.name)
     host_pid = names.host_pid_of(worker) if worker else None
-    rank = _int(dist.get("rank"))
+    rank = whole(dist.get("rank"))
     rank_from = "distributedInfo" if rank is not None else None
     if rank is None:
         rank = names.rank_of_name(path.name)
@@ -221,14 +216,14 @@ def _facts(path: Path, header: dict[str, Any], pieces: int) -> RankTraceFacts:
     host = header.get("host_name") if isinstance(header.get("host_name"), str) else None
     if host is None and host_pid is not None:
         host = host_pid[0]
-    base = _int(header.get("baseTimeNanoseconds"))
+    base = whole(header.get("baseTimeNanoseconds"))
     devices = header.get("deviceProperties")
     device = devices[0].get("name") if isinstance(devices, list) and devices and isinstance(devices[0], dict) else None
     groups = dist.get("pg_config")
     return RankTraceFacts(
         rank=rank,
         rank_from=rank_from,
-        world_size=_int(dist.get("world_size")),
+        world_size=whole(dist.get("world_size")),
         backend=str(dist["backend"]) if dist.get("backend") else None,
         host=host,
         pid=host_pid[1] if host_pid else None,
@@ -252,11 +247,6 @@ def _groups(raw: object) -> list[RankGroupDoc]:
     return out
 
 
-def _int(v: object) -> int | None:
-    """A rank, world size, pid or clock base: a non-negative integer within an int64 column, else unknown."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 62) else None
-
-
 def _reduce(seen: _Seen) -> tuple[list[StepRow], list[Collective], str]:
     """The trace's steps (on the thread that steps) and its collectives of one evidence source (the
     module says which); times stay on the rank's own clock, as written."""
@@ -274,19 +264,18 @@ def _reduce(seen: _Seen) -> tuple[list[StepRow], list[Collective], str]:
     comm: dict[int | None, list[tuple[float, float]]] = {}
     for c in collectives:
         comm.setdefault(c.step, []).append((c.start_us, c.dur_us))
-    rows: list[StepRow] = []
-    for number, (ts, dur) in windows:
-        lo, hi = ts, ts + dur
-        rows.append(
-            StepRow(
-                step=number,
-                start_us=round(ts),
-                dur_us=round(dur),
-                data_us=round(_overlap(seen.data, lo, hi)),
-                h2d_us=round(_overlap(seen.h2d, lo, hi)),
-                comm_us=0 if source == NO_WAIT_SOURCE else round(_union(comm.get(number, []))),
-            )
+    data, h2d = _per_window(seen.data, starts, ends), _per_window(seen.h2d, starts, ends)
+    rows = [
+        StepRow(
+            step=number,
+            start_us=round(ts),
+            dur_us=round(dur),
+            data_us=round(data[i]),
+            h2d_us=round(h2d[i]),
+            comm_us=0 if source == NO_WAIT_SOURCE else round(_union(comm.get(number, []))),
         )
+        for i, (number, (ts, dur)) in enumerate(windows)
+    ]
     return rows, collectives, source
 
 
@@ -309,5 +298,13 @@ def _union(spans: Sequence[tuple[float, float]]) -> float:
     return total
 
 
-def _overlap(spans: Sequence[tuple[float, float]], lo: float, hi: float) -> float:
-    return sum(max(0.0, min(t + d, hi) - max(t, lo)) for t, d in spans if t < hi and t + d > lo)
+def _per_window(spans: Sequence[tuple[float, float]], starts: np.ndarray, ends: np.ndarray) -> list[float]:
+    """Per step window (``starts``/``ends``, ascending, not overlapping): the time ``spans`` (start, duration)
+    cover in it. Each span visits only the windows it overlaps (found by bisection), not every window."""
+    out = [0.0] * len(starts)
+    for t, d in spans:
+        i = int(np.searchsorted(ends, t, side="right"))  # the first window ending after the span starts
+        while i < len(starts) and starts[i] < t + d:
+            out[i] += max(0.0, min(t + d, float(ends[i])) - max(t, float(starts[i])))
+            i += 1
+    return out

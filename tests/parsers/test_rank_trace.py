@@ -273,3 +273,25 @@ def test_hostile_numbers_are_skipped_and_counted_never_overflow(
     if code is not None:
         assert code in {i.code for i in p.sink.issues}
     assert all(c["bytes"] is None and c["seq"] is None for c in t["rank_collectives"])
+
+
+def test_time_in_data_loading_is_split_over_the_steps_a_span_crosses() -> None:
+    """A DataLoader span that starts in one step and ends in the next counts in each for its part."""
+    steps = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": f"ProfilerStep#{s}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1000 * s,
+            "dur": 1000,
+        }
+        for s in range(1, 4)
+    ]
+    loads = [
+        {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#x", "pid": 1, "tid": 1, "ts": t, "dur": d}
+        for t, d in ((1100, 100), (1900, 300), (3500, 200), (5000, 50))
+    ]
+    _, t = parse(json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 0}, "traceEvents": steps + loads}))
+    assert [(s["step"], s["data_us"]) for s in t["rank_steps"]] == [(1, 200), (2, 200), (3, 200)]
