@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Thresholds
     from analyzer.context import Context
     from analyzer.errors import HvdAnalyzeError, StoreError, UsageError
-    from analyzer.findings import AnalysisReport, Evidence, Finding, Impact, Severity, SourceRef, Suggestion
+    from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
     from analyzer.render import RENDERERS, renderer_for
     from analyzer.report.assembly import analyze, analyze_in
+    from analyzer.report.model import AnalysisReport
     from analyzer.slicing import StepRange, StepTables, chrome_trace, main_timeline, step_tables, step_window
     from analyzer.store.run_store import RunStore, temporary_store
 
@@ -29,7 +30,7 @@ _FACE = {
     "AnalysisConfig": "analyzer.config",
     "Thresholds": "analyzer.config",
     "DEFAULT_MEMORY_BUDGET": "analyzer.config",
-    "AnalysisReport": "analyzer.findings",
+    "AnalysisReport": "analyzer.report.model",
     "Finding": "analyzer.findings",
     "Severity": "analyzer.findings",
     "Evidence": "analyzer.findings",

@@ -1,4 +1,4 @@
-"""The typed result of an analysis: findings, skipped detectors, and the report.
+"""What a detector returns: findings (and the reason a detector was skipped).
 
 Every finding has a stable ``code`` (a public contract: CI gates and dashboards key on
 it), a severity, evidence that cites source positions, an impact when it can be
@@ -10,21 +10,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Literal
 
-from analyzer.report.types import (
-    FindingDoc,
-    InputDoc,
-    JobDoc,
-    NcclSection,
-    ParseIssueDoc,
-    RankTracesDoc,
-    ReportDocument,
-    SkippedFileDoc,
-    TimelineSection,
-    VerdictDoc,
-)
-from analyzer.report.types import Severity as SeverityLabel
+from analyzer.report.doc_base import Severity as SeverityLabel
 
 
 class Severity(enum.IntEnum):
@@ -36,7 +24,11 @@ class Severity(enum.IntEnum):
 
     @property
     def label(self) -> SeverityLabel:
-        return cast(SeverityLabel, self.name.lower())
+        return _LABELS[self]
+
+    @classmethod
+    def of_label(cls, label: SeverityLabel) -> Severity:
+        return _SEVERITIES[label]
 
     @classmethod
     def parse(cls, text: str) -> Severity:
@@ -44,6 +36,14 @@ class Severity(enum.IntEnum):
             return cls[text.upper()]
         except KeyError:
             raise ValueError(f"unknown severity {text!r}; use one of: info, warning, critical") from None
+
+
+_LABELS: dict[Severity, SeverityLabel] = {
+    Severity.INFO: "info",
+    Severity.WARNING: "warning",
+    Severity.CRITICAL: "critical",
+}  # constant
+_SEVERITIES: dict[SeverityLabel, Severity] = {v: k for k, v in _LABELS.items()}  # constant
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,99 +119,3 @@ def clip(text: str, limit: int) -> str:
 class Skipped:
     detector: str
     reason: str
-
-
-REPORT_SCHEMA_VERSION: Literal[1] = 1
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisReport:
-    """Everything a renderer needs; :meth:`to_dict` is the documented JSON shape."""
-
-    tool_version: str
-    store: str
-    inputs: tuple[InputDoc, ...]
-    findings: tuple[Finding, ...]
-    skipped: tuple[Skipped, ...]
-    parse_issues: tuple[ParseIssueDoc, ...]
-    skipped_files: tuple[SkippedFileDoc, ...] = ()
-    timelines: tuple[
-        TimelineSection, ...
-    ] = ()  # analyzer.report.timeline_section.timeline_section, main timeline first
-    nccl: NcclSection | None = None  # analyzer.report.nccl_section.nccl_section
-    jobs: tuple[JobDoc, ...] = ()  # analyzer.jobs: the run's jobs and their inputs
-    rank_traces: tuple[RankTracesDoc, ...] = ()  # analyzer.report.rank_section: per job with per-rank traces
-
-    def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), default=None)
-
-    def verdict(self) -> VerdictDoc:
-        """What to read first (:mod:`analyzer.report.verdict`)."""
-        return self.to_dict()["verdict"]
-
-    def to_dict(self) -> ReportDocument:
-        from analyzer.report.verdict import verdict_of
-
-        worst = self.worst()
-        doc: dict[str, Any] = {
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "tool": "hvd-analyze",
-            "tool_version": self.tool_version,
-            "store": self.store,
-            "verdict": None,
-            "summary": {
-                "findings": len(self.findings),
-                "by_severity": {
-                    "info": self._count(Severity.INFO),
-                    "warning": self._count(Severity.WARNING),
-                    "critical": self._count(Severity.CRITICAL),
-                },
-                "worst": None if worst is None else worst.label,
-            },
-            "inputs": list(self.inputs),
-            "jobs": list(self.jobs),
-            "timeline": self.timelines[0] if self.timelines else None,
-            "other_timelines": list(self.timelines[1:]),
-            "nccl": self.nccl,
-            "rank_traces": list(self.rank_traces),
-            "findings": [_finding_dict(f) for f in self.findings],
-            "skipped_detectors": [{"detector": s.detector, "reason": s.reason} for s in self.skipped],
-            "parse_issues": list(self.parse_issues),
-            "skipped_files": list(self.skipped_files),
-        }
-        doc["verdict"] = verdict_of(doc)
-        return cast(ReportDocument, doc)
-
-    def _count(self, severity: Severity) -> int:
-        return sum(f.severity is severity for f in self.findings)
-
-
-def _finding_dict(f: Finding) -> FindingDoc:
-    return {
-        "code": f.code,
-        "severity": f.severity.label,
-        "title": f.title,
-        "summary": f.summary,
-        "detector": f.detector,
-        "job": f.job,
-        "ranks": list(f.ranks),
-        "hosts": list(f.hosts),
-        "labels": dict(f.labels),
-        "evidence": [
-            {
-                "summary": e.summary,
-                "sources": [{"file": s.file, "byte_offset": s.byte_offset, "line": s.line} for s in e.sources],
-                "metrics": {k: float(v) for k, v in e.metrics.items()},
-            }
-            for e in f.evidence
-        ],
-        "impact": None
-        if f.impact is None
-        else {
-            "seconds_per_step": f.impact.seconds_per_step,
-            "fraction_of_step": f.impact.fraction_of_step,
-            "confidence": f.impact.confidence,
-            "assumptions": f.impact.assumptions,
-        },
-        "suggestions": [{"action": s.action, "env": dict(s.env), "rationale": s.rationale} for s in f.suggestions],
-    }

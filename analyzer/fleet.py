@@ -226,7 +226,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig,
     doc = jsonreport.to_document(report)
     report_path = Path(out_dir) / "runs" / f"{safe_name(name)}.json"
     report_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    main = doc["timeline"]
+    main = report.main_timeline
     steps = main["steps"] if main else None
     slowdown = max(
         (_slowdown(f) for f in report.findings if f.code == SLOWDOWN), key=lambda s: s["lost_s"], default=None
@@ -244,7 +244,7 @@ def _summarize(name: str, store: RunStore, out_dir: str, config: AnalysisConfig,
         "median_step_ms": steps["median_s"] * 1e3 if steps and steps["median_s"] is not None else None,
         "p90_step_ms": steps["p90_s"] * 1e3 if steps and steps["p90_s"] is not None else None,
         "slowdown": slowdown,
-        "jobs": job_steps(doc, step_samples(ctx), path, job_fingerprints(ctx)),
+        "jobs": job_steps(report, step_samples(ctx), path, job_fingerprints(ctx)),
     }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from dash import Dash, Input, Output, dcc, html
 
-from analyzer import Context
+from analyzer import AnalysisReport, Context
 from analyzer.compare import Side, compare_sides, step_parts, step_samples
 from analyzer.render import figures
 from analyzer.render.compare import compare_sections, side_line
@@ -36,7 +36,7 @@ def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
     parts = doc.get("step_parts")
     if parts is None and (store := library.store_of(run_id)) is not None:
         parts = step_parts(Context(store))
-    return Side(label, meta["name"], doc["report"], steps, parts=parts or {})
+    return Side(label, meta["name"], AnalysisReport.from_document(doc["report"]), steps, parts=parts or {})
 
 
 def compare_content(library: RunLibrary, before: str | None, after: str | None) -> html.Div:

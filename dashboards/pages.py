@@ -10,16 +10,18 @@ in the document (:func:`dashboards.work.relabel`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dash import dash_table, dcc, html
 
-from analyzer import SourceRef
+from analyzer import AnalysisReport, Finding
 from analyzer.render import figures, nccl_rows
-from analyzer.render.base import export_lines, fixed, format_impact, verdict_text
+from analyzer.render.base import export_lines, fixed, impact_text, verdict_text
 from analyzer.render.sections import fusion_line, noise_line, steps_line, window_line
-from analyzer.report import FindingDoc, TimelineSection, TimelineViews, report_for_job, verdict_of
+from analyzer.report import TimelineSection, TimelineViews, report_for_job
 from dashboards.traces_page import trace_parts
+from dashboards.tuning import tuning
 from dashboards.work import AnalysisDocument
 
 PAGES = (
@@ -51,11 +53,19 @@ def table(tid: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]], **
     )
 
 
-def _main(doc: AnalysisDocument) -> tuple[TimelineSection | None, TimelineViews | None]:
-    section = doc["report"].get("timeline")
-    if section is None:
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a page shows: the report (of the selected job) and the views of its timelines."""
+
+    report: AnalysisReport
+    views: dict[str, TimelineViews] = field(default_factory=dict)
+
+
+def _main(doc: Shown) -> tuple[TimelineSection | None, TimelineViews | None]:
+    if not doc.report.timelines:
         return None, None
-    return section, doc.get("views", {}).get(section["input_id"])
+    section = doc.report.timelines[0]
+    return section, doc.views.get(section["input_id"])
 
 
 def none_page(text: str) -> html.Div:
@@ -63,34 +73,34 @@ def none_page(text: str) -> html.Div:
 
 
 # overview -----------------------------------------------------------------------------
-def finding_card(f: FindingDoc, i: int) -> html.Div:
+def finding_card(f: Finding, i: int) -> html.Div:
     evidence = []
-    for e in f["evidence"]:
-        where = "; ".join(str(SourceRef(**s)) for s in e["sources"])
-        evidence.append(html.Li([e["summary"], html.Span(f" [{where}]", className="muted") if where else None]))
-    env = "\n".join(export_lines(s["env"] for s in f["suggestions"]))
+    for e in f.evidence:
+        where = "; ".join(str(s) for s in e.sources)
+        evidence.append(html.Li([e.summary, html.Span(f" [{where}]", className="muted") if where else None]))
+    env = "\n".join(export_lines(s.env for s in f.suggestions))
     body: list[Any] = [
-        html.Div([html.Span(f["severity"], className="sev"), html.Code(f["code"]), " ", html.Strong(f["title"])]),
-        html.P(f["summary"]),
-        html.P([html.Strong("Impact: "), format_impact(f.get("impact"))]),
+        html.Div([html.Span(f.severity.label, className="sev"), html.Code(f.code), " ", html.Strong(f.title)]),
+        html.P(f.summary),
+        html.P([html.Strong("Impact: "), impact_text(f)]),
     ]
-    if f["ranks"]:
-        body.append(html.P([html.Strong("Ranks: "), ", ".join(map(str, f["ranks"]))]))
-    if f["hosts"]:
-        body.append(html.P([html.Strong("Hosts: "), ", ".join(f["hosts"])]))
+    if f.ranks:
+        body.append(html.P([html.Strong("Ranks: "), ", ".join(map(str, f.ranks))]))
+    if f.hosts:
+        body.append(html.P([html.Strong("Hosts: "), ", ".join(f.hosts)]))
     if evidence:
         body.append(html.Ul(evidence))
-    body += [html.P([html.Strong("Try: "), s["action"]]) for s in f["suggestions"]]
+    body += [html.P([html.Strong("Try: "), s.action]) for s in f.suggestions]
     if env:
         body.append(
             html.Div([html.Pre(env, id=f"env-{i}"), dcc.Clipboard(target_id=f"env-{i}", title="copy")], className="env")
         )
-    return html.Div(body, className=f"finding {f['severity']}", **{"data-code": f["code"]})
+    return html.Div(body, className=f"finding {f.severity.label}", **{"data-code": f.code})
 
 
-def verdict_box(rep: Any) -> html.Section:
+def verdict_box(report: AnalysisReport) -> html.Section:
     """What to read first: the status, the key numbers, the one thing to do, the checks passed."""
-    v = rep.get("verdict") or verdict_of(rep)  # a run analysed before verdicts has none stored
+    v = report.verdict()
     t = verdict_text(v)
     body: list[Any] = [html.H3(t.headline), *(html.P(line) for line in (t.numbers, t.action) if line)]
     if t.passed:
@@ -108,17 +118,17 @@ def verdict_box(rep: Any) -> html.Section:
     return html.Section(body, id="verdict", className=f"verdict {v['status']}", **{"data-status": v["status"]})
 
 
-def overview(doc: AnalysisDocument) -> html.Div:
-    rep = doc["report"]
+def overview(doc: Shown) -> html.Div:
+    rep = doc.report
     inputs = [
         html.Li(
             f"{e['path']}: {e['kind']}, {e['size']:,} bytes, "
             f"issues {e['issues'].get('error', 0)} error / {e['issues'].get('data_loss', 0)} data_loss / "
             f"{e['issues'].get('info', 0)} info"
         )
-        for e in rep["inputs"]
+        for e in rep.inputs
     ]
-    findings = rep["findings"]  # in the report's order: critical first, then by time lost per step
+    findings = rep.findings  # in the report's order: critical first, then by time lost per step
     cards = [finding_card(f, i) for i, f in enumerate(findings)] or [html.P("No findings.")]
     parts: list[Any] = [
         verdict_box(rep),
@@ -128,12 +138,12 @@ def overview(doc: AnalysisDocument) -> html.Div:
         html.H3("Inputs"),
         html.Ul(inputs),
     ]
-    if rep.get("skipped_files"):
+    if rep.skipped_files:
         parts += [
-            html.H3(f"Files that are not inputs ({len(rep['skipped_files'])}, left out)"),
-            html.Ul([html.Li(f"{s['path']}: {s['reason']}") for s in rep["skipped_files"]], id="skipped-files"),
+            html.H3(f"Files that are not inputs ({len(rep.skipped_files)}, left out)"),
+            html.Ul([html.Li(f"{s['path']}: {s['reason']}") for s in rep.skipped_files], id="skipped-files"),
         ]
-    if rep["parse_issues"]:
+    if rep.parse_issues:
         rows = [
             (
                 i["severity"],
@@ -143,7 +153,7 @@ def overview(doc: AnalysisDocument) -> html.Div:
                 "" if i["byte_offset"] is None else str(i["byte_offset"]),
                 i["message"],
             )
-            for i in rep["parse_issues"]
+            for i in rep.parse_issues
         ]
         parts += [
             html.H3("Parse issues (records dropped or tolerated)"),
@@ -153,7 +163,7 @@ def overview(doc: AnalysisDocument) -> html.Div:
 
 
 # steps ---------------------------------------------------------------------------------
-def steps(doc: AnalysisDocument) -> html.Div:
+def steps(doc: Shown) -> html.Div:
     section, view = _main(doc)
     if section is None:
         return none_page("This run has no Horovod timeline: step times come from HOROVOD_TIMELINE.")
@@ -174,43 +184,8 @@ def steps(doc: AnalysisDocument) -> html.Div:
         parts.append(table("step-table", ("step", "step time ms", "steady"), rows, page_size=15, sort_action="native"))
     if not st["steady"]:
         parts.append(none_page("No complete steady step: the timeline is too short or cut during the first steps."))
-    parts += tuning(doc["report"])
+    parts += tuning(doc.report.findings)
     return html.Div(parts, id="page-steps")
-
-
-def tuning(rep: Any) -> list[Any]:
-    """What to change to win step time: the findings with a cost per step, the largest first, each
-    with its estimate, its confidence and the setting to try (a low-confidence one says so)."""
-    costly = sorted(
-        (f for f in rep["findings"] if f.get("impact") and f["impact"]["seconds_per_step"] > 0 and f["suggestions"]),
-        key=lambda f: -f["impact"]["seconds_per_step"],
-    )
-    if not costly:
-        return []
-    items = []
-    for i, f in enumerate(costly):
-        impact = f["impact"]
-        low = impact["confidence"] == "low"
-        body: list[Any] = [
-            html.Strong(f["title"]),
-            html.P(
-                f"wins up to {impact['seconds_per_step'] * 1e3:,.1f} ms per step "
-                f"({impact['fraction_of_step']:.0%} of the step), {impact['confidence']} confidence"
-                + (": too uncertain to advise a setting; its finding on the Overview says what was seen" if low else "")
-            ),
-        ]
-        env = "" if low else "\n".join(export_lines(s["env"] for s in f["suggestions"]))
-        if not low:
-            body.append(html.P([html.Strong("Try: "), f["suggestions"][0]["action"]]))
-        if env:
-            body.append(
-                html.Div(
-                    [html.Pre(env, id=f"tune-env-{i}"), dcc.Clipboard(target_id=f"tune-env-{i}", title="copy")],
-                    className="env",
-                )
-            )
-        items.append(html.Li(body, **{"data-code": f["code"]}))
-    return [html.H3("What to tune (largest win per step first)"), html.Ol(items, id="tuning")]
 
 
 # ranks ---------------------------------------------------------------------------------
@@ -221,9 +196,9 @@ NO_TICKS = (
 )
 
 
-def ranks(doc: AnalysisDocument) -> html.Div:
+def ranks(doc: Shown) -> html.Div:
     section, view = _main(doc)
-    traces = trace_parts(doc["report"].get("rank_traces", []), table)
+    traces = trace_parts(doc.report.rank_traces, table)
     if section is None:
         if traces:
             return html.Div(traces, id="page-ranks")
@@ -279,7 +254,7 @@ def ranks(doc: AnalysisDocument) -> html.Div:
 
 
 # phases & fusion -------------------------------------------------------------------------
-def phases(doc: AnalysisDocument) -> html.Div:
+def phases(doc: Shown) -> html.Div:
     section, view = _main(doc)
     if section is None:
         return none_page("This run has no Horovod timeline.")
@@ -323,8 +298,8 @@ def phases(doc: AnalysisDocument) -> html.Div:
 
 
 # NCCL ----------------------------------------------------------------------------------
-def nccl(doc: AnalysisDocument) -> html.Div:
-    n = doc["report"].get("nccl")
+def nccl(doc: Shown) -> html.Div:
+    n = doc.report.nccl
     if not n or not (n["processes"] or n["errors"] or n["watchdog_timeouts"] or n["horovod_stalls"]):
         return none_page(
             "This run has no NCCL_DEBUG output or job log. Add the job's log (NCCL_DEBUG=INFO) to the "
@@ -393,17 +368,17 @@ def render_page(page: str, doc: AnalysisDocument | None, job: str | None = None)
     """Page ``page`` of a run, of its job ``job`` when the run holds several."""
     if doc is None:
         return none_page("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
-    narrowed: AnalysisDocument = {"report": report_for_job(doc["report"], job), "views": doc.get("views", {})}
-    return RENDER.get(page, overview)(narrowed)
+    report = report_for_job(AnalysisReport.from_document(doc["report"]), job)
+    return RENDER.get(page, overview)(Shown(report, doc.get("views", {})))
 
 
 def job_options(doc: AnalysisDocument | None) -> tuple[list[dict[str, str]], str | None]:
     """The job selector of a run of several jobs (``([], None)`` for one job), and the job shown
     first: the one whose finding is the report's most severe."""
-    jobs = doc["report"].get("jobs", []) if doc else []
+    jobs = doc["report"]["jobs"] if doc else []
     if doc is None or len(jobs) < 2:
         return [], None
-    findings = doc["report"]["findings"]
+    findings = doc["report"]["findings"]  # the stored document's: only their job is read
     count = {j["id"]: sum(f["job"] == j["id"] for f in findings) for j in jobs}
     # an unpacked archive's folder reads as the user named it (work.relabel: "run.zip!runs/a")
     options = [

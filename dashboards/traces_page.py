@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dash import dcc, html
@@ -11,7 +12,7 @@ from analyzer.render.trace_figures import rank_trace_bars
 from analyzer.report import RankTracesDoc
 
 
-def trace_parts(sections: list[RankTracesDoc], table: Any) -> list[Any]:
+def trace_parts(sections: Sequence[RankTracesDoc], table: Any) -> list[Any]:
     """For each job's traces: a summary line, the per-rank figure and table, and what the set leaves out;
     ``table``: the page's table builder (with its CSV export)."""
     parts: list[Any] = []

@@ -14,7 +14,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, Literal, Protocol, cast
 
 try:  # ISA-L inflates gzip 2-3x faster than zlib; optional.
     from isal import igzip as _gzip_impl
@@ -26,11 +26,27 @@ SNIFF_BYTES = 64 * 1024
 TEXT_SNIFF_BYTES = 4 << 20  # how far into a text file to look for NCCL / job-log signals
 
 
+#: :class:`InputKind`'s values of an input (what the manifest and the report write)
+InputKindName = Literal["horovod_timeline", "job_log", "rank_trace"]
+
+
 class InputKind(enum.StrEnum):
     HOROVOD_TIMELINE = "horovod_timeline"
     RANK_TRACE = "rank_trace"  # one rank's PyTorch profiler (Kineto) trace
     JOB_LOG = "job_log"  # NCCL_DEBUG output, job stdout/stderr, Horovod autotune CSV
     UNKNOWN = "unknown"
+
+    @property
+    def input_name(self) -> InputKindName:
+        """The kind's value, for a kind an input can have (not :attr:`UNKNOWN`)."""
+        match self:
+            case InputKind.HOROVOD_TIMELINE:
+                return "horovod_timeline"
+            case InputKind.RANK_TRACE:
+                return "rank_trace"
+            case InputKind.JOB_LOG:
+                return "job_log"
+        raise ValueError(f"{self.value!r} is not the kind of an input")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.findings import AnalysisReport, Finding
+from analyzer.findings import Finding
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from analyzer.timeline.changepoints import find_slowdown
 from sample_traces.capture.capture import SCENARIOS, expected_md
 from tests.builders import truth_steps
-from tests.conftest import ROOT, Validate
+from tests.conftest import ROOT, Validate, assert_round_trip
 
 CAPTURED = ROOT / "sample_traces" / "captured"
 STABILITY = ROOT / "sample_traces" / "stability"  # repeats of the scenarios (capture.py --repeat)
@@ -51,6 +52,7 @@ def test_captured_scenario_meets_expected(name: str, folder: Path, validated: Va
     sc = SCENARIOS[name]
     report = _report(folder)
     validated(to_document(report))
+    assert_round_trip(report)
     tolerated = START_UP | {"timeline.truncated"}  # 0.28.1's writer loses its last records at a clean exit
     if find_slowdown(truth_steps(folder / "steps.csv")) is not None:
         tolerated.add("timeline.slowdown")  # the capture machine slowed down: its own step times say so

@@ -247,6 +247,7 @@ def test_a_watchdog_sequence_number_is_a_whole_number(tmp_path: Path) -> None:
 
 def test_in_a_run_of_two_jobs_the_losses_are_shares_of_their_own_jobs_step() -> None:
     """A costly finding of the other job must not be quoted as a share of this job's step."""
+    from analyzer.report.model import AnalysisReport
     from analyzer.report.verdict import verdict_of
 
     pair = ROOT / "sample_traces" / "compare" / "cycle_default"
@@ -256,7 +257,7 @@ def test_in_a_run_of_two_jobs_the_losses_are_shares_of_their_own_jobs_step() -> 
     other = dict(top, code="timeline.straggler", job=other_job, severity="warning")
     other["impact"] = dict(top["impact"], seconds_per_step=top["impact"]["seconds_per_step"] / 2)
     doc["findings"] = [top, other]
-    v = verdict_of(doc)
+    v = verdict_of(AnalysisReport.from_document(doc))
     assert [loss["code"] for loss in v["losses"]] == [top["code"]]
     assert v["losses"][0]["fraction_of_step"] == pytest.approx(
         v["losses"][0]["ms_per_step"] / v["median_step_ms"], rel=0.02

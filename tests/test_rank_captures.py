@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.findings import AnalysisReport
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from sample_traces.capture.ranks import SCENARIOS, expected_md
-from tests.conftest import ROOT, Validate
+from tests.conftest import ROOT, Validate, assert_round_trip
 
 RANKS = ROOT / "sample_traces" / "ranks"
 CAPTURES = [(name, folder) for name in sorted(SCENARIOS) for folder in sorted((RANKS / name).glob("r*/"))]
@@ -46,6 +46,7 @@ def test_the_late_rank_and_only_it_is_named(name: str, folder: Path, validated: 
     sc = SCENARIOS[name]
     report = _report(folder)
     validated(to_document(report))
+    assert_round_trip(report)
     found = [f for f in report.findings if f.code == "traces.straggler"]
     if not sc.late:
         assert not found, [f.title for f in found]

@@ -10,17 +10,9 @@ import pytest
 
 from analyzer.detectors import ALL_DETECTORS
 from analyzer.errors import UsageError
-from analyzer.findings import (
-    AnalysisReport,
-    Evidence,
-    Finding,
-    Impact,
-    Severity,
-    Skipped,
-    SourceRef,
-    Suggestion,
-)
+from analyzer.findings import Evidence, Finding, Impact, Severity, Skipped, SourceRef, Suggestion
 from analyzer.render import RENDERERS, renderer_for
+from analyzer.report.model import AnalysisReport
 from tests.conftest import validate_report
 
 HOSTILE = "<img src=x onerror=alert(1)>"

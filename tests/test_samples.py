@@ -13,7 +13,7 @@ from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from parsers.timeline import parse_timeline
 from sample_traces.generator.__main__ import SAMPLES, expected_md, generate
-from tests.conftest import ROOT, Validate
+from tests.conftest import ROOT, Validate, assert_round_trip
 
 SYNTH = ROOT / "sample_traces" / "synthetic"
 
@@ -41,6 +41,7 @@ def _analysis(tmp_path: Path, name: str):
 def test_sample_gives_exactly_its_expected_findings(tmp_path: Path, name: str, validated: Validate) -> None:
     report = _analysis(tmp_path, name)
     validated(to_document(report))
+    assert_round_trip(report)
     assert sorted(f.code for f in report.findings) == sorted(SAMPLES[name].expect)
     truth = SAMPLES[name].spec
     if truth is not None:

@@ -26,7 +26,7 @@ from analyzer.compare.types import CompareDocument, FindingChangeDoc, FixCheckDo
 from analyzer.config import CompareThresholds
 from analyzer.errors import UsageError
 from analyzer.report.job_view import report_for_job
-from analyzer.report.types import ReportDocument
+from analyzer.report.model import AnalysisReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,39 +37,39 @@ class Side:
 
     label: str
     source: str
-    doc: ReportDocument
+    report: AnalysisReport
     steps_s: Mapping[str, Sequence[float]]
     job: str | None = None
     declared: Mapping[str, str] = field(default_factory=dict)
     parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
-    def narrowed(self) -> tuple[ReportDocument, str | None]:
+    def narrowed(self) -> tuple[AnalysisReport, str | None]:
         """The report of the compared job, and that job's id."""
-        jobs = self.doc["jobs"]
+        jobs = self.report.jobs
         if self.job is not None:
             found = [j for j in jobs if self.job in (j["id"], j["name"])]
             if not found:
                 names = ", ".join(j["name"] for j in jobs) or "none"
                 raise UsageError(f"{self.label} ({self.source}) has no job {self.job!r}; its jobs: {names}")
-            return report_for_job(self.doc, found[0]["id"]), found[0]["id"]
-        main = self.doc["timeline"]
-        with_traces = next((j for j in jobs if j.get("traces")), None)
+            return report_for_job(self.report, found[0]["id"]), found[0]["id"]
+        main = self.report.main_timeline
+        with_traces = next((j for j in jobs if j["traces"]), None)
         job = next(
             (j for j in jobs if main and main["path"] in j["timelines"]), with_traces or (jobs[0] if jobs else None)
         )
-        return (report_for_job(self.doc, job["id"]), job["id"]) if job else (self.doc, None)
+        return (report_for_job(self.report, job["id"]), job["id"]) if job else (self.report, None)
 
-    def split(self, doc: ReportDocument) -> Mapping[str, float]:
-        """The mean step of ``doc``'s main timeline split into its parts (empty: not known)."""
-        tl = doc["timeline"]
+    def split(self, report: AnalysisReport) -> Mapping[str, float]:
+        """The mean step of ``report``'s main timeline split into its parts (empty: not known)."""
+        tl = report.main_timeline
         return self.parts.get(tl["input_id"], {}) if tl else {}
 
-    def steps(self, doc: ReportDocument) -> np.ndarray:
-        """The step times of ``doc``'s main timeline, else of its per-rank traces."""
-        tl = doc["timeline"]
+    def steps(self, report: AnalysisReport) -> np.ndarray:
+        """The step times of ``report``'s main timeline, else of its per-rank traces."""
+        tl = report.main_timeline
         if tl is not None:
             return np.asarray(self.steps_s.get(tl["input_id"], []), dtype=np.float64)
-        traces = doc.get("rank_traces", [])
+        traces = report.rank_traces
         return np.asarray(self.steps_s.get(traces_key(traces[0]["job"]), []) if traces else [], dtype=np.float64)
 
 
@@ -78,14 +78,15 @@ def traces_key(job: str) -> str:
     return f"traces:{job}"
 
 
-def _side_doc(side: Side, doc: ReportDocument, job: str | None, steps: int) -> SideDoc:
-    name = next((j["name"] for j in side.doc["jobs"] if j["id"] == job), None)
+def _side_doc(side: Side, report: AnalysisReport, job: str | None, steps: int) -> SideDoc:
+    name = next((j["name"] for j in side.report.jobs if j["id"] == job), None)
+    tl = report.main_timeline
     return {
         "label": side.label,
         "source": side.source,
         "job": name,
-        "timeline": doc["timeline"]["path"] if doc["timeline"] else None,
-        "verdict": doc["verdict"]["status"],
+        "timeline": tl["path"] if tl else None,
+        "verdict": report.verdict()["status"],
         "steps": steps,
     }
 

@@ -15,7 +15,8 @@ from analyzer.compare.diff import finding_key
 from analyzer.compare.settings import DECLARED, Seen
 from analyzer.compare.types import FixCheckDoc, FixTrigger, FixVerdict, StepShiftDoc
 from analyzer.config import CompareThresholds
-from analyzer.report.types import FindingDoc, ReportDocument, SuggestionDoc
+from analyzer.findings import Finding, Severity, Suggestion
+from analyzer.report.model import AnalysisReport
 
 #: settings that gather evidence and promise no speed
 DIAGNOSTIC = frozenset(
@@ -48,13 +49,13 @@ def _status(name: str, value: str, after: Mapping[str, Seen]) -> Status:
     return "declared" if seen.source == DECLARED else "applied"
 
 
-def _pick(f: FindingDoc, after: Mapping[str, Seen]) -> tuple[SuggestionDoc | None, dict[str, Status]]:
+def _pick(f: Finding, after: Mapping[str, Seen]) -> tuple[Suggestion | None, dict[str, Status]]:
     """The first suggestion with settings that AFTER shows applied; else the first with settings."""
-    first: tuple[SuggestionDoc | None, dict[str, Status]] = (None, {})
-    for s in f["suggestions"]:
-        if not s["env"]:
+    first: tuple[Suggestion | None, dict[str, Status]] = (None, {})
+    for s in f.suggestions:
+        if not s.env:
             continue
-        status = {k: _status(k, v, after) for k, v in s["env"].items()}
+        status = {k: _status(k, v, after) for k, v in s.env.items()}
         if all(v in ("applied", "declared") for v in status.values()):
             return s, status
         if first[0] is None:
@@ -62,28 +63,28 @@ def _pick(f: FindingDoc, after: Mapping[str, Seen]) -> tuple[SuggestionDoc | Non
     return first
 
 
-def _learnt(before: ReportDocument, after: ReportDocument) -> str:
-    keys = {finding_key(f) for f in before["findings"]}
-    new = [f for f in after["findings"] if finding_key(f) not in keys and f["severity"] != "info"]
+def _learnt(before: AnalysisReport, after: AnalysisReport) -> str:
+    keys = {finding_key(f) for f in before.findings}
+    new = [f for f in after.findings if finding_key(f) not in keys and f.severity is not Severity.INFO]
     if not new:
         return "AFTER shows no finding BEFORE did not"
-    named = [f"{f['code']}" + (f" (rank {', '.join(map(str, f['ranks']))})" if f["ranks"] else "") for f in new]
+    named = [f.code + (f" (rank {', '.join(map(str, f.ranks))})" if f.ranks else "") for f in new]
     return "AFTER adds " + "; ".join(named)
 
 
 def fix_checks(
-    before: ReportDocument,
-    after: ReportDocument,
+    before: AnalysisReport,
+    after: AnalysisReport,
     seen_after: Mapping[str, Seen],
     shift: StepShiftDoc,
     t: CompareThresholds,
 ) -> list[FixCheckDoc]:
     """One row per finding of BEFORE with a suggested setting (warning or worse, or applied) or with a
     predicted impact that AFTER resolved."""
-    after_keys = {finding_key(f) for f in after["findings"]}
+    after_keys = {finding_key(f) for f in after.findings}
     rows: list[FixCheckDoc] = []
     done: set[str] = set()
-    for f in before["findings"]:
+    for f in before.findings:
         key = finding_key(f)
         if key in done:
             continue
@@ -91,33 +92,29 @@ def fix_checks(
         resolved = key not in after_keys
         suggestion, status = _pick(f, seen_after)
         applied = bool(status) and all(v in ("applied", "declared") for v in status.values())
-        predicted = round(f["impact"]["seconds_per_step"] * 1e3, 3) if f["impact"] else None
+        predicted = round(f.impact.seconds_per_step * 1e3, 3) if f.impact else None
         if applied:
             trigger: FixTrigger = "setting applied"
         elif resolved and predicted is not None:
             trigger = "finding resolved"
-        elif status and f["severity"] != "info":
+        elif status and f.severity is not Severity.INFO:
             trigger = "setting not applied" if "not applied" in status.values() else "setting not shown"
         else:
             continue
         verdict, observed, note = _verdict(trigger, suggestion, predicted, shift, t)
         if trigger == "setting applied" and verdict == "diagnostic":
             note = _learnt(before, after)
-        if (
-            f["impact"]
-            and f["impact"]["confidence"] == "low"
-            and verdict not in ("diagnostic", "not applied", "not shown")
-        ):
+        if f.impact and f.impact.confidence == "low" and verdict not in ("diagnostic", "not applied", "not shown"):
             note += "; the prediction was a low-confidence estimate"
         rows.append(
             {
-                "code": f["code"],
-                "title": f["title"],
+                "code": f.code,
+                "title": f.title,
                 "trigger": trigger,
-                "settings": dict(suggestion["env"]) if suggestion else {},
+                "settings": dict(suggestion.env) if suggestion else {},
                 "setting_status": status,
                 "predicted_ms": predicted,
-                "predicted_confidence": f["impact"]["confidence"] if f["impact"] else None,
+                "predicted_confidence": f.impact.confidence if f.impact else None,
                 "observed_ms": observed,
                 "verdict": verdict,
                 "finding_after": "resolved" if resolved else "persisting",
@@ -139,7 +136,7 @@ def fix_checks(
 
 def _verdict(
     trigger: FixTrigger,
-    suggestion: SuggestionDoc | None,
+    suggestion: Suggestion | None,
     predicted: float | None,
     shift: StepShiftDoc,
     t: CompareThresholds,
@@ -150,7 +147,7 @@ def _verdict(
         return "not applied", observed, "AFTER shows a value other than the suggested one"
     if trigger == "setting not shown":
         return "not shown", observed, "AFTER's evidence does not show this setting (declare it with --after-set)"
-    if trigger == "setting applied" and suggestion and all(k in DIAGNOSTIC for k in suggestion["env"]):
+    if trigger == "setting applied" and suggestion and all(k in DIAGNOSTIC for k in suggestion.env):
         return "diagnostic", observed, ""
     if shift["direction"] == "unknown" or observed is None:
         return "untestable", observed, shift["note"]

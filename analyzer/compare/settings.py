@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from analyzer.compare.types import SettingChangeDoc
-from analyzer.report.types import ReportDocument
+from analyzer.report.model import AnalysisReport
 
 DECLARED = "declared"
 
@@ -49,12 +49,12 @@ def _number(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def shown_settings(doc: ReportDocument, declared: Mapping[str, str] | None = None) -> dict[str, Seen]:
+def shown_settings(doc: AnalysisReport, declared: Mapping[str, str] | None = None) -> dict[str, Seen]:
     """What ``doc`` (one job's report) shows of the settings, then what the user ``declared``."""
     seen: dict[str, Seen] = {}
-    tl = doc["timeline"]
+    tl = doc.main_timeline
     if tl is not None:
-        facts = next((e["timeline"] for e in doc["inputs"] if e["id"] == tl["input_id"]), None)
+        facts = next((e["timeline"] for e in doc.inputs if e["id"] == tl["input_id"]), None)
         cache = facts["response_cache"] if facts else None
         if cache == "off":
             seen["HOROVOD_CACHE_CAPACITY"] = Seen("0 (the response cache is off)", "timeline", exact="0")
@@ -79,7 +79,7 @@ def shown_settings(doc: ReportDocument, declared: Mapping[str, str] | None = Non
             seen["HOROVOD_TIMELINE_MARK_CYCLES"] = Seen(
                 "1 (the timeline has CYCLE_START markers)", "timeline", exact="1"
             )
-    nccl = doc["nccl"]
+    nccl = doc.nccl
     if nccl is not None:
         values: dict[str, set[str]] = {}
         for p in nccl["processes"]:

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from analyzer.compare.build import Side, traces_key
 from analyzer.context import Context
-from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze_in
 from analyzer.timeline.steps import steady_durations
 
@@ -69,5 +68,4 @@ def side_of(
     ctx: Context, label: str, source: str, job: str | None = None, declared: Mapping[str, str] | None = None
 ) -> Side:
     """``ctx``'s run analysed, as one side of a comparison."""
-    doc = to_document(analyze_in(ctx))
-    return Side(label, source, doc, step_samples(ctx), job, dict(declared or {}), step_parts(ctx))
+    return Side(label, source, analyze_in(ctx), step_samples(ctx), job, dict(declared or {}), step_parts(ctx))

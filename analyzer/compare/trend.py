@@ -19,7 +19,7 @@ import numpy as np
 from analyzer.compare.stats import sample, step_shift
 from analyzer.compare.types import Direction
 from analyzer.config import CompareThresholds
-from analyzer.report.types import ReportDocument
+from analyzer.report.model import AnalysisReport
 
 #: steps kept per job and run for the trend's tests (evenly spaced over the run)
 TREND_SAMPLE = 1000
@@ -53,7 +53,7 @@ class JobTrend(TypedDict):
 
 
 def job_steps(
-    doc: ReportDocument,
+    doc: AnalysisReport,
     steps_s: Mapping[str, Sequence[float]],
     run_path: str | None,
     fingerprints: Mapping[str, str],
@@ -61,12 +61,12 @@ def job_steps(
     """Each job of a run with a timeline: its folder relative to ``run_path`` (else to the folder all
     the run's jobs share), its main timeline's fingerprint (by input id in ``fingerprints``) and
     steady step times."""
-    jobs = [j for j in doc["jobs"] if j["timelines"]]
+    jobs = [j for j in doc.jobs if j["timelines"]]
     if not jobs:
         return []
     base = run_path if run_path and os.path.isdir(run_path) else os.path.dirname(run_path) if run_path else None
     base = os.path.abspath(base) if base else os.path.commonpath([os.path.abspath(j["folder"]) for j in jobs])
-    ids = {e["path"]: e["id"] for e in doc["inputs"]}
+    ids = {e["path"]: e["id"] for e in doc.inputs}
     out: list[JobSteps] = []
     for j in jobs:
         main = max(j["timelines"], key=lambda t: len(steps_s.get(ids.get(t, ""), [])))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-from analyzer.findings import AnalysisReport, Finding
+from analyzer.findings import Finding
+from analyzer.report.model import AnalysisReport
 from analyzer.report.types import InputDoc, VerdictDoc
 
 
@@ -18,16 +19,13 @@ class Renderer(Protocol):
 
 
 def impact_text(f: Finding) -> str:
-    return format_impact(asdict(f.impact) if f.impact is not None else None)
-
-
-def format_impact(i: Mapping[str, Any] | None) -> str:
-    """An impact (as in the JSON report) in one line."""
+    """A finding's impact in one line."""
+    i = f.impact
     if i is None:
         return "not estimable"
     return (
-        f"{i['seconds_per_step'] * 1000:.1f} ms/step ({i['fraction_of_step']:.0%} of the step), "
-        f"{i['confidence']} confidence; assumes {i['assumptions']}"
+        f"{i.seconds_per_step * 1000:.1f} ms/step ({i.fraction_of_step:.0%} of the step), "
+        f"{i.confidence} confidence; assumes {i.assumptions}"
     )
 
 
@@ -42,7 +40,7 @@ def export_lines(envs: Iterable[Mapping[str, str]]) -> list[str]:
 
 def input_line(entry: InputDoc) -> str:
     if entry["kind"] == "rank_trace":
-        rt = entry.get("rank_trace")
+        rt = entry["rank_trace"]
         if rt is None:
             return f"{entry['path']}: rank_trace"
         who = f"rank {rt['rank']} (from {rt['rank_from']})" if rt["rank"] is not None else "rank unknown"
@@ -52,11 +50,13 @@ def input_line(entry: InputDoc) -> str:
             f"({rt['source']}), {rt['events']} events"
         )
     if entry["kind"] != "horovod_timeline":
-        log = entry.get("log") or {}
+        log = entry["log"]
+        if log is None:
+            return f"{entry['path']}: {entry['kind']}"
         return (
             f"{entry['path']}: {entry['kind']}, {log.get('lines', 0)} lines, {log.get('records', 0)} NCCL records "
             f"from {log.get('processes', 0)} process(es), {log.get('watchdog_timeouts', 0)} watchdog timeout(s), "
-            f"{log.get('autotune_rows', 0)} autotune row(s)"
+            f"{log.get('autotune_rows', 0)} autotune row(s)"  # a store of an older release may lack a count
         )
     tl = entry["timeline"]
     status, layout, cache = ("?", "?", "?") if tl is None else (tl["status"], tl["layout"], tl["response_cache"])

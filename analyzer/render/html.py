@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from analyzer.findings import AnalysisReport, Finding
+from analyzer.findings import Finding
 from analyzer.render import nccl_rows, trace_rows
 from analyzer.render.base import (
     env_lines,
@@ -26,6 +26,7 @@ from analyzer.render.sections import (
     window_line,
 )
 from analyzer.render.svg_charts import charts, trace_charts
+from analyzer.report.model import AnalysisReport
 from analyzer.report.types import NcclSection, TimelineSection, VerdictDoc
 
 CSS = """

@@ -11,8 +11,9 @@ import time
 from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr
 
-from analyzer.findings import AnalysisReport, Finding, Severity
+from analyzer.findings import Finding, Severity
 from analyzer.render.base import env_lines, impact_text, one_line
+from analyzer.report.model import AnalysisReport
 
 
 def _xml(text: object) -> str:

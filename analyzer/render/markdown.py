@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzer.findings import AnalysisReport
 from analyzer.render import nccl_rows, trace_rows
 from analyzer.render.base import (
     env_lines,
@@ -25,6 +24,7 @@ from analyzer.render.sections import (
     steps_line,
     window_line,
 )
+from analyzer.report.model import AnalysisReport
 from analyzer.report.types import NcclSection, TimelineSection
 
 

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from analyzer import __version__
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
-from analyzer.findings import AnalysisReport, Finding, Skipped
+from analyzer.findings import Finding, Skipped
 from analyzer.jobs import Job
 from analyzer.report.evidence import require_evidence
+from analyzer.report.model import AnalysisReport
 from analyzer.report.nccl_section import nccl_section
 from analyzer.report.rank_section import rank_section
 from analyzer.report.relations import relate
 from analyzer.report.skips import skip_reason
 from analyzer.report.timeline_section import timeline_section
-from analyzer.report.types import InputDoc, InputKindName, JobDoc, TimelineFactsDoc
+from analyzer.report.types import InputDoc, JobDoc
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.lateness import TICK_COLUMNS
@@ -108,13 +108,13 @@ def _input_summary(entry: ManifestEntry) -> InputDoc:
     return {
         "id": entry["id"],
         "path": entry["path"],
-        "kind": cast(InputKindName, entry["kind"]),
+        "kind": entry["kind"],
         "size": entry["size"],
         "sha256": entry.get("sha256"),
         "blake3": entry.get("blake3"),
         "rows": dict(entry.get("rows", {})),
         "issues": entry["issues"],
-        "timeline": cast(TimelineFactsDoc | None, entry.get("timeline")),
-        "log": cast(dict[str, int] | None, entry.get("log")),
+        "timeline": entry.get("timeline"),
+        "log": entry.get("log"),
         "rank_trace": entry.get("rank_trace"),
     }

@@ -3,19 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from parsers.nccl.error_classes import CLASSES
+from parsers.shapes import Count as Count
+from parsers.shapes import Schema as Schema
 
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes the metadata of Annotated
-class Schema:
-    """Extra JSON Schema keywords of an :data:`typing.Annotated` type."""
-
-    keywords: dict[str, Any]
-
-
-Count = Annotated[int, Schema({"minimum": 0})]
 Severity = Literal["info", "warning", "critical"]
 ErrorClass = Annotated[str, Schema({"enum": list(CLASSES)})]

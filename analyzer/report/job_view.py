@@ -1,4 +1,4 @@
-"""A report document narrowed to one job of the run: what the app shows when a job is selected.
+"""A report narrowed to one job of the run: what the app shows when a job is selected.
 
 The analysis already keeps jobs apart (every finding rests on its own job's inputs and names it);
 this view keeps what belongs to one job: its findings, its inputs, its timelines (the one with the
@@ -7,34 +7,33 @@ most steps first), its per-rank traces and the NCCL facts of its logs.
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import replace
 
-from analyzer.report.types import JobDoc, NcclSection, ReportDocument
-from analyzer.report.verdict import verdict_of
-
-
-def job_of(doc: ReportDocument, job_id: str | None) -> JobDoc | None:
-    """The job ``job_id`` of ``doc`` (None: unknown, or no job given)."""
-    return next((j for j in doc.get("jobs", []) if j["id"] == job_id), None)
+from analyzer.report.model import AnalysisReport
+from analyzer.report.types import JobDoc, NcclSection
 
 
-def report_for_job(doc: ReportDocument, job_id: str | None) -> ReportDocument:
-    """``doc`` narrowed to the job ``job_id``; ``doc`` itself for a run of one job or an unknown id."""
-    job = job_of(doc, job_id)
-    if job is None or len(doc.get("jobs", [])) < 2:
-        return doc
+def job_of(report: AnalysisReport, job_id: str | None) -> JobDoc | None:
+    """The job ``job_id`` of ``report`` (None: unknown, or no job given)."""
+    return next((j for j in report.jobs if j["id"] == job_id), None)
+
+
+def report_for_job(report: AnalysisReport, job_id: str | None) -> AnalysisReport:
+    """``report`` narrowed to the job ``job_id`` (its verdict is the job's own: its findings, its
+    evidence); ``report`` itself for a run of one job or an unknown id."""
+    job = job_of(report, job_id)
+    if job is None or len(report.jobs) < 2:
+        return report
     files = set(job["timelines"]) | set(job["traces"]) | set(job["logs"])
-    timelines = [t for t in [doc["timeline"], *doc["other_timelines"]] if t is not None and t["path"] in files]
-    out = dict(doc)
-    out["inputs"] = [e for e in doc["inputs"] if e["path"] in files]
-    out["findings"] = [f for f in doc["findings"] if f["job"] == job_id]
-    out["timeline"] = timelines[0] if timelines else None
-    out["other_timelines"] = timelines[1:]
-    out["nccl"] = _nccl(doc["nccl"], set(job["logs"]))
-    out["rank_traces"] = [t for t in doc["rank_traces"] if t["job"] == job_id]
-    out["parse_issues"] = [i for i in doc["parse_issues"] if i["file"] in files]
-    out["verdict"] = verdict_of(out)  # the job's own: its findings, its evidence
-    return cast(ReportDocument, out)
+    return replace(
+        report,
+        inputs=tuple(e for e in report.inputs if e["path"] in files),
+        findings=tuple(f for f in report.findings if f.job == job_id),
+        timelines=tuple(t for t in report.timelines if t["path"] in files),
+        nccl=_nccl(report.nccl, set(job["logs"])),
+        rank_traces=tuple(t for t in report.rank_traces if t["job"] == job_id),
+        parse_issues=tuple(i for i in report.parse_issues if i["file"] in files),
+    )
 
 
 def _nccl(section: NcclSection | None, logs: set[str]) -> NcclSection | None:

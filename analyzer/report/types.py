@@ -31,7 +31,11 @@ from analyzer.report.nccl_types import WatchdogDoc as WatchdogDoc
 from analyzer.report.rank_types import RankRowDoc as RankRowDoc
 from analyzer.report.rank_types import RankTracesDoc as RankTracesDoc
 from analyzer.report.view_types import StepSeriesView
-from parsers.ranktrace.types import RankTraceFactsDoc as RankTraceFactsDoc
+from parsers.inputs import InputKindName as InputKindName
+from parsers.nccl.rows import LogFacts as LogFacts
+from parsers.ranktrace.types import RankTraceFactsDoc as RankTraceFacts
+from parsers.timeline.facts import HorovodVersionFacts as HorovodVersionFacts
+from parsers.timeline.facts import TimelineFacts as TimelineFacts
 
 # -- inputs ------------------------------------------------------------------------------------
 
@@ -40,42 +44,6 @@ class IssueCountsDoc(TypedDict):
     info: Count
     data_loss: Count
     error: Count
-
-
-class HorovodVersionDoc(TypedDict):
-    low: str
-    high: str
-    text: str
-    evidence: list[str]
-    conflict: bool
-
-
-class TimelineFactsDoc(TypedDict):
-    """What a timeline is, read off its content (``inputs[].timeline``)."""
-
-    status: Literal["closed", "unterminated", "truncated", "empty"]
-    layout: Literal["glued", "line_per_event", "unknown"]
-    records: Count
-    bytes_read: Count
-    start_time_since_epoch_us: int | None
-    first_ts_us: int | None
-    last_ts_us: int | None
-    uptime_origin: bool
-    max_depth: Count
-    horovod_version: HorovodVersionDoc | None
-    steady_state_ticks: bool | None
-    response_cache: Literal["on", "off", "unknown"] | None
-    response_cache_reason: str | None
-    counts: dict[str, Count]
-
-
-LogFactsDoc = Annotated[
-    dict[str, Count],
-    Schema({"description": "line and record counts of a job log (lines, records, processes, foreign_lines, ...)"}),
-]
-
-
-InputKindName = Literal["horovod_timeline", "job_log", "rank_trace"]
 
 
 class InputDoc(TypedDict):
@@ -87,9 +55,9 @@ class InputDoc(TypedDict):
     blake3: str | None
     rows: dict[str, Count]
     issues: IssueCountsDoc
-    timeline: TimelineFactsDoc | None
-    log: LogFactsDoc | None
-    rank_trace: RankTraceFactsDoc | None
+    timeline: TimelineFacts | None
+    log: LogFacts | None
+    rank_trace: RankTraceFacts | None
 
 
 # -- the timeline section ------------------------------------------------------------------------

@@ -1,17 +1,26 @@
 """The verdict: what an SRE reads first. Healthy, degraded or failed; the key numbers; the one
 thing to do; and, when nothing is wrong, what was checked and found fine.
 
-It is computed from the report document alone (:func:`verdict`), so the whole run's report and a
+It is computed from the typed report alone (:func:`verdict_of`), so the whole run's report and a
 report narrowed to one job (:mod:`analyzer.report.job_view`) get theirs the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, Protocol
 
-from analyzer.report.types import LossDoc, VerdictDoc
+from analyzer.findings import Finding, Severity, Skipped
+from analyzer.report.types import (
+    InputDoc,
+    JobDoc,
+    LossDoc,
+    NcclSection,
+    RankTracesDoc,
+    TimelineSection,
+    VerdictDoc,
+)
 from parsers.nccl.net_plugins import is_internal_socket, is_rdma
 
 #: Findings that mean the job failed or hung (at critical severity), not that it ran slowly.
@@ -78,113 +87,132 @@ TOP_LOSSES = 3
 Status = Literal["healthy", "degraded", "failed", "inconclusive"]
 
 
-def verdict_of(doc: Mapping[str, Any]) -> VerdictDoc:
-    """The verdict of a report document (its ``verdict`` key is not read)."""
-    findings: list[Mapping[str, Any]] = list(doc["findings"])
-    serious = [f for f in findings if f["severity"] in ("warning", "critical")]
-    failed = [f for f in serious if f["severity"] == "critical" and f["code"] in FAILURE_CODES]
-    passed = passed_checks(doc)
+class Judged(Protocol):
+    """What the verdict reads of a report (:class:`analyzer.report.model.AnalysisReport`)."""
+
+    @property
+    def inputs(self) -> Sequence[InputDoc]: ...
+    @property
+    def findings(self) -> Sequence[Finding]: ...
+    @property
+    def skipped(self) -> Sequence[Skipped]: ...
+    @property
+    def timelines(self) -> Sequence[TimelineSection]: ...
+    @property
+    def nccl(self) -> NcclSection | None: ...
+    @property
+    def jobs(self) -> Sequence[JobDoc]: ...
+    @property
+    def rank_traces(self) -> Sequence[RankTracesDoc]: ...
+
+
+def verdict_of(report: Judged) -> VerdictDoc:
+    """The verdict of a report, from its findings and the evidence its sections hold."""
+    findings = report.findings
+    serious = [f for f in findings if f.severity >= Severity.WARNING]
+    failed = [f for f in serious if f.severity is Severity.CRITICAL and f.code in FAILURE_CODES]
+    passed = passed_checks(report)
     status: Status = "failed" if failed else "degraded" if serious else "healthy" if passed else "inconclusive"
     top = (failed or serious)[0] if serious else None
-    timeline, job = _timeline_of(doc, top)
-    median = timeline["steps"]["median_s"] if timeline else _traces_median_s(doc, top)
-    same_job = [f for f in serious if top is None or f.get("job") == top.get("job")]  # the quoted step's job
+    timeline, job = _timeline_of(report, top)
+    median = timeline["steps"]["median_s"] if timeline else _traces_median_s(report, top)
+    same_job = [f for f in serious if top is None or f.job == top.job]  # the quoted step's job
     losses = [
         LossDoc(
-            code=f["code"],
-            ms_per_step=round(f["impact"]["seconds_per_step"] * 1e3, 3),
-            fraction_of_step=f["impact"]["fraction_of_step"],
-            confidence=f["impact"]["confidence"],
+            code=f.code,
+            ms_per_step=round(f.impact.seconds_per_step * 1e3, 3),
+            fraction_of_step=f.impact.fraction_of_step,
+            confidence=f.impact.confidence,
         )
         for f in same_job
-        if f.get("impact") and f["impact"]["seconds_per_step"] > 0
+        if f.impact is not None and f.impact.seconds_per_step > 0
     ][:TOP_LOSSES]
-    action = next((f["suggestions"][0] for f in (failed or serious) if f["suggestions"]), None)
+    action = next((f.suggestions[0] for f in (failed or serious) if f.suggestions), None)
     return {
         "status": status,
-        "headline": _headline(status, top, median, findings, doc) + (f" (job {job})" if job else ""),
+        "headline": _headline(status, top, median, len(findings), report) + (f" (job {job})" if job else ""),
         "median_step_ms": None if median is None else round(median * 1e3, 3),
         "steps_per_s": None if not median else round(1.0 / median, 3),
         "losses": losses,
-        "action": None if action is None else action["action"],
-        "action_env": {} if action is None else dict(action["env"]),
+        "action": None if action is None else action.action,
+        "action_env": {} if action is None else dict(action.env),
         "passed": passed,
     }
 
 
-def _timeline_of(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+def _timeline_of(report: Judged, top: Finding | None) -> tuple[TimelineSection | None, str | None]:
     """The timeline whose step time the verdict quotes: in a run of several jobs, the main timeline of
     the top finding's job (and that job's name), so that a number never comes from another job."""
-    jobs = doc.get("jobs", [])
-    if len(jobs) < 2 or top is None or top.get("job") is None:
-        return doc.get("timeline"), None
-    job = next((j for j in jobs if j["id"] == top["job"]), None)
+    main = report.timelines[0] if report.timelines else None
+    jobs = report.jobs
+    if len(jobs) < 2 or top is None or top.job is None:
+        return main, None
+    job = next((j for j in jobs if j["id"] == top.job), None)
     if job is None:
-        return doc.get("timeline"), None
-    mine = [t for t in [doc.get("timeline"), *doc.get("other_timelines", [])] if t and t["path"] in job["timelines"]]
+        return main, None
+    mine = [t for t in report.timelines if t["path"] in job["timelines"]]
     return (mine[0] if mine else None), job["name"]
 
 
-def _traces_median_s(doc: Mapping[str, Any], top: Mapping[str, Any] | None) -> float | None:
+def _traces_median_s(report: Judged, top: Finding | None) -> float | None:
     """Without a timeline, the median step of the per-rank traces (of the top finding's job, if it has them)."""
-    sections = [s for s in doc.get("rank_traces", []) if s["steps"]]
-    mine = [s for s in sections if top is not None and s["job"] == top.get("job")] or sections
-    return mine[0]["median_step_ms"] / 1e3 if mine and mine[0]["median_step_ms"] else None
+    sections = [s for s in report.rank_traces if s["steps"]]
+    mine = [s for s in sections if top is not None and s["job"] == top.job] or sections
+    median_ms = mine[0]["median_step_ms"] if mine else None
+    return median_ms / 1e3 if median_ms else None
 
 
-def _headline(
-    status: str, top: Mapping[str, Any] | None, median: float | None, findings: list[Any], doc: Mapping[str, Any]
-) -> str:
+def _headline(status: str, top: Finding | None, median: float | None, n_findings: int, report: Judged) -> str:
     if top is not None:
-        hosts = [h for h in top.get("hosts", []) if h not in top["title"]]
+        hosts = [h for h in top.hosts if h not in top.title]
         where = f" ({', '.join(hosts[:3])}{f' and {len(hosts) - 3} more' if len(hosts) > 3 else ''})" if hosts else ""
-        return f"{status.capitalize()}: {top['title']}{where}"
-    notes = f"; {len(findings)} note(s)" if findings else ""
+        return f"{status.capitalize()}: {top.title}{where}"
+    notes = f"; {n_findings} note(s)" if n_findings else ""
     if status == "inconclusive":
-        return f"Inconclusive: {_too_little(doc)}, too little to judge the job by{notes}"
+        return f"Inconclusive: {_too_little(report)}, too little to judge the job by{notes}"
     step = f"median step {median * 1e3:,.1f} ms" if median else "no step timing in the inputs"
     return f"Healthy: {step}, nothing found that slows or breaks the job{notes}"
 
 
-def _too_little(doc: Mapping[str, Any]) -> str:
+def _too_little(report: Judged) -> str:
     """What the inputs of a report without a passed check hold, in a few words."""
     parts = []
-    timeline = doc.get("timeline")
-    if timeline:
+    if report.timelines:
+        timeline = report.timelines[0]
         steps, ranks = timeline["steps"]["count"], len(timeline["ranks"]["ranks"])
         who = f"{ranks} rank{'s' if ranks != 1 else ''}" if ranks else "ranks unknown"
         parts.append(f"a timeline of {steps} step{'s' if steps != 1 else ''} ({who})")
-    nccl = doc.get("nccl")
+    nccl = report.nccl
     if nccl and nccl["processes"]:
         parts.append(f"NCCL records of {len(nccl['processes'])} process(es) without their network or init lines")
-    for traces in doc.get("rank_traces", []):
+    for traces in report.rank_traces:
         parts.append(f"per-rank traces of {len(traces['ranks'])} rank(s) and {traces['steps']} step(s)")
     return " and ".join(parts) or "no step, rank or NCCL process in the inputs"
 
 
-def passed_checks(doc: Mapping[str, Any]) -> list[str]:
+def passed_checks(report: Judged) -> list[str]:
     """The checks that ran on this report's evidence, found nothing and agree with every finding,
     in detector order, and what the NCCL logs show of the network when no NCCL finding was made."""
-    skipped = {s["detector"] for s in doc["skipped_detectors"]}
-    fired = {f["detector"] for f in doc["findings"]}
-    codes = {f["code"] for f in doc["findings"]}
-    have = evidence_of(doc)
+    skipped = {s.detector for s in report.skipped}
+    fired = {f.detector for f in report.findings}
+    codes = {f.code for f in report.findings}
+    have = evidence_of(report)
     out = [
         c.text
         for name, c in PASSED.items()
         if name not in skipped and name not in fired and c.needs <= have and not c.contradicted_by & codes
     ]
-    if "nccl" in have and not any(f["code"].startswith("nccl.") for f in doc["findings"]):
-        if network := _network_line(doc["nccl"]):
+    if report.nccl and "nccl" in have and not any(c.startswith("nccl.") for c in codes):
+        if network := _network_line(report.nccl):
             out.append(network)
     return out
 
 
-def evidence_of(doc: Mapping[str, Any]) -> set[str]:
+def evidence_of(report: Judged) -> set[str]:
     """The kinds of evidence the report holds (see :data:`PASSED`), read from the same sections the
     findings' numbers come from."""
     have: set[str] = set()
-    timeline = doc.get("timeline")
+    timeline = report.timelines[0] if report.timelines else None
     if timeline and timeline["steps"]["steady"] >= 1:
         have.add("timeline")
         if timeline["steps"]["steady"] >= 2:
@@ -194,36 +222,36 @@ def evidence_of(doc: Mapping[str, Any]) -> set[str]:
         have.add("ticks" if timeline["ranks"]["scope"] == "steady" else "unticked")
         if (timeline["fusion"]["tensors_per_step"] or 0) >= 2:
             have.add("fusion")
-        facts = next((i["timeline"] for i in doc["inputs"] if i["id"] == timeline["input_id"]), None)
+        facts = next((i["timeline"] for i in report.inputs if i["id"] == timeline["input_id"]), None)
         if facts is not None and facts["status"] == "closed":
             have.add("closed")
-    nccl = doc.get("nccl")
+    nccl = report.nccl
     if nccl and nccl["processes"]:
         procs = nccl["processes"]
         if any(p["network"] for p in procs):  # a process that got as far as choosing its network
             have.add("nccl")
-        if all(p["network"] for p in procs) and not any(is_internal_socket(p["network"]) for p in procs):
+        if all(p["network"] for p in procs) and not any(is_internal_socket(p["network"] or "") for p in procs):
             have.add("net")
-        if any(is_rdma(p["network"]) and p["gdrdma"] is not None for p in procs):
+        if any(is_rdma(p["network"] or "") and p["gdrdma"] is not None for p in procs):
             have.add("rdma")
         versions = [p["version"] for p in procs if p["version"]]
         if len(versions) >= 2 and len(set(versions)) == 1:  # several jobs' processes may differ: no claim then
             have.add("versions")
         if nccl["communicators"]:
             have.add("comms")
-    for traces in doc.get("rank_traces", []):
+    for traces in report.rank_traces:
         timed = [r for r in traces["ranks"] if r["lateness_ms"] is not None]
         if len(timed) >= 2 and traces["steps"] >= 3 and traces["confidence"] != "none":
             have.add("rank_waits")
     return have
 
 
-def _network_line(nccl: Mapping[str, Any]) -> str | None:
+def _network_line(nccl: NcclSection) -> str | None:
     """``network: IB on all 4 hosts (GPUDirect RDMA on every process)`` when the logs agree."""
     procs = [p for p in nccl["processes"] if p["network"]]
     if not procs:
         return None
-    nets = sorted({p["network"] for p in procs})
+    nets = sorted({p["network"] for p in procs if p["network"]})
     hosts = sorted({p["host"] for p in procs if p["host"]})
     if len(hosts) == 1:
         where = f"its one host ({hosts[0]})"

@@ -351,7 +351,7 @@ def _entry(
         "paths": [str(item.path)],
         "size": item.size,
         algorithm_for(item.size): hexdigest,
-        "kind": item.kind.value,
+        "kind": item.kind.input_name,
         "compressed": item.compressed,
         "ingested_at": now(),
         "tables": sorted(rows),

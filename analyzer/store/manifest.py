@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict, get_args
 
 from analyzer.store.hashing import ALGORITHMS, Algorithm, file_digest
+from parsers.inputs import InputKindName
 from parsers.issues import IssueCounts
 
 if TYPE_CHECKING:  # the parsers' facts: names in annotations only (the timeline's loads numpy)
@@ -33,7 +34,7 @@ class ManifestEntry(TypedDict):
     size: int
     sha256: NotRequired[str]  # the hash of its bytes: one of the two (analyzer.store.hashing)
     blake3: NotRequired[str]
-    kind: str  # parsers.inputs.InputKind value
+    kind: InputKindName
     compressed: bool
     ingested_at: str
     tables: list[str]
@@ -139,6 +140,8 @@ def checked(manifest: object, path: Path) -> Manifest:
         for key, kind in _ENTRY_TYPES.items():
             if not isinstance(entry.get(key), kind) or (kind is int and isinstance(entry.get(key), bool)):
                 raise damaged(f"inputs[{i}].{key} is {json_type(entry.get(key))}")
+        if entry["kind"] not in get_args(InputKindName):
+            raise damaged(f"inputs[{i}].kind is {entry['kind']!r}, not one of {', '.join(get_args(InputKindName))}")
         if not any(isinstance(entry.get(a), str) for a in ALGORITHMS):
             raise damaged(f"inputs[{i}] has no hash of its bytes ({' or '.join(ALGORITHMS)})")
     if not isinstance(manifest.get("skipped", []), list):

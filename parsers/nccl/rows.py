@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, TypedDict
 
+from parsers.shapes import Count
+
 
 class CommRankRow(NamedTuple):
     """An ``Init START`` / ``Init COMPLETE`` line (``nccl_comm_ranks``)."""
@@ -103,14 +105,15 @@ class FastColl:
 
 
 class LogFacts(TypedDict):
-    """:attr:`parsers.nccl.parser.JobLogParser.info`: what the manifest and the report say of a log."""
+    """:attr:`parsers.nccl.parser.JobLogParser.info`: what the manifest and the report (``inputs[].log``)
+    say of a log: its line and record counts."""
 
-    lines: int
-    records: int
-    processes: int
-    foreign_lines: int
-    blank_lines: int
-    merged_lines: int
-    watchdog_timeouts: int
-    stall_ranks: int
-    autotune_rows: int
+    lines: Count
+    records: Count
+    processes: Count
+    foreign_lines: Count
+    blank_lines: Count
+    merged_lines: Count
+    watchdog_timeouts: Count
+    stall_ranks: Count
+    autotune_rows: Count

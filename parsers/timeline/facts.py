@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
+
+from parsers.shapes import Count
 
 Version = tuple[int, int, int]
 OLDEST: Version = (0, 9, 2)
@@ -107,7 +109,7 @@ class CacheVerdict:
     """Whether steady-state negotiations carry rank ticks."""
 
     steady_state_ticks: bool | None  # None: cannot tell (no pid negotiated twice)
-    response_cache: str  # "on" | "off" | "unknown"
+    response_cache: CacheState
     repeated_pids: int  # pids negotiated at least twice
     later_ticked: int  # ... of which later negotiations carry ticks
     reason: str
@@ -147,6 +149,11 @@ def cache_verdict(negotiations: np.ndarray, ticked: np.ndarray) -> CacheVerdict:
     )
 
 
+TimelineStatus = Literal["closed", "unterminated", "truncated", "empty"]
+TimelineLayout = Literal["glued", "line_per_event", "unknown"]
+CacheState = Literal["on", "off", "unknown"]
+
+
 class HorovodVersionFacts(TypedDict):
     """The Horovod release range a timeline's content allows."""
 
@@ -158,22 +165,23 @@ class HorovodVersionFacts(TypedDict):
 
 
 class TimelineFacts(TypedDict):
-    """:meth:`TimelineInfo.to_dict`: what the manifest and the report say of a timeline."""
+    """:meth:`TimelineInfo.to_dict`: what the manifest and the report (``inputs[].timeline``) say of a
+    timeline, read off its content."""
 
-    status: str
-    layout: str
-    records: int
-    bytes_read: int
+    status: TimelineStatus
+    layout: TimelineLayout
+    records: Count
+    bytes_read: Count
     start_time_since_epoch_us: int | None
     first_ts_us: int | None
     last_ts_us: int | None
     uptime_origin: bool
-    max_depth: int
+    max_depth: Count
     horovod_version: HorovodVersionFacts | None
     steady_state_ticks: bool | None
-    response_cache: str | None
+    response_cache: CacheState | None
     response_cache_reason: str | None
-    counts: dict[str, int]
+    counts: dict[str, Count]
 
 
 @dataclass(slots=True)
@@ -182,8 +190,8 @@ class TimelineInfo:
 
     path: str
     bytes_read: int = 0
-    status: str = "empty"  # closed | unterminated | truncated | empty
-    layout: str = "unknown"  # glued (>=0.20.1) | line_per_event (<=0.20.0) | unknown
+    status: TimelineStatus = "empty"
+    layout: TimelineLayout = "unknown"  # glued (>=0.20.1) | line_per_event (<=0.20.0) | unknown
     records: int = 0
     start_time_since_epoch_us: int | None = None
     first_ts_us: int | None = None

@@ -33,7 +33,7 @@ from parsers.timeline import _pair as P
 from parsers.timeline import layout as L
 from parsers.timeline._state import KERNEL_ISSUES, MAX_PID_BASE, PairState, add_issues, new_issues
 from parsers.timeline.buffers import release
-from parsers.timeline.facts import TimelineInfo, cache_verdict, guess_version, uptime_origin
+from parsers.timeline.facts import TimelineInfo, TimelineStatus, cache_verdict, guess_version, uptime_origin
 from parsers.timeline.metadata import parse_metadata
 from parsers.timeline.tables import TimelineNames, row_arrays
 from parsers.timeline.tokens import (
@@ -362,7 +362,7 @@ class TimelineParser:
         )
 
     # -- summary ----------------------------------------------------------------------
-    def _finish(self, status: str) -> None:
+    def _finish(self, status: TimelineStatus) -> None:
         st = self._pair
         iss = self._tok_iss.copy()
         add_issues(iss, st.iss)  # the pairer counts other issues than the tokenizer

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.findings import AnalysisReport
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from tests.conftest import ROOT

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.findings import AnalysisReport, Severity
+from analyzer.findings import Severity
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from tests.builders import truth_steps

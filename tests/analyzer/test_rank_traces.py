@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from analyzer.findings import AnalysisReport
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from tests.rank_builders import gloo_rank, kineto_text, write_job

@@ -17,10 +17,11 @@ import pytest
 
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
-from analyzer.findings import AnalysisReport, Finding
+from analyzer.findings import Finding
 from analyzer.render import figures
 from analyzer.report import views
 from analyzer.report.assembly import analyze
+from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, Slowdown, find_slowdown, stretch_test

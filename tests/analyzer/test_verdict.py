@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from analyzer.cli import cli
 from analyzer.detectors import ALL_DETECTORS
 from analyzer.report.job_view import report_for_job
+from analyzer.report.model import AnalysisReport
 from analyzer.report.verdict import NOT_A_CHECK, PASSED, verdict_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,9 +78,10 @@ def test_a_job_narrowed_report_gets_its_own_verdict(tmp_path: Path) -> None:
     doc = _doc(tmp_path)
     assert doc["verdict"]["status"] == "degraded"
     healthy = next(j["id"] for j in doc["jobs"] if any("/b/" in t for t in j["timelines"]))
-    narrowed = report_for_job(doc, healthy)  # type: ignore[arg-type]
-    assert narrowed["verdict"]["status"] == "healthy"
-    assert narrowed["verdict"] == verdict_of(narrowed)
+    whole = AnalysisReport.from_document(doc)  # type: ignore[arg-type]
+    narrowed = report_for_job(whole, healthy)
+    assert narrowed.verdict()["status"] == "healthy" and narrowed.verdict() == verdict_of(narrowed)
+    assert {f.job for f in narrowed.findings} <= {healthy} and len(narrowed.jobs) == 2
 
 
 @pytest.mark.parametrize(

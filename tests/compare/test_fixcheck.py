@@ -13,6 +13,7 @@ from analyzer import analyze, temporary_store
 from analyzer.compare import Side, compare_sides
 from analyzer.compare.settings import Seen, setting_changes, shown_settings
 from analyzer.render.jsonreport import to_document
+from analyzer.report.model import AnalysisReport
 from analyzer.report.types import ReportDocument
 from analyzer.store import discover
 from tests.conftest import ROOT
@@ -32,7 +33,7 @@ BASE: dict[str, Any] = {}
 
 def _doc(
     findings: list[dict[str, Any]], cache: str = "on", lo: int | None = 256, hi: int | None = 1792
-) -> ReportDocument:
+) -> AnalysisReport:
     d = copy.deepcopy(BASE)
     d["nccl"] = None
     d["findings"] = findings
@@ -42,7 +43,7 @@ def _doc(
     for e in d["inputs"]:
         if e["timeline"] is not None:
             e["timeline"]["response_cache"] = cache
-    return cast(ReportDocument, d)
+    return AnalysisReport.from_document(cast(ReportDocument, d))
 
 
 def _finding(code: str, env: dict[str, str], impact_ms: float | None, severity: str = "warning") -> dict[str, Any]:
@@ -67,9 +68,9 @@ def _finding(code: str, env: dict[str, str], impact_ms: float | None, severity: 
 FUSION = _finding("timeline.fusion_fragmented", {"HOROVOD_FUSION_THRESHOLD": "67108864"}, 10.0)
 
 
-def _compare(before: ReportDocument, after: ReportDocument, b_ms: float, a_ms: float, **declared: str) -> Any:
+def _compare(before: AnalysisReport, after: AnalysisReport, b_ms: float, a_ms: float, **declared: str) -> Any:
     rng = np.random.default_rng(0)
-    tl_b, tl_a = before["timeline"], after["timeline"]
+    tl_b, tl_a = before.main_timeline, after.main_timeline
     assert tl_b is not None and tl_a is not None
     sb = Side("BEFORE", "b", before, {tl_b["input_id"]: list(rng.normal(b_ms, 0.5, 40) / 1e3)})
     sa = Side("AFTER", "a", after, {tl_a["input_id"]: list(rng.normal(a_ms, 0.5, 40) / 1e3)}, declared=declared)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
+from analyzer import Finding, Impact, Severity, Suggestion
 from analyzer.render import figures, svg
 from dashboards.app import create_app, run_options
-from dashboards.pages import job_options, tuning
+from dashboards.pages import job_options
 from dashboards.runs import Job, RunLibrary, run_labels
+from dashboards.tuning import tuning
 from tests.dashboards.helpers import REAL_STRAGGLER, SOCKET_LOG, zip_bytes
 from tests.dashboards.test_api import _until_done
 from tests.dashboards.test_app_logic import _upload
@@ -83,22 +85,24 @@ def test_the_transport_matrix_leaves_empty_cells_empty() -> None:
 
 
 def test_the_steps_page_says_what_to_tune_and_no_advice_on_a_low_confidence_estimate() -> None:
-    def finding(code: str, ms: float, confidence: str) -> dict[str, Any]:
-        return {
-            "code": code,
-            "title": code,
-            "impact": {"seconds_per_step": ms / 1e3, "fraction_of_step": 0.1, "confidence": confidence},
-            "suggestions": [{"action": f"fix {code}", "env": {"HOROVOD_X": "1"}, "rationale": None}],
-        }
+    def finding(code: str, ms: float, confidence: Literal["low", "medium", "high"]) -> Finding:
+        return Finding(
+            code,
+            Severity.WARNING,
+            code,
+            "",
+            code,
+            impact=Impact(ms / 1e3, 0.1, confidence, ""),
+            suggestions=(Suggestion(f"fix {code}", {"HOROVOD_X": "1"}),),
+        )
 
-    rep = {"findings": [finding("small", 2, "high"), finding("big", 9, "medium"), finding("guess", 5, "low")]}
-    (heading, listing) = tuning(rep)
+    (heading, listing) = tuning([finding("small", 2, "high"), finding("big", 9, "medium"), finding("guess", 5, "low")])
     text = str(listing)
     assert "largest win per step first" in str(heading)
     assert text.index("'big'") < text.index("'guess'") < text.index("'small'")
     assert "fix big" in text and "fix small" in text and "fix guess" not in text
     assert "too uncertain to advise a setting" in text
-    assert tuning({"findings": []}) == []
+    assert tuning([]) == []
 
 
 def test_the_bar_is_full_once_ingest_is_over() -> None:
