@@ -71,7 +71,7 @@ def store_for(path: Path) -> Path:
 
 
 def main() -> None:
-    from analyzer.cli import _size
+    from analyzer.cli.main import _size
     from analyzer.store.run_store import RunStore
     from analyzer.timeline.load import model_bytes
 

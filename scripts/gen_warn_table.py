@@ -9,7 +9,7 @@ chain, a job or proxy-service wrapper). Framework texts (PyTorch, Horovod) are r
 :mod:`parsers.nccl.joblog` instead.
 
 Where this project classifies a message differently from the catalogue's suggestion, the row says
-why (:data:`POLICY`); ``tests/parsers/test_warn_catalogue.py`` renders every catalogue row into a
+why (:data:`POLICY`); ``tests/parsers/nccl/test_warn_catalogue.py`` renders every catalogue row into a
 log line, classifies it, and accepts a difference only when the table gives its reason.
 
 Usage: ``python scripts/gen_warn_table.py [CATALOGUE] [--check]``.

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from analyzer.cli import INTERNAL_ERROR, cli
+from analyzer.cli import cli
+from analyzer.cli.options import INTERNAL_ERROR
 from tests.conftest import CORPUS, validate_report
 
 NOT_INPUTS = {".md", ".py", ".sh"}

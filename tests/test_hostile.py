@@ -1,10 +1,10 @@
 """Hostile and broken inputs: each case with its exit code, its message and a time bound.
 
 The cases of the safety audit that are inputs to the CLI are here, in one table. The others live
-next to the code they exercise: damaged stores (``tests/analyzer/test_damaged_store.py``), two
-writers, FIFOs, crashes and files changing while read (``tests/test_cli.py``), archives and upload
+next to the code they exercise: damaged stores (``tests/analyzer/store/test_damaged_store.py``), two
+writers, FIFOs, crashes and files changing while read (``tests/cli/test_cli.py``), archives and upload
 limits (``tests/dashboards/test_uploads.py``), the app's access rules and worker limits
-(``tests/dashboards/test_api.py``), byte mutations of NCCL logs (``tests/parsers/test_nccl_fuzz.py``).
+(``tests/dashboards/test_api.py``), byte mutations of NCCL logs (``tests/parsers/nccl/test_nccl_fuzz.py``).
 Byte mutations of gzipped timelines and the app under hostile uploads are below.
 """
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.cli_options import output_file
+from analyzer.cli.options import output_file
 from analyzer.render.figures import step_gantt
 from dashboards.api import host_refused
 from tests.conftest import ROOT

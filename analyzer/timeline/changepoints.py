@@ -206,7 +206,7 @@ def pelt(signal: np.ndarray, min_size: int, pen: float) -> list[int]:
     ``len(signal)``. PELT (Killick, Fearnhead and Eckley, 2012): the optimal cost of every prefix,
     each from the candidate starts that can still win, exact. The candidates and the ties (the
     earliest start wins) are those of ruptures' ``Pelt(model="l2", jump=1)``, which this replaces
-    (importing it took 0.5 s with scipy); ``tests/analyzer/test_slowdown.py`` checks they agree."""
+    (importing it took 0.5 s with scipy); ``tests/analyzer/detectors/test_slowdown.py`` checks they agree."""
     n = len(signal)
     if n < min_size or n == 0:
         return [n]

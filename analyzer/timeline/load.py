@@ -14,7 +14,7 @@ budget, and otherwise:
 
 Steps are cut by start time, so a window holds exactly the spans of its steps, and each
 window's table is computed with the end of the step before it: the step table is the one
-the whole model gives, row for row (tests/analyzer/test_window.py checks it). The report
+the whole model gives, row for row (tests/analyzer/timeline/test_window.py checks it). The report
 says which steps the span-level analyses read (:meth:`AnalysisWindow.note`).
 
 This module is the only reader of the store for timeline analyses: the model
@@ -59,7 +59,7 @@ TICK_BYTES = 24
 DETAIL_SHARE = 0.75
 MIN_DETAIL_STEPS = 20
 #: the fewest steps a streamed window reads: each window is one filtered read of the store, so a
-#: window of one step per read made a small budget 25-50x slower than no window (tests/analyzer/test_window.py)
+#: window of one step per read made a small budget 25-50x slower than no window (tests/analyzer/timeline/test_window.py)
 MIN_WINDOW_STEPS = 64
 SEGMENT_COLUMNS = ["pid", "kind", "start_us", "start_offset"]
 

@@ -11,7 +11,7 @@ from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
-from tests.parsers.test_nccl_log import parse, report
+from tests.parsers.nccl.test_nccl_log import parse, report
 
 
 def test_terminal_colours_and_html_escapes_are_paste_artefacts() -> None:

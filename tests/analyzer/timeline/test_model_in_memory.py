@@ -9,10 +9,11 @@ from analyzer.context import Context
 from analyzer.detectors.straggler import Straggler
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
-from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
+from tests.analyzer.timeline.in_memory import MemoryEvidence, model_in_memory
 from tests.builders import B, E, X, glued, meta, write
+from tests.conftest import ROOT
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic" / "straggler_nocache" / "timeline.json"
+SAMPLE = ROOT / "sample_traces" / "synthetic" / "straggler_nocache" / "timeline.json"
 
 
 def _steps(n: int, late_rank: int, late_us: int) -> list[str]:

@@ -88,7 +88,7 @@ def test_the_collector_skips_the_imports_objects() -> None:
     script = (
         "import gc, sys\nruns = []\n"
         "gc.callbacks.append(lambda phase, info: runs.append(phase) if phase == 'stop' else None)\n"
-        "from analyzer.cli import cli\nfrom analyzer.cli_options import DEFAULT_GC_THRESHOLDS, tune_process\n"
+        "from analyzer.cli import cli\nfrom analyzer.cli.options import DEFAULT_GC_THRESHOLDS, tune_process\n"
         "tune_process()\n"
         "sys.argv = ['hvd-analyze', 'report', '-f', 'json', '-o', '/dev/null', sys.argv[1]]\n"
         "try:\n    cli(prog_name='hvd-analyze')\nexcept SystemExit:\n    pass\n"

@@ -14,8 +14,8 @@ from analyzer.detectors import ALL_DETECTORS
 from analyzer.report.job_view import report_for_job
 from analyzer.report.model import AnalysisReport
 from analyzer.report.verdict import NOT_A_CHECK, PASSED, verdict_of
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CAPTURED = ROOT / "sample_traces" / "captured"
 SYNTHETIC = ROOT / "sample_traces" / "synthetic"
 

@@ -19,8 +19,9 @@ from analyzer.store.parallel import Executor
 from analyzer.store.run_store import RunStore, temporary_store
 from parsers.inputs import InputKind
 from parsers.schema import TABLES
+from tests.conftest import ROOT
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic"
+SAMPLES = ROOT / "sample_traces" / "synthetic"
 INPUTS = [SAMPLES / "nccl_socket_fallback" / "job.log", SAMPLES / "straggler_nocache" / "timeline.json"]
 
 

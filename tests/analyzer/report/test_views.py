@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,8 +11,9 @@ from analyzer.report import views
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from analyzer.timeline.model import TimelineModel
+from tests.conftest import ROOT
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "captured" / "straggler_nocache" / "timeline.json"
+SAMPLE = ROOT / "sample_traces" / "captured" / "straggler_nocache" / "timeline.json"
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.parsers.test_nccl_log import parse
+from tests.parsers.nccl.test_nccl_log import parse
 
 OFI = "h:1:1 [0] nccl_net_ofi_init:312 NCCL WARN NET/OFI Could not find any optimal provider\n"
 OFI_PROBE = "h:1:1 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data available\n"

@@ -18,9 +18,7 @@ from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from parsers.errors import InputError
 from parsers.nccl.parser import JobLogParser
-from tests.conftest import CORPUS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import CORPUS, ROOT
 
 
 def _lines() -> list[str]:

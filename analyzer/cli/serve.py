@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from analyzer.cli_options import budget_option, errors, imports_done
+from analyzer.cli.options import budget_option, errors, imports_done
 from analyzer.config import parse_size
 
 #: the fewest characters an access token may have: shorter ones are guessed (a 1-character one was accepted)

@@ -14,8 +14,8 @@ from analyzer.cli import cli
 from analyzer.nccl.model import NcclModel
 from analyzer.nccl.ranks import RankPlace, rank_places
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 STRAGGLER = ROOT / "sample_traces" / "synthetic" / "straggler_nocache" / "timeline.json"  # 8 ranks, rank 5 late
 
 

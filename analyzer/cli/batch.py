@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from analyzer.cli_options import INTERNAL_ERROR, budget_option, errors, scale_options
+from analyzer.cli.options import INTERNAL_ERROR, budget_option, errors, scale_options
 from analyzer.config import parse_size
 
 

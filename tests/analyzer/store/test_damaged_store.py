@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "sample_traces" / "captured" / "straggler_nocache"
 OTHER = ROOT / "sample_traces" / "synthetic" / "fusion_off"
 

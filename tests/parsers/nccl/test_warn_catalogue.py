@@ -17,7 +17,6 @@ import csv
 import importlib.util
 import re
 from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,9 +24,8 @@ import pytest
 
 from parsers.nccl.error_classes import verdict
 from parsers.nccl.records import split_records
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = CORPUS.parent / "docs" / "nccl-warn-catalogue.tsv"
 TABLE = ROOT / "parsers" / "nccl" / "warn_formats.tsv"
 _CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?([diouxXeEfgGcspn%])")

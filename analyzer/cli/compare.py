@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from analyzer.cli_options import budget_option, errors, output_file
+from analyzer.cli.options import budget_option, errors, output_file
 from analyzer.config import parse_size
 from analyzer.errors import UsageError
 from analyzer.render import format_for

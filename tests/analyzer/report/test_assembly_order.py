@@ -4,7 +4,6 @@ findings and skipped detectors in the detectors' own order."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from analyzer.report import assembly
 from analyzer.report.assembly import analyze_in
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
+from tests.conftest import ROOT
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic" / "straggler_nocache"
+SAMPLE = ROOT / "sample_traces" / "synthetic" / "straggler_nocache"
 
 
 class Probe:

@@ -93,7 +93,7 @@ def test_same_bytes_in_two_buckets_keep_one_copy_of_the_rows(tmp_path: Path, mon
 def test_every_input_is_listed_under_the_sha256_of_its_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Small inputs are hashed as they are read, a streamed one in a thread beside its parser, a
     compressed one over its compressed bytes: each entry's sha256 is that of the file (all are
-    under 16 MB: BLAKE3 is for bigger ones, tests/analyzer/test_hashing.py)."""
+    under 16 MB: BLAKE3 is for bigger ones, tests/analyzer/store/test_hashing.py)."""
     logs = _logs(tmp_path / "in", hosts=1)
     packed = tmp_path / "in" / "packed.log.gz"
     packed.write_bytes(gzip.compress(logs[0].read_bytes() + b"\n"))

@@ -19,9 +19,10 @@ from analyzer.detectors.over_threshold import TensorOverFusionThreshold
 from analyzer.detectors.straggler import Straggler
 from analyzer.findings import Finding
 from analyzer.timeline.model import TimelineModel
-from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
+from tests.analyzer.timeline.in_memory import MemoryEvidence, model_in_memory
+from tests.conftest import ROOT
 
-SYNTH = Path(__file__).resolve().parents[2] / "sample_traces" / "synthetic"
+SYNTH = ROOT / "sample_traces" / "synthetic"
 BELOW, ABOVE = 0.999, 1.001
 
 

@@ -162,7 +162,7 @@ def test_single_pass_and_empty_files(tmp_path: Path) -> None:
 def test_startup_skew_names_a_rank_only_when_its_lateness_explains_the_wait(tmp_path: Path) -> None:
     """Boundary of startup.SHARE_TO_NAME: ticks 0.2 ms apart in a 500 ms wait name nobody."""
     from analyzer.detectors.startup_skew import SHARE_TO_NAME, StartupSkew
-    from tests.analyzer.in_memory import MemoryEvidence, model_in_memory
+    from tests.analyzer.timeline.in_memory import MemoryEvidence, model_in_memory
 
     def skew(late_us: int) -> Any:
         records = [meta(1, "broadcast.w"), B("NEGOTIATE_BROADCAST", 0, 1), X(0, 500_000 - late_us, 1), X(1, 500_000, 1)]
@@ -183,7 +183,7 @@ def test_startup_skew_names_a_rank_only_when_its_lateness_explains_the_wait(tmp_
 
 def test_horovods_default_fusion_threshold_follows_the_release_range() -> None:
     """What the over-threshold check assumes when no batch bounds the threshold from above (the real
-    run f_manysmall_onebig of the corpus exercises the finding: tests/analyzer/test_diagnosis_corpus_more.py)."""
+    run f_manysmall_onebig of the corpus exercises the finding: tests/analyzer/detectors/test_diagnosis_corpus_more.py)."""
     from analyzer.timeline.fusion import DEFAULT_THRESHOLD, OLD_DEFAULT_THRESHOLD, default_threshold
 
     def version(low: str, high: str) -> dict[str, Any]:
@@ -198,7 +198,7 @@ def test_horovods_default_fusion_threshold_follows_the_release_range() -> None:
 def test_ranks_that_tick_in_one_cycle_tie_and_none_of_them_is_last(tmp_path: Path) -> None:
     """Rank 0 processes a cycle's requests in rank order, a few us apart: that order is no lateness."""
     from analyzer.timeline.lateness import SAME_CYCLE_US
-    from tests.analyzer.in_memory import model_in_memory
+    from tests.analyzer.timeline.in_memory import model_in_memory
 
     def lasts(late_us: int) -> dict[int, int]:
         records = [meta(1, "grad")]

@@ -12,7 +12,7 @@ import pytest
 from parsers.nccl.chunks import ChunkMerger, chunk_ranges, parse_chunk
 from parsers.nccl.parser import JobLogParser
 from sample_traces.generator.nccl import NcclLogSpec, write_nccl_log
-from tests.parsers.test_nccl_log import (
+from tests.parsers.nccl.test_nccl_log import (
     MERGED_DOUBLED_ORPHAN,
     WARN_CHAIN,
     WATCHDOG_STALL_AUTOTUNE,

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import click
 
 from analyzer import __version__
-from analyzer.batch_cli import batch as batch_command
-from analyzer.cli_options import (
+from analyzer.cli.batch import batch as batch_command
+from analyzer.cli.compare import compare as compare_command
+from analyzer.cli.options import (
     INTERNAL_ERROR,
     budget_option,
     errors,
@@ -25,10 +26,9 @@ from analyzer.cli_options import (
     scale_options,
     tune_process,
 )
-from analyzer.compare_cli import compare as compare_command
+from analyzer.cli.serve import serve as serve_command
 from analyzer.config import parse_size
 from analyzer.render import RENDERERS, renderer_for
-from analyzer.serve_cli import serve as serve_command
 
 if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
     from analyzer.context import Context
