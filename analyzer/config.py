@@ -2,7 +2,7 @@
 one place.
 
 The defaults are the values the detectors were calibrated with on the samples, the captures and
-the corpus; the README's "What it detects" table quotes them (``tests/test_docs.py`` checks it).
+the corpus; docs/detectors.md quotes them, generated from here (``tests/test_docs.py`` checks it).
 Each detector reads its own group through ``ctx.config.thresholds``; a caller can analyse with
 other values by passing ``AnalysisConfig(thresholds=replace(...))``.
 """
@@ -25,7 +25,7 @@ def available_cores() -> int:
 
 
 def _t(default: Any, doc: str) -> Any:
-    """A threshold: its default and what it means (the README's threshold table is made of these)."""
+    """A threshold: its default and what it means (docs/detectors.md's threshold tables are made of these)."""
     return field(default=default, metadata={"doc": doc})
 
 
@@ -67,6 +67,16 @@ class StragglerThresholds:
         0.25, "the verdict's confidence is low when the bar a rank must clear is at least this share of the median step"
     )
     critical_share: float = _t(0.25, "critical when the time lost per step is at least this share of the median step")
+    min_steps: int = _t(
+        3,
+        "steady steps with per-rank readings (a timeline's ticks, the per-rank traces' collectives) needed to "
+        "judge ranks at all; with fewer, a timeline's ranks are read from its warm-up ticks only",
+    )
+    cause_share: float = _t(
+        0.5,
+        "traces.straggler names data loading (or host-to-device copies) as the cause when the late rank spends "
+        "more on it than its peers' median by at least this share of its lateness; else compute",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,19 @@ class SlowdownThresholds:
         0.5, "a rank named as late in the slow steps is last ready in at least this share of their negotiations"
     )
     max_listed: int = _t(12, "stretches listed in the evidence; beyond this, the slow ones only")
+    min_steps: int = _t(30, "steady steps needed to look for a slowdown at all")
+    min_segment_steps: int = _t(10, "a slow stretch lasts at least this many steady steps ...")
+    min_segment_share: float = _t(0.05, "... and at least this share of them (as does the baseline before it)")
+    min_ratio: float = _t(1.10, "a stretch is slow when its median step is at least this many times the baseline's ...")
+    max_p: float = _t(1e-3, "... and a one-sided Mann-Whitney U test puts it above the baseline at this p-value")
+    merge_ratio: float = _t(1.05, "neighbouring stretches whose medians differ by less than this ratio are one")
+    penalty: float = _t(6.0, "the change-point search's (PELT) penalty, in units of the noise variance x log(blocks)")
+    noise_floor: float = _t(
+        0.01, "the noise is taken to be at least this share of the median step: smaller shifts are not looked for"
+    )
+    batch_change: float = _t(
+        1.25, "fused batches per step changed when the slow steps' count differs from the baseline's by this ratio"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +159,17 @@ class CycleThresholds:
     min_cycle_us: int = _t(2_000, "the cycle time is at least this (us) ...")
     min_step_share: float = _t(0.1, "... and at least this share of the median step")
     min_regularity: float = _t(0.6, "a CYCLE_START markers estimate is used when at least this regular")
+    marker_regularity: float = _t(
+        0.5, "markers at least this regular time the loop itself (the cycle read with high confidence)"
+    )
+    burst_gap_us: int = _t(200, "without markers, the coordinator's events closer than this (us) are one burst")
+    min_gaps: int = _t(20, "gaps between markers or bursts needed to estimate the cycle at all")
+    floor_share: float = _t(
+        0.8, "the bursts' gaps show the loop's period when their 5th percentile is at least this share of the 10th ..."
+    )
+    min_floor_us: int = _t(
+        1_500, "... and that floor is at least this (us): sub-ms gaps are an op's end and the next start"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +179,20 @@ class StartupThresholds:
     min_skew_us: int = _t(100_000, "an initial broadcast waited at least this (us) for the last rank")
     min_init_us: int = _t(500_000, "INIT_NCCL / INIT_FUSION_BUFFER set-up of at least this (us) in all")
     slow_nccl_init_us: int = _t(5_000_000, "one NCCL initialisation this long (us) points at bootstrap networking")
+    share_to_name: float = _t(
+        0.5, "startup_skew names the last rank when its median lateness is at least this share of the skew"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NcclThresholds:
+    """``nccl.socket_fallback``."""
+
+    socket_speedup: float = _t(
+        4.0,
+        "RDMA (IB/RoCE/EFA) moves the same bytes at least this many times faster than TCP over the same class of "
+        "link, conservatively: the estimate of what leaving sockets wins",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +221,7 @@ class Thresholds:
     over_threshold: OverThresholdThresholds = field(default_factory=OverThresholdThresholds)
     cycle: CycleThresholds = field(default_factory=CycleThresholds)
     startup: StartupThresholds = field(default_factory=StartupThresholds)
+    nccl: NcclThresholds = field(default_factory=NcclThresholds)
     compare: CompareThresholds = field(default_factory=CompareThresholds)
 
 

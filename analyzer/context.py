@@ -83,7 +83,7 @@ class Context:
         """Every timeline input (of ``job``), analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
         if self._timelines is None:
             self._timelines = [
-                load.analysed_model(self.store, e, self.config.memory_budget)
+                load.analysed_model(self.store, e, self.config.memory_budget, self.config.thresholds)
                 for e in self.store.inputs
                 if e["kind"] == "horovod_timeline"
             ]

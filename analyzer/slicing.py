@@ -180,7 +180,7 @@ def step_window(ctx: Context, entry: ManifestEntry, spec: str) -> StepRange:
     """:func:`step_range` of a store's timeline: ``slowest`` / ``median`` read the analysed step
     table (within the context's memory budget), other specs only the steps' boundaries."""
     if spec in KEYWORDS:  # this timeline's model only, not every timeline of the store
-        model = analysed_model(ctx.store, entry, ctx.config.memory_budget)
+        model = analysed_model(ctx.store, entry, ctx.config.memory_budget, ctx.config.thresholds)
         return step_range(entry["path"], model.all_steps["start_us"].to_numpy(), spec, model.all_steps)
     return step_range(entry["path"], step_starts(ctx.store, entry), spec)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analyzer.config import SlowdownThresholds
 from analyzer.findings import Finding
 from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
@@ -54,7 +55,7 @@ def test_captured_scenario_meets_expected(name: str, folder: Path, validated: Va
     validated(to_document(report))
     assert_round_trip(report)
     tolerated = START_UP | {"timeline.truncated"}  # 0.28.1's writer loses its last records at a clean exit
-    if find_slowdown(truth_steps(folder / "steps.csv")) is not None:
+    if find_slowdown(truth_steps(folder / "steps.csv"), SlowdownThresholds()) is not None:
         tolerated.add("timeline.slowdown")  # the capture machine slowed down: its own step times say so
     tolerated |= set(sc.maybe)
     assert {f.code for f in report.findings} - (tolerated - set(sc.expect)) == set(sc.expect)

@@ -15,8 +15,8 @@ from tests.conftest import ROOT, SCHEMA, validate_report
 
 
 def test_generated_docs_are_current() -> None:
-    """The CLI reference (docs/cli.md), the README's threshold table, the store's and the
-    reports' schemas: what ``python scripts/docs.py`` writes."""
+    """The CLI reference (docs/cli.md), the finding codes' reference (docs/detectors.md) and the README's
+    list of them, the store's and the reports' schemas: what ``python scripts/docs.py`` writes."""
     spec = importlib.util.spec_from_file_location("docs_script", ROOT / "scripts" / "docs.py")
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
@@ -39,6 +39,26 @@ def test_readme_documents_every_finding_code_and_command() -> None:
     assert len(codes) == len(detectors.ALL_DETECTORS) and all(f"`{c}`" in readme for c in codes), codes
     for name in cli.commands:
         assert f"hvd-analyze {name}" in readme, name
+
+
+def test_every_finding_code_is_in_the_catalogue_with_its_thresholds_from_the_config() -> None:
+    """docs/detectors.md is made of the catalogue: one entry per detector's code, each threshold group it
+    names exists, and every number it quotes is a threshold's place filled from the config."""
+    import dataclasses
+
+    from analyzer.config import Thresholds
+    from analyzer.detectors.catalogue import CODES, filled
+
+    assert [c.code for c in CODES] == [d.code for d in detectors.ALL_DETECTORS]
+    groups = {f.name for f in dataclasses.fields(Thresholds)}
+    assert all(set(c.thresholds) <= groups and c.summary for c in CODES)
+    changed = dataclasses.replace(
+        Thresholds(), straggler=dataclasses.replace(Thresholds().straggler, critical_share=0.4, min_late_us=7_000)
+    )
+    straggler = next(c for c in CODES if c.code == "timeline.straggler")
+    assert "≥ 40% of the step" in filled(straggler.severity, changed)
+    assert "max(7 ms, 5% of the step)" in filled(straggler.signal, changed)
+    assert all("{" not in filled(t, Thresholds()) for c in CODES for t in (c.severity, c.signal, c.action))
 
 
 def test_report_doc_names_every_top_level_key() -> None:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from analyzer.context import Context
 
 CODE = "nccl.socket_fallback"
-SOCKET_SPEEDUP = 4.0  # IB/RoCE vs TCP over the same class of link, conservatively
 
 
 class SocketFallback(LogDetector):
@@ -178,14 +177,15 @@ class SocketFallback(LogDetector):
             f"{step / 1e3:.1f} ms)",
             metrics={"comm_ms": comm / 1e3, "exposed_comm_ms": exposed / 1e3, "step_ms": step / 1e3},
         )
-        saved = exposed * (1 - 1 / SOCKET_SPEEDUP)
+        speedup = m.thresholds.nccl.socket_speedup  # the analysis's configuration, which the model carries
+        saved = exposed * (1 - 1 / speedup)
         if not step or saved <= 0:
             return None, ev
         return Impact(
             seconds_per_step=saved / 1e6,
             fraction_of_step=min(1.0, saved / step),
             confidence="low",
-            assumptions=f"RDMA moves the same bytes at least {SOCKET_SPEEDUP:.0f}x faster than TCP "
+            assumptions=f"RDMA moves the same bytes at least {speedup:.0f}x faster than TCP "
             "sockets, and only the communication exposed after the last gradient shortens "
             "the step",
         ), ev

@@ -18,7 +18,7 @@ from __future__ import annotations
 from analyzer.detectors._common import at, ms, step_impact
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
-from analyzer.timeline.lateness import MIN_TICKED_STEPS, rank_summary
+from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.negotiation_wait"
@@ -32,9 +32,10 @@ class NegotiationWait(TimelineDetector):
         t = ctx.config.thresholds.negotiation_wait
         step_us = model.median_step_us
         steady = model.steady["step"]
-        if not step_us or len(steady) < MIN_TICKED_STEPS:
+        min_steps = ctx.config.thresholds.straggler.min_steps
+        if not step_us or len(steady) < min_steps:
             return None
-        if model.steady_ticked_steps >= MIN_TICKED_STEPS:
+        if model.steady_ticked_steps >= min_steps:
             return None  # ranks are named by the ticks: timeline.straggler's job
         sp = model.spans
         neg = sp[

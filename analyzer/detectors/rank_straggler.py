@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # detectors reach the store only through the context's method
 
 CODE = "traces.straggler"
 #: a cause is named when the rank's excess in it explains at least this share of its lateness
-CAUSE_SHARE = 0.5
 
 CAUSE_WORDS = {
     "data": "data loading (its enumerate(DataLoader) time is higher than its peers')",
@@ -63,7 +62,7 @@ class RankStraggler(RankTracesDetector):
         ids = tuple(r.rank for r in named)
         loss = j.mean_loss_us(ids)
         when = j.pattern(ids, t)
-        causes = {r.rank: _cause(s, j, r) for r in named}
+        causes = {r.rank: _cause(s, j, r, t.cause_share) for r in named}
         hosts = tuple(sorted({h for r in ids if (h := s.host_of(r))}))
         who = ", ".join(f"{r} ({s.host_of(r)})" if s.host_of(r) else str(r) for r in ids)
         worst = named[0]
@@ -138,7 +137,7 @@ class RankStraggler(RankTracesDetector):
         )
 
 
-def _cause(s: RankTraceSet, j: Judgement, r: RankVerdict) -> str:
+def _cause(s: RankTraceSet, j: Judgement, r: RankVerdict, share: float) -> str:
     """What the rank's late steps show it spent more on than its peers (module docstring)."""
     late_steps = j.view.steps[r.late]
     rows = np.isin(s.steps, late_steps)
@@ -152,7 +151,7 @@ def _cause(s: RankTraceSet, j: Judgement, r: RankVerdict) -> str:
     with np.errstate(all="ignore"):
         for name, m in (("data", s.data_us), ("h2d", s.h2d_us)):
             excess = np.nanmedian(m[rows, col] - np.nanmedian(m[rows][:, others], axis=1))
-            if np.isfinite(excess) and excess >= CAUSE_SHARE * lateness:
+            if np.isfinite(excess) and excess >= share * lateness:
                 return name
     return "compute"
 

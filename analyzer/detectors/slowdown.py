@@ -1,9 +1,9 @@
 """``timeline.slowdown``: the step time rose part-way through the run.
 
 Signal: change points of the whole run's steady step durations (:mod:`analyzer.timeline.changepoints`):
-a later stretch of at least :data:`~analyzer.timeline.changepoints.MIN_SEGMENT_STEPS` steps (and 5% of
-them) runs at least :data:`~analyzer.timeline.changepoints.MIN_RATIO` times slower than every steady step
-before it (their median), and significantly so (Mann-Whitney). Covers every step, also when the span-level analyses read a window of a timeline
+a later stretch of at least ``slowdown.min_segment_steps`` steps (and 5% of them) runs at least
+``slowdown.min_ratio`` times slower than every steady step before it (their median), and significantly
+so (Mann-Whitney at ``slowdown.max_p``; the numbers are :class:`analyzer.config.SlowdownThresholds`). Covers every step, also when the span-level analyses read a window of a timeline
 too big for memory. A throttled GPU, a degraded link or a noisy neighbour starts at a moment;
 the run-wide statistics of the other detectors average it away.
 
@@ -34,7 +34,6 @@ from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Impact, Severity, SourceRef, Suggestion
 from analyzer.timeline.changepoints import Attribution, Segment, Slowdown, attribute
 from analyzer.timeline.lateness import (
-    MIN_TICKED_STEPS,
     SAME_CYCLE_US,
     Lateness,
     RankLateness,
@@ -216,7 +215,7 @@ class StepSlowdown(TimelineDetector):
             return ticks.where_negotiations((ticks.neg_step >= a) & (ticks.neg_step <= b))
 
         slow = between(lat, first, last)
-        if len(slow.steps()) < MIN_TICKED_STEPS:
+        if len(slow.steps()) < ctx.config.thresholds.straggler.min_steps:
             return None
         before = {
             r.rank: r.median_vs_median_us
@@ -309,10 +308,6 @@ def _autotune_trials(f: Finding, s: Slowdown) -> Finding:
     )
 
 
-#: the largest fused batch of a step differs by at least this factor between baseline and slow stretches
-BATCH_CHANGE = 1.25
-
-
 def threshold_changed(model: TimelineModel, s: Slowdown) -> str | None:
     """What shows that Horovod's fusion threshold changed with the step time, or None: the batches
     fit no single threshold (:class:`~analyzer.timeline.batches.FusionEstimate`'s bounds conflict)
@@ -330,7 +325,7 @@ def threshold_changed(model: TimelineModel, s: Slowdown) -> str | None:
     if not base_in.any() or not slow_in.any():
         return None
     before, during = float(np.median(largest[base_in])), float(np.median(largest[slow_in]))
-    if max(before, during) < BATCH_CHANGE * min(before, during):
+    if max(before, during) < model.thresholds.slowdown.batch_change * min(before, during):
         return None
     return (
         f"the batches fit no single fusion threshold, and the largest fused batch of a step was "

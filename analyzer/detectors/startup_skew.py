@@ -19,7 +19,6 @@ from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.startup_skew"
 #: a rank is named only when its ticks account for this share of the wait
-SHARE_TO_NAME = 0.5
 
 
 class StartupSkew(TimelineDetector):
@@ -48,7 +47,7 @@ class StartupSkew(TimelineDetector):
         lat = model.lateness
         ranks = rank_summary(lat.where_negotiations(lat.neg_step < 0))
         who: tuple[int, ...] = ()
-        if ranks and ranks[0].median_us >= SHARE_TO_NAME * skew:
+        if ranks and ranks[0].median_us >= t.share_to_name * skew:
             r = ranks[0]
             who = (r.rank,)
             evidence.append(

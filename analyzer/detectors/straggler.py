@@ -23,7 +23,6 @@ from analyzer.detectors._lateness_words import when_hint as _when_hint
 from analyzer.detectors.base import TimelineDetector, TimelineEvidence
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.lateness import Judgement, Pattern, RankVerdict, judge
-from analyzer.timeline.lateness import MIN_TICKED_STEPS
 from analyzer.timeline.model import TimelineModel
 
 CODE = "timeline.straggler"
@@ -39,7 +38,7 @@ class Straggler(TimelineDetector):
         t = ctx.config.thresholds.straggler
         step_us = model.median_step_us
         view = model.step_lateness
-        if not step_us or view.n_steps < MIN_TICKED_STEPS:
+        if not step_us or view.n_steps < t.min_steps:
             return None
         j = judge(view, step_us, t)
         named = j.named

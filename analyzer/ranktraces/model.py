@@ -27,7 +27,6 @@ from analyzer.config import StragglerThresholds
 from analyzer.lateness import Judgement, StepLateness, from_readings, judge
 
 #: fewer profiled steps than this are too few to tell a straggler from noise: nobody is judged
-MIN_JUDGED_STEPS = 3
 WAIT_SOURCES = frozenset({"nccl_kernel", "gloo", "horovod_sync"})
 SOURCE_WORDS = {
     "nccl_kernel": "NCCL kernels' durations in each rank's trace",
@@ -229,6 +228,6 @@ class TracesJudged:
 def judged(s: RankTraceSet, t: StragglerThresholds) -> TracesJudged:
     """:func:`analyzer.lateness.judge` of the set's lateness, when it has enough steps and ranks."""
     view, step_us = s.lateness(), s.median_step_us()
-    if view.n_steps < MIN_JUDGED_STEPS or len(view.ranks) < 2 or not step_us:
+    if view.n_steps < t.min_steps or len(view.ranks) < 2 or not step_us:
         return TracesJudged(view, step_us, None)
     return TracesJudged(view, step_us, judge(view, step_us, t))

@@ -224,7 +224,7 @@ def batch_sizes(model: TimelineModel) -> BatchSizesView:
 def cadence(model: TimelineModel) -> CadenceView:
     """Histogram of the gaps (ms) the cycle estimate reads: between ``CYCLE_START`` markers, or
     between bursts of negotiation and operation starts."""
-    method, gaps = cadence_gaps(model.markers_us, model.spans)
+    method, gaps = cadence_gaps(model.markers_us, model.spans, model.thresholds.cycle)
     c = model.cycle
     out: CadenceView = {
         "method": method,

@@ -4,13 +4,14 @@
 when a window's detail is analysed: :attr:`~analyzer.timeline.model.TimelineModel.all_steps`)
 with PELT (L2 cost, :func:`pelt`) on the medians of blocks of steps, which ignore single slow
 steps (checkpoints, evaluation); each change is then placed at the step of its block that best
-splits the raw durations. The onset is the first segment lasting at least
-:data:`MIN_SEGMENT_STEPS` steps (and :data:`MIN_SEGMENT_SHARE` of them) whose median is at least
-:data:`MIN_RATIO` times the median of every steady step before it (the baseline, itself at least
-that long), and which is slower than them by a one-sided Mann-Whitney U test at :data:`MAX_P`:
-a run that wanders (a shared machine) has short fast stretches, and measuring against the
-fastest would flag its normal speed. The slow segments are the lasting ones from the onset on at
-:data:`MIN_RATIO` times the baseline. A slow start that gets faster is warm-up, not a slowdown.
+splits the raw durations. The onset is the first segment lasting at least ``min_segment_steps``
+steps (and ``min_segment_share`` of them) whose median is at least ``min_ratio`` times the median of
+every steady step before it (the baseline, itself at least that long), and which is slower than them
+by a one-sided Mann-Whitney U test at ``max_p`` (the numbers are
+:class:`analyzer.config.SlowdownThresholds`): a run that wanders (a shared machine) has short fast
+stretches, and measuring against the fastest would flag its normal speed. The slow segments are the
+lasting ones from the onset on at ``min_ratio`` times the baseline. A slow start that gets faster is
+warm-up, not a slowdown.
 
 :func:`attribute` splits the added time per step (median of the slow steps minus median of the
 baseline's) into three parts, from the step table's columns:
@@ -35,17 +36,10 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from analyzer.config import SlowdownThresholds
 from analyzer.ranksum import p_greater
 
-MIN_STEPS = 30  # steady steps needed to look for a shift at all
-MIN_SEGMENT_STEPS = 10
-MIN_SEGMENT_SHARE = 0.05
-MIN_RATIO = 1.10  # a segment this much slower than the baseline is a slowdown
-MAX_P = 1e-3  # Mann-Whitney U: the onset's steps are slower than the baseline's
-MERGE_RATIO = 1.05  # neighbouring segments closer than this are one
 MAX_BLOCKS = 200  # PELT costs ~ blocks^2 (3 ms at 200, numpy per end); the refinement restores the step
-PENALTY = 6.0  # PELT penalty, in units of sigma^2 * log(blocks)
-NOISE_FLOOR = 0.01  # sigma is at least this share of the median block: smaller shifts are not looked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +67,7 @@ class Slowdown:
     slow: tuple[Segment, ...]
     steady_steps: int
     min_steps: int  # a segment this long lasts
+    min_ratio: float  # a segment this many times the baseline's median is slow
 
     @property
     def onset(self) -> Segment:
@@ -103,9 +98,9 @@ class Slowdown:
 
     @property
     def recovered(self) -> bool:
-        """The run went back under :data:`MIN_RATIO` times the baseline after its last slow stretch
+        """The run went back under :attr:`min_ratio` times the baseline after its last slow stretch
         (short blips aside, as for the slow stretches)."""
-        return bool(self.after) and all(g.median_us < MIN_RATIO * self.baseline.median_us for g in self.after)
+        return bool(self.after) and all(g.median_us < self.min_ratio * self.baseline.median_us for g in self.after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,22 +119,22 @@ class Attribution:
         return max(parts, key=parts.__getitem__)
 
 
-def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
+def find_slowdown(steps: pd.DataFrame, t: SlowdownThresholds) -> Slowdown | None:
     """The slowdown in a step table (:data:`analyzer.timeline.steps.STEP_COLUMNS`), None if the run kept its speed."""
     steady = steps[steps["steady"]]
     d = steady["duration_us"].to_numpy(dtype=np.float64)
     n = len(d)
-    if n < MIN_STEPS:
+    if n < t.min_steps:
         return None
     numbers = steady["step"].to_numpy(dtype=np.int64)
-    segments = _merge(_segments(d), d, numbers)
-    min_steps = max(MIN_SEGMENT_STEPS, int(np.ceil(MIN_SEGMENT_SHARE * n)))
+    segments = _merge(_segments(d, t), d, numbers, t.merge_ratio)
+    min_steps = max(t.min_segment_steps, int(np.ceil(t.min_segment_share * n)))
     lasting = [s for s in segments if s.steps >= min_steps]
     for onset in lasting:
         if onset.first < min_steps:
             continue
         ratio, p = stretch_test(d, onset.first, onset.stop)
-        if ratio < MIN_RATIO or p >= MAX_P:
+        if ratio < t.min_ratio or p >= t.max_p:
             continue
         base = float(np.median(d[: onset.first]))
         baseline = Segment(
@@ -149,8 +144,8 @@ def find_slowdown(steps: pd.DataFrame) -> Slowdown | None:
             last_step=int(numbers[onset.first - 1]),
             median_us=base,
         )
-        slow = tuple(s for s in lasting if s.first >= onset.first and s.median_us >= MIN_RATIO * base)
-        return Slowdown(segments=tuple(segments), baseline=baseline, slow=slow, steady_steps=n, min_steps=min_steps)
+        slow = tuple(s for s in lasting if s.first >= onset.first and s.median_us >= t.min_ratio * base)
+        return Slowdown(tuple(segments), baseline, slow, n, min_steps, t.min_ratio)
     return None
 
 
@@ -184,7 +179,7 @@ def _median(x: np.ndarray) -> float:
     return float(np.median(x)) if len(x) else 0.0
 
 
-def _segments(d: np.ndarray) -> list[tuple[int, int]]:
+def _segments(d: np.ndarray, t: SlowdownThresholds) -> list[tuple[int, int]]:
     """``[first, stop)`` index ranges of the durations ``d`` between change points."""
     n = len(d)
     block = max(1, -(-n // MAX_BLOCKS))
@@ -192,9 +187,9 @@ def _segments(d: np.ndarray) -> list[tuple[int, int]]:
     m = np.median(d[: blocks * block].reshape(blocks, block), axis=1)
     diffs = np.diff(m)
     sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2) if len(diffs) else 0.0
-    sigma = max(sigma, NOISE_FLOOR * float(np.median(m)), 1.0)
-    min_blocks = max(1, int(np.ceil(max(MIN_SEGMENT_STEPS, MIN_SEGMENT_SHARE * n) / block / 2)))
-    ends = pelt(m, min_blocks, PENALTY * sigma**2 * np.log(max(blocks, 2)))
+    sigma = max(sigma, t.noise_floor * float(np.median(m)), 1.0)
+    min_blocks = max(1, int(np.ceil(max(t.min_segment_steps, t.min_segment_share * n) / block / 2)))
+    ends = pelt(m, min_blocks, t.penalty * sigma**2 * np.log(max(blocks, 2)))
     cuts = [_refine(d, e * block, block) for e in ends[:-1]]  # the last end is the number of blocks
     bounds = [0, *cuts, n]
     return [(a, b) for a, b in pairwise(bounds) if b > a]
@@ -248,14 +243,14 @@ def _refine(d: np.ndarray, cut: int, block: int) -> int:
     return best
 
 
-def _merge(ranges: list[tuple[int, int]], d: np.ndarray, numbers: np.ndarray) -> list[Segment]:
-    """Segments of ``ranges``, neighbours whose medians differ by less than :data:`MERGE_RATIO` joined."""
+def _merge(ranges: list[tuple[int, int]], d: np.ndarray, numbers: np.ndarray, merge_ratio: float) -> list[Segment]:
+    """Segments of ``ranges``, neighbours whose medians differ by less than ``merge_ratio`` joined."""
     out: list[tuple[int, int]] = []
     for a, b in ranges:
         if out:
             pa_, pb = out[-1]
             m0, m1 = float(np.median(d[pa_:pb])), float(np.median(d[a:b]))
-            if max(m0, m1) < MERGE_RATIO * min(m0, m1):
+            if max(m0, m1) < merge_ratio * min(m0, m1):
                 out[-1] = (pa_, b)
                 continue
         out.append((a, b))

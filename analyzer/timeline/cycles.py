@@ -4,7 +4,7 @@ Horovod's background loop runs once per cycle (``HOROVOD_CYCLE_TIME``, 1 ms by d
 since 0.21, 5 ms before): negotiations end and batches start only at cycle boundaries.
 With markers (``HOROVOD_TIMELINE_MARK_CYCLES=1``) the cycle is their median spacing.
 Without them, the coordinator's own events (negotiation B/E, op B) are grouped into
-bursts (events less than :data:`BURST_GAP_US` apart) and the cycle is the 10th
+bursts (events less than ``burst_gap_us`` apart) and the cycle is the 10th
 percentile of the gaps between bursts: busy cycles are stretched by their work, idle
 ones are not observed, and the short gaps are the loop's period. ``regularity`` is the
 share of gaps within 0.15 cycle of a whole number of cycles: near 1 when the loop's
@@ -15,7 +15,7 @@ How far an estimate is the cycle in effect (:attr:`CycleEstimate.confidence`):
 
 * ``high``: regular ``CYCLE_START`` markers, which time the loop itself;
 * ``medium``: bursts whose short gaps pile up at a floor (the 5th percentile at least
-  :data:`FLOOR_SHARE` of the 10th, the floor at least :data:`MIN_FLOOR_US`). The loop answers
+  ``floor_share`` of the 10th, the floor at least ``min_floor_us``). The loop answers
   at most once per cycle, so when the coordinator's responses are never closer than a floor,
   and many sit right at it, the floor is the cycle: a 20 ms cycle reads 13-16 ms at the 5th and
   16-17 ms at the 10th percentile. At Horovod's 1 ms default the short gaps are the work's
@@ -34,17 +34,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-BURST_GAP_US = 200
+from analyzer.config import CycleThresholds
+
 DEFAULT_CYCLE_US = 1_000.0  # HOROVOD_CYCLE_TIME default since 0.21, used when no estimate exists
-MIN_GAPS = 20
-
-
-#: markers this regular measure the loop itself
-MIN_MARKER_REGULARITY = 0.5
-#: burst gaps show the loop's period when their 5th percentile is at least this share of their 10th ...
-FLOOR_SHARE = 0.8
-#: ... and that floor is at least this (us): sub-ms gaps are an op's end and the next start, not a cycle
-MIN_FLOOR_US = 1_500
 
 Confidence = Literal["high", "medium", "low"]
 
@@ -58,13 +50,7 @@ class CycleEstimate:
     low_us: float = 0.0  # the range the cycle in effect is read to lie in
     high_us: float = 0.0
     floor_share: float = 0.0  # bursts: their 5th percentile over their 10th
-
-    @property
-    def confidence(self) -> Confidence:
-        """How far the estimate is the cycle time in effect (the module's docstring)."""
-        if self.method == "markers":
-            return "high" if self.regularity >= MIN_MARKER_REGULARITY else "low"
-        return "medium" if self.floor_share >= FLOOR_SHARE and self.low_us >= MIN_FLOOR_US else "low"
+    confidence: Confidence = "low"  # how far the estimate is the cycle time in effect (the module's docstring)
 
     @property
     def confident(self) -> bool:
@@ -75,11 +61,11 @@ class CycleEstimate:
         return self.confidence != "low"
 
 
-def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame) -> tuple[str, np.ndarray]:
+def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame, t: CycleThresholds) -> tuple[str, np.ndarray]:
     """The gaps (us) the cycle is read from, and how: ``markers`` (between ``CYCLE_START``
     markers, when there are enough) or ``bursts`` (between distinct negotiation and operation
-    start times and negotiation ends, gaps under :data:`BURST_GAP_US` dropped)."""
-    if len(markers_us) > MIN_GAPS:
+    start times and negotiation ends, gaps under ``t.burst_gap_us`` dropped)."""
+    if len(markers_us) > t.min_gaps:
         return "markers", np.diff(markers_us)
     # masks over three columns, not a filtered copy of the frame (1.7 M spans per GB of timeline)
     in_step = spans["step"].to_numpy() >= 0
@@ -95,23 +81,25 @@ def cadence_gaps(markers_us: np.ndarray, spans: pd.DataFrame) -> tuple[str, np.n
     # the gaps between distinct times: those between sorted times, ties (0) dropped below; a sort,
     # not np.unique, whose hashing took 0.5 s for the 0.6 M times of a 1 GB timeline (numpy 2.4)
     gaps = np.diff(np.sort(times)) if len(times) >= 2 else np.empty(0, np.int64)
-    return "bursts", gaps[gaps >= BURST_GAP_US]
+    return "bursts", gaps[gaps >= t.burst_gap_us]
 
 
-def estimate_cycle(markers_us: np.ndarray, spans: pd.DataFrame) -> CycleEstimate | None:
+def estimate_cycle(markers_us: np.ndarray, spans: pd.DataFrame, t: CycleThresholds) -> CycleEstimate | None:
     """The cycle time from the ``CYCLE_START`` markers or the spans (with their ``step``), or
     ``None`` with too few samples to tell."""
-    method, gaps = cadence_gaps(markers_us, spans)
+    method, gaps = cadence_gaps(markers_us, spans, t)
     if method == "markers":
         cycle = float(np.median(gaps))
         q1, q3 = (float(x) for x in np.percentile(gaps, [25, 75]))
-        return CycleEstimate(cycle, "markers", len(gaps), _regularity(gaps, cycle), q1, q3)
-    if len(gaps) < MIN_GAPS:
+        regularity = _regularity(gaps, cycle)
+        confidence: Confidence = "high" if regularity >= t.marker_regularity else "low"
+        return CycleEstimate(cycle, "markers", len(gaps), regularity, q1, q3, confidence=confidence)
+    if len(gaps) < t.min_gaps:
         return None
     p5, cycle, p25 = (float(x) for x in np.percentile(gaps, [5, 10, 25]))
-    return CycleEstimate(
-        cycle, "bursts", len(gaps), _regularity(gaps, cycle), p5, p25, p5 / cycle if cycle > 0 else 0.0
-    )
+    floor = p5 / cycle if cycle > 0 else 0.0
+    confidence = "medium" if floor >= t.floor_share and p5 >= t.min_floor_us else "low"
+    return CycleEstimate(cycle, "bursts", len(gaps), _regularity(gaps, cycle), p5, p25, floor, confidence)
 
 
 def _regularity(gaps: np.ndarray, cycle: float) -> float:

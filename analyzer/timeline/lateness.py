@@ -38,7 +38,6 @@ from analyzer.timeline._lateness_loops import NO_MEDIAN, group_lateness, rank_st
 
 SAME_CYCLE_US = 1_000
 NO_OFFSET = np.iinfo(np.int64).max
-MIN_TICKED_STEPS = 3  # steady steps with ticks needed to judge ranks (fewer: warm-up only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from analyzer.config import DEFAULT_MEMORY_BUDGET
+from analyzer.config import DEFAULT_MEMORY_BUDGET, Thresholds
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.batches import find_batches
@@ -82,8 +82,16 @@ def budget_for_room(room: int) -> int:
     return room + BASELINE_BYTES if room > BASELINE_BYTES else 2 * room
 
 
-def analysed_model(store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_MEMORY_BUDGET) -> TimelineModel:
-    """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed."""
+def analysed_model(
+    store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_MEMORY_BUDGET, thresholds: Thresholds | None = None
+) -> TimelineModel:
+    """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed;
+    its analyses decide by ``thresholds`` (the defaults when None)."""
+    model = _sized_model(store, entry, budget)
+    return model if thresholds is None else replace(model, thresholds=thresholds)
+
+
+def _sized_model(store: RunStore, entry: ManifestEntry, budget: int) -> TimelineModel:
     need = model_bytes(entry)
     room = model_room(budget)
     if need <= room:

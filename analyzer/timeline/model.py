@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analyzer.config import Thresholds
 from analyzer.lateness.model import StepLateness
 from analyzer.timeline.batches import FusionEstimate, estimate_threshold, find_batches
 from analyzer.timeline.changepoints import Slowdown, find_slowdown
 from analyzer.timeline.cycles import CycleEstimate, estimate_cycle
 from analyzer.timeline.lateness import (
-    MIN_TICKED_STEPS,
     Chunks,
     Lateness,
     RankLateness,
@@ -127,6 +127,9 @@ class TimelineModel:
     window: AnalysisWindow | None = None
     #: the span ids whose ticks the model read (a window's), None: every tick of the input
     tick_range: tuple[int, int] | None = None
+    #: the numbers its analyses decide by (the slowdown's search, the cycle's estimate, the ticked
+    #: steps that let ranks be judged): the analysis's configuration
+    thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
     def all_steps(self) -> pd.DataFrame:
@@ -189,7 +192,7 @@ class TimelineModel:
         """The ticks per-rank statistics read, and what they are: ``steady`` (enough steady steps
         carry ticks), else ``first_negotiations`` (warm-up ticks only, the response cache's
         doing), else ``none``."""
-        if len(self.steady_lateness.steps()) >= MIN_TICKED_STEPS:
+        if len(self.steady_lateness.steps()) >= self.thresholds.straggler.min_steps:
             return "steady", self.steady_lateness
         return ("first_negotiations" if len(self.lateness) else "none"), self.lateness
 
@@ -212,12 +215,12 @@ class TimelineModel:
     @cached_property
     def slowdown(self) -> Slowdown | None:
         """:func:`analyzer.timeline.changepoints.find_slowdown` of every step of the run, computed once."""
-        return find_slowdown(self.all_steps)
+        return find_slowdown(self.all_steps, self.thresholds.slowdown)
 
     @cached_property
     def cycle(self) -> CycleEstimate | None:
         """:func:`analyzer.timeline.cycles.estimate_cycle`, computed once."""
-        return estimate_cycle(self.markers_us, self.spans)
+        return estimate_cycle(self.markers_us, self.spans, self.thresholds.cycle)
 
 
 def typed_spans(spans: pd.DataFrame) -> pd.DataFrame:

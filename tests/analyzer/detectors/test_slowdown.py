@@ -7,6 +7,7 @@ captures (ours in sample_traces/captured, and ../shared/corpus/horovod-cpu when 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.config import AnalysisConfig
+from analyzer.config import AnalysisConfig, SlowdownThresholds
 from analyzer.context import Context
 from analyzer.findings import Finding
 from analyzer.render import figures
@@ -24,12 +25,14 @@ from analyzer.report.assembly import analyze
 from analyzer.report.model import AnalysisReport
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import RunStore
-from analyzer.timeline.changepoints import MAX_P, MIN_RATIO, Slowdown, find_slowdown, stretch_test
+from analyzer.timeline.changepoints import Slowdown, find_slowdown, stretch_test
 from analyzer.timeline.load import budget_for_room, model_bytes
 from sample_traces.generator.timeline import GroundTruth, TimelineSpec, write_timeline
 from tests.builders import truth_steps
 from tests.conftest import ROOT
 
+T = SlowdownThresholds()
+MAX_P, MIN_RATIO = T.max_p, T.min_ratio
 EPOCH_US = 1795331437366285  # the generator's start-time header
 
 
@@ -163,22 +166,19 @@ def test_checkpoints_warm_up_and_short_runs_are_not_slowdowns() -> None:
     spikes[::200] = 5000  # a checkpoint every 200 steps
     warm = steady.copy()
     warm[:300] *= 1.5  # slow start, then faster
-    assert find_slowdown(_table(spikes)) is None
-    assert find_slowdown(_table(warm)) is None
-    assert find_slowdown(_table(np.r_[np.full(20, 100.0), np.full(9, 200.0)])) is None  # under 30 steady steps
+    assert find_slowdown(_table(spikes), T) is None
+    assert find_slowdown(_table(warm), T) is None
+    assert find_slowdown(_table(np.r_[np.full(20, 100.0), np.full(9, 200.0)]), T) is None  # under 30 steady steps
 
 
-def test_a_short_stretch_within_the_noise_is_not_a_slowdown(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_stretch_within_the_noise_is_not_a_slowdown() -> None:
     """A spiky 40-step run (a shared machine) with a 10-step excursion: the change points cut it
     out and its median is 26% up, but ten noisy steps do not show the run slower (p >= MAX_P)."""
     rng = np.random.default_rng(12)
     d = 160 + rng.normal(0, 8, 40) + (rng.random(40) < 0.15) * 80
     d[21:31] += 30 + rng.normal(0, 25, 10)
-    assert find_slowdown(_table(d)) is None
-    monkeypatch.setattr(
-        "analyzer.timeline.changepoints.MAX_P", 1.0
-    )  # without the test, the same stretch would be reported
-    s = find_slowdown(_table(d))
+    assert find_slowdown(_table(d), T) is None
+    s = find_slowdown(_table(d), replace(T, max_p=1.0))  # without the test, the same stretch would be reported
     assert s is not None and s.ratio >= MIN_RATIO
     ratio, p = stretch_test(d[1:], s.onset.first, s.onset.stop)
     assert ratio == pytest.approx(s.ratio) and MAX_P <= p < 0.05
@@ -188,9 +188,9 @@ def test_the_baseline_is_the_runs_speed_before_the_onset_not_its_fastest_stretch
     rng = np.random.default_rng(4)
     d = rng.normal(100, 3, 1000)
     d[400:460] = rng.normal(80, 3, 60)  # a while faster (a neighbour's job ended), then the usual speed
-    assert find_slowdown(_table(d)) is None
+    assert find_slowdown(_table(d), T) is None
     d[700:] += 25
-    s = find_slowdown(_table(d))
+    s = find_slowdown(_table(d), T)
     assert s is not None and abs(s.onset.first_step - 700) <= 3
     assert s.baseline.median_us == pytest.approx(np.median(d[1 : s.onset.first_step]) * 1e3)
 
@@ -198,7 +198,7 @@ def test_the_baseline_is_the_runs_speed_before_the_onset_not_its_fastest_stretch
 def test_recovery_ignores_a_short_blip_at_the_end() -> None:
     rng = np.random.default_rng(6)
     d = np.r_[rng.normal(100, 2, 300), rng.normal(140, 2, 100), rng.normal(100, 2, 192), np.full(8, 300.0)]
-    s = find_slowdown(_table(d))
+    s = find_slowdown(_table(d), T)
     assert s is not None and [(g.first_step, g.last_step) for g in s.slow] == [(300, 399)]
     assert s.recovered and s.after[0].median_us == pytest.approx(100e3, rel=0.01)
 
@@ -208,7 +208,7 @@ def test_a_shift_in_a_long_noisy_run_is_placed_at_its_step() -> None:
     d = rng.normal(120, 6, 41_796)
     d[30_000:] += 30
     d[rng.integers(0, len(d), 80)] += 3000  # checkpoints
-    s = find_slowdown(_table(d))
+    s = find_slowdown(_table(d), T)
     assert s is not None and abs(s.onset.first_step - 30_000) <= 5 and not s.recovered
     assert s.ratio == pytest.approx(150 / 120, rel=0.02) and len(s.slow) == 1
     assert s.lost_us / 1e6 == pytest.approx(30e3 * 11_796 / 1e6, rel=0.03)
@@ -241,7 +241,7 @@ def test_the_timeline_and_the_ground_truth_see_the_same_slowdowns(folder: Path, 
     store.ingest(*discover([next(folder.glob("timeline*.json*"))]))
     (model,) = Context(store).timelines()
     tables = {"timeline": model.all_steps, "truth": truth_steps(folder / "steps.csv")}
-    found = {k: find_slowdown(t) for k, t in tables.items()}
+    found = {k: find_slowdown(t, T) for k, t in tables.items()}
     if all(found.values()):
         a, b = found["timeline"], found["truth"]
         near = max(5, 0.02 * a.steady_steps)

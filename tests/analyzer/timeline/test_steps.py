@@ -160,8 +160,9 @@ def test_single_pass_and_empty_files(tmp_path: Path) -> None:
 
 
 def test_startup_skew_names_a_rank_only_when_its_lateness_explains_the_wait(tmp_path: Path) -> None:
-    """Boundary of startup.SHARE_TO_NAME: ticks 0.2 ms apart in a 500 ms wait name nobody."""
-    from analyzer.detectors.startup_skew import SHARE_TO_NAME, StartupSkew
+    """Boundary of startup.share_to_name: ticks 0.2 ms apart in a 500 ms wait name nobody."""
+    from analyzer.config import StartupThresholds
+    from analyzer.detectors.startup_skew import StartupSkew
     from tests.analyzer.timeline.in_memory import MemoryEvidence, model_in_memory
 
     def skew(late_us: int) -> Any:
@@ -175,7 +176,7 @@ def test_startup_skew_names_a_rank_only_when_its_lateness_explains_the_wait(tmp_
         model, ticks = model_in_memory(path)
         return StartupSkew().check(model, MemoryEvidence(ticks))
 
-    named = skew(int(500_000 * SHARE_TO_NAME) + 1000)
+    named = skew(int(500_000 * StartupThresholds().share_to_name) + 1000)
     assert named is not None and named.ranks == (1,)
     anonymous = skew(200)
     assert anonymous is not None and anonymous.ranks == () and "do not tell which rank" in str(anonymous.evidence)
