@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analyzer.version import __version__
 from parsers.lazy import lazy_names
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig, Thresholds

@@ -61,6 +61,15 @@ def test_every_finding_code_is_in_the_catalogue_with_its_thresholds_from_the_con
     assert all("{" not in filled(t, Thresholds()) for c in CODES for t in (c.severity, c.signal, c.action))
 
 
+def test_the_version_is_the_projects() -> None:
+    import tomllib
+
+    import analyzer
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert analyzer.__version__ == project["version"]
+
+
 def test_report_doc_names_every_top_level_key() -> None:
     doc = (ROOT / "docs" / "report-schema.md").read_text()
     for key in SCHEMA["properties"]:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from analyzer import __version__
 from analyzer.cli.batch import batch as batch_command
 from analyzer.cli.compare import compare as compare_command
 from analyzer.cli.options import (
@@ -29,6 +28,7 @@ from analyzer.cli.options import (
 from analyzer.cli.serve import serve as serve_command
 from analyzer.config import parse_size
 from analyzer.render import RENDERERS, renderer_for
+from analyzer.version import __version__
 
 if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs: --help stays fast
     from analyzer.context import Context

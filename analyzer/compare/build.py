@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzer import __version__
 from analyzer.compare.diff import (
     cycle_changes,
     finding_changes,
@@ -27,6 +26,7 @@ from analyzer.config import CompareThresholds
 from analyzer.errors import UsageError
 from analyzer.report.job_view import report_for_job
 from analyzer.report.model import AnalysisReport
+from analyzer.version import __version__
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzer import __version__
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors import ALL_DETECTORS, Detector
@@ -22,6 +21,7 @@ from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.lateness import TICK_COLUMNS
 from analyzer.timeline.model import SPAN_COLUMNS
+from analyzer.version import __version__
 
 MAX_ISSUES_IN_REPORT = 200
 #: the columns a report reads of the tables it reads only in part: a temporary store held for a

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from analyzer import __version__
 from analyzer.errors import StoreError
 from analyzer.store import held
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
@@ -56,6 +55,7 @@ from analyzer.store.parts import (
     row_groups,
     safe_name,
 )
+from analyzer.version import __version__
 from parsers import arrow as A
 from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
 

@@ -23,11 +23,11 @@ from typing import Any, BinaryIO, TypeVar
 import pyarrow as pa
 
 from parsers.inputs import CHUNK_BYTES
+from parsers.nccl.arrow_tables import log_tables
 from parsers.nccl.failures import CHAIN_LINES
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import JobLogParser
-from parsers.nccl.process import log_tables
 from parsers.nccl.records import clean_paste
 from parsers.nccl.rows import CollCounter, FastColl
 

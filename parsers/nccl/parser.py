@@ -21,10 +21,11 @@ import pyarrow as pa
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
+from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import Failures
 from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.messages import classify, wording_range
-from parsers.nccl.process import ProcessState, bare_versions, fold_fast_colls, log_tables
+from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
 
 BLOCK = 4 << 20

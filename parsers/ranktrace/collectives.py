@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from parsers.ranktrace import names
 from parsers.ranktrace.tables import Collective
-
-if TYPE_CHECKING:
-    from parsers.ranktrace.parser import _Seen
+from parsers.ranktrace.types import JsonObject, Seen
 
 StepAt = Callable[[float], int | None]
 
 
-def collectives_of(seen: _Seen, step_at: StepAt) -> tuple[list[Collective], str]:
+def collectives_of(seen: Seen, step_at: StepAt) -> tuple[list[Collective], str]:
     """The collectives and their source: NCCL/RCCL kernels, else Gloo's work, else Horovod's
     ``synchronize()``, else the CPU-side NCCL calls (no wait); ``none`` when there are none."""
     if seen.kernels:
@@ -35,7 +32,7 @@ def collectives_of(seen: _Seen, step_at: StepAt) -> tuple[list[Collective], str]
     return _ordered(out), source
 
 
-def _kernel(k: dict[str, Any], launches: dict[int, float], step_at: StepAt) -> Collective:
+def _kernel(k: JsonObject, launches: dict[int, float], step_at: StepAt) -> Collective:
     args = event_args(k)
     ts, dur = float(k["ts"]), float(k["dur"])
     corr = args.get("correlation")
@@ -60,7 +57,7 @@ def _kernel(k: dict[str, Any], launches: dict[int, float], step_at: StepAt) -> C
     )
 
 
-def _annotation(e: dict[str, Any], source: str, step_at: StepAt) -> Collective:
+def _annotation(e: JsonObject, source: str, step_at: StepAt) -> Collective:
     args = event_args(e)
     ts, dur = float(e["ts"]), float(e["dur"])
     return Collective(
@@ -79,7 +76,7 @@ def _annotation(e: dict[str, Any], source: str, step_at: StepAt) -> Collective:
     )
 
 
-def _enqueued(out: list[Collective], enqueues: list[dict[str, Any]]) -> None:
+def _enqueued(out: list[Collective], enqueues: list[JsonObject]) -> None:
     """Give each Gloo collective the time its ``c10d::<op>_`` call asked for it: the n-th call of an op
     is its n-th collective (Gloo runs them in the order asked; their ids do not link them), paired only
     when the counts agree."""
@@ -132,7 +129,7 @@ def _text(v: object) -> str | None:
     return str(v) if isinstance(v, str | int) and not isinstance(v, bool) and str(v) else None
 
 
-def _seq(args: dict[str, Any]) -> int | None:
+def _seq(args: JsonObject) -> int | None:
     return whole(args.get("Seq", args.get("seq")))
 
 
@@ -142,7 +139,7 @@ def whole(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 62) else None
 
 
-def event_args(e: dict[str, Any]) -> dict[str, Any]:
+def event_args(e: JsonObject) -> JsonObject:
     """An event's ``args`` (empty when it has none, or something else under the key)."""
     args = e.get("args")
     return args if isinstance(args, dict) else {}

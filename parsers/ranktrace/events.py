@@ -19,12 +19,12 @@ import re
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import orjson
 
 from parsers.inputs import ByteSource
+from parsers.ranktrace.types import JsonObject
 
 CHUNK = 8 << 20
 #: the pieces worth parsing: steps, collectives of every backend, the Horovod optimizer, data loading,
@@ -73,8 +73,8 @@ MAX_HEADER = 64 << 20
 class EventStream:
     """What one pass over a trace found besides its events (filled as :meth:`events` runs)."""
 
-    header: dict[str, Any] = field(default_factory=dict)
-    trailer: dict[str, Any] = field(default_factory=dict)
+    header: JsonObject = field(default_factory=dict)
+    trailer: JsonObject = field(default_factory=dict)
     pieces: int = 0  # events seen (parsed or not)
     unreadable: int = 0  # wanted pieces that never parsed
     unreadable_at: int | None = None  # byte offset of the first
@@ -83,7 +83,7 @@ class EventStream:
     launch_ts: array[float] = field(default_factory=lambda: array("d"))  # kernel launches (LAUNCH): ts ...
     launch_corr: array[int] = field(default_factory=lambda: array("q"))  # ... and correlation id (8 bytes each)
 
-    def events(self, stream: ByteSource, keep: Callable[[bytes], bool] | None = None) -> Iterator[dict[str, Any]]:
+    def events(self, stream: ByteSource, keep: Callable[[bytes], bool] | None = None) -> Iterator[JsonObject]:
         """The wanted events of ``stream`` (each parsed), in file order; ``keep``: a test of a piece's
         bytes beyond :data:`WANTED` (default: that alone)."""
         buf = bytearray()
@@ -141,7 +141,7 @@ class EventStream:
             wanted = np.unique(np.searchsorted(starts, _hits(data, WORDS, limit), side="right") - 1)
         else:
             wanted = np.array([i for i in range(n) if keep(_piece(data, starts, i, i + 1))], np.int64)
-        out: list[dict[str, Any]] = []
+        out: list[JsonObject] = []
         free = 0  # events before this one are read (a joined piece takes several)
         for i in wanted.tolist():
             if i < free or i >= n:
@@ -174,7 +174,7 @@ class EventStream:
                 self.launch_corr.append(corr)
         return done
 
-    def _last(self, tail: bytes, base: int, test: Callable[[bytes], bool]) -> Iterator[dict[str, Any]]:
+    def _last(self, tail: bytes, base: int, test: Callable[[bytes], bool]) -> Iterator[JsonObject]:
         """The last event and the trailer, or what a cut file left of them."""
         for m in _END.finditer(tail):
             piece = tail[: m.start() + 1]
@@ -203,7 +203,7 @@ class EventStream:
 
 @dataclass(frozen=True, slots=True)
 class _Done:
-    events: list[dict[str, Any]]
+    events: list[JsonObject]
     upto: int  # bytes of the chunk read: the next starts there
 
 
@@ -262,7 +262,7 @@ def _skip_ws(buf: bytearray, at: int) -> int:
     return at
 
 
-def _object(text: bytes) -> dict[str, Any]:
+def _object(text: bytes) -> JsonObject:
     """A JSON object's keys, or nothing when ``text`` is not one (a damaged header: said by the caller)."""
     try:
         out = orjson.loads(text)

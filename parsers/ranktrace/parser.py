@@ -20,9 +20,7 @@ Times are integer microseconds on the rank's own clock; ranks on different hosts
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,27 +31,9 @@ from parsers.ranktrace import names
 from parsers.ranktrace.collectives import collectives_of, event_args, whole
 from parsers.ranktrace.events import EventStream
 from parsers.ranktrace.tables import Collective, StepRow, build_tables
-from parsers.ranktrace.types import RankGroupDoc, RankTraceFacts
+from parsers.ranktrace.types import JsonObject, RankGroupDoc, RankTraceFacts, Seen
 
 NO_WAIT_SOURCE = "enqueue"  # a CPU-side NCCL call: when it was asked for, not how long it waited
-
-
-@dataclass
-class _Seen:
-    """The wanted events of one trace, by kind, as they came."""
-
-    steps: list[tuple[int, float, float, int]] = field(default_factory=list)  # step, ts, dur, tid
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    launches: dict[int, float] = field(default_factory=dict)  # correlation -> launch ts
-    gloo: list[dict[str, Any]] = field(default_factory=list)
-    nccl_cpu: list[dict[str, Any]] = field(default_factory=list)
-    enqueues: list[dict[str, Any]] = field(default_factory=list)  # c10d::<op>_
-    optimizer: list[tuple[float, float, int]] = field(default_factory=list)
-    data: list[tuple[float, float]] = field(default_factory=list)
-    h2d: list[tuple[float, float]] = field(default_factory=list)
-    pids: dict[int, int] = field(default_factory=dict)
-    bad: int = 0  # wanted events with a time or step number out of range: skipped
-    bad_name: str = ""  # the first such event's name
 
 
 #: the largest time (us) or step number read: 2**53 us is 285 years, every double still exact; beyond it a
@@ -71,7 +51,7 @@ class RankTraceParser:
 
     def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
         events = EventStream()
-        seen = _Seen()
+        seen = Seen()
         for e in events.events(stream):
             _take(e, seen)
         seen.launches = _launches_of(seen.kernels, events) if seen.kernels else {}
@@ -139,7 +119,7 @@ class RankTraceParser:
         return build_tables(facts, steps, collectives)
 
 
-def _take(e: dict[str, Any], seen: _Seen) -> None:
+def _take(e: JsonObject, seen: Seen) -> None:
     """File one wanted event by kind (events of other phases than complete ``X`` are not timed)."""
     if e.get("ph") != "X":
         return
@@ -185,7 +165,7 @@ def _take(e: dict[str, Any], seen: _Seen) -> None:
         seen.data.append((float(ts), float(dur)))
 
 
-def _launches_of(kernels: list[dict[str, Any]], events: EventStream) -> dict[int, float]:
+def _launches_of(kernels: list[JsonObject], events: EventStream) -> dict[int, float]:
     """When each collective kernel was launched: its correlation id's launch, looked up among every
     launch of the trace (kept as two flat arrays, not one object each)."""
     corr = np.frombuffer(events.launch_corr, np.int64) if len(events.launch_corr) else np.empty(0, np.int64)
@@ -203,7 +183,7 @@ def _launches_of(kernels: list[dict[str, Any]], events: EventStream) -> dict[int
     }
 
 
-def _facts(path: Path, header: dict[str, Any], pieces: int) -> RankTraceFacts:
+def _facts(path: Path, header: JsonObject, pieces: int) -> RankTraceFacts:
     info = header.get("distributedInfo")
     dist = info if isinstance(info, dict) else {}
     worker = names.worker_of(path.name)
@@ -247,7 +227,7 @@ def _groups(raw: object) -> list[RankGroupDoc]:
     return out
 
 
-def _reduce(seen: _Seen) -> tuple[list[StepRow], list[Collective], str]:
+def _reduce(seen: Seen) -> tuple[list[StepRow], list[Collective], str]:
     """The trace's steps (on the thread that steps) and its collectives of one evidence source (the
     module says which); times stay on the rank's own clock, as written."""
     main = _main_thread(seen.steps)

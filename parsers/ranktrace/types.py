@@ -1,9 +1,10 @@
-"""What one rank's trace says of its rank, host and job: the manifest's ``rank_trace`` facts."""
+"""What one rank's trace says of its rank, host and job (the manifest's ``rank_trace`` facts), and the events
+its parser keeps (:class:`Seen`)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 class RankGroupDoc(TypedDict):
@@ -60,3 +61,27 @@ class RankTraceFacts:
     def to_dict(self) -> RankTraceFactsDoc:
         out: RankTraceFactsDoc = asdict(self)  # type: ignore[assignment]  # the same fields, by construction
         return out
+
+
+#: a JSON object of a trace (an event, its ``args``, the trace's header) as JSON gives it: its keys and
+#: their types vary by event kind and Kineto release, so a reader checks each field it reads
+#: (:func:`parsers.ranktrace.collectives.whole`, ``event_args``). The one ``dict[str, Any]`` of the package.
+JsonObject = dict[str, Any]
+
+
+@dataclass
+class Seen:
+    """The wanted events of one trace, by kind, as they came."""
+
+    steps: list[tuple[int, float, float, int]] = field(default_factory=list)  # step, ts, dur, tid
+    kernels: list[JsonObject] = field(default_factory=list)
+    launches: dict[int, float] = field(default_factory=dict)  # correlation -> launch ts
+    gloo: list[JsonObject] = field(default_factory=list)
+    nccl_cpu: list[JsonObject] = field(default_factory=list)
+    enqueues: list[JsonObject] = field(default_factory=list)  # c10d::<op>_
+    optimizer: list[tuple[float, float, int]] = field(default_factory=list)
+    data: list[tuple[float, float]] = field(default_factory=list)
+    h2d: list[tuple[float, float]] = field(default_factory=list)
+    pids: dict[int, int] = field(default_factory=dict)
+    bad: int = 0  # wanted events with a time or step number out of range: skipped
+    bad_name: str = ""  # the first such event's name

@@ -1,0 +1,239 @@
+"""An NCCL / job log's parsed state as the store's declared Arrow tables.
+
+What the tables are built from is :class:`LogState`: the parser's collected rows (a
+:class:`parsers.nccl.parser.JobLogParser` is one), named here by their shape so that this module
+does not import the parser that calls it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from parsers.issues import IssueSeverity, IssueSink
+from parsers.nccl import joblog, rows
+from parsers.nccl.failures import Failures
+from parsers.nccl.process import ProcessState, version_text
+from parsers.nccl.rows import CollCounter, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
+from parsers.schema import arrow_schema
+
+
+class LogState(Protocol):
+    """What a log's parser has collected (the attributes of :class:`parsers.nccl.parser.JobLogParser`)."""
+
+    sink: IssueSink
+    procs: dict[tuple[str | None, int | None], ProcessState]
+    comm_ranks: list[rows.CommRankRow]
+    env: list[rows.EnvRow]
+    failures: Failures
+    colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter]
+    _fast_colls: dict[tuple[str, str, str, str], rows.FastColl]
+    watchdog: list[dict[str, Any]]
+    exits: list[rows.ExitRow]
+    stalls: list[rows.StallRow]
+    autotune: list[joblog.AutotuneRow]
+    _autotune_layout: str | None
+    versions: list[rows.VersionRow]
+    counts: Counter[str]
+
+
+def log_tables(p: LogState) -> dict[str, pa.Table]:
+    """The parser's state as declared tables (only the non-empty ones, plus nccl_processes
+    when the file had NCCL records)."""
+    procs = list(p.procs.values())
+    cols: dict[str, dict[str, list[Any]]] = {}
+    if procs:
+        cols["nccl_processes"] = {
+            "host": [x.host for x in procs],
+            "pid": [x.pid for x in procs],
+            "first_line": [x.first_line for x in procs],
+            "last_line": [x.last_line for x in procs],
+            "prefix": [x.prefix for x in procs],
+            "cuda_devs": [sorted(x.devs) for x in procs],
+            "version": [x.version for x in procs],
+            "version_source": [x.version_source for x in procs],
+            "cuda": [x.cuda for x in procs],
+            "wording_min": [version_text(x.wording[0]) if x.wording else None for x in procs],
+            "wording_max": [version_text(x.wording[1]) if x.wording else None for x in procs],
+            "network": [x.network for x in procs],
+            "bootstrap_interface": [x.bootstrap for x in procs],
+            "socket_interfaces": [x.socket_ifs for x in procs],
+            "ib_hcas": [x.ib_hcas for x in procs],
+            "ib_no_device": [x.ib_none for x in procs],
+            "verbs_missing": [x.verbs_missing for x in procs],
+            "plugin": [x.plugin for x in procs],
+            "gdr_disabled": [x.gdr_disabled for x in procs],
+            "records": [x.records for x in procs],
+            "warns": [x.warns for x in procs],
+        }
+        conns = [(x.host, x.pid, *k, *v) for x in procs for k, v in x.conns.items()]
+        if conns:
+            cols["nccl_connections"] = _columns(
+                conns, ("host", "pid", "kind", "detail", "net", "gdr", "connections", "first_line")
+            )
+    if p.comm_ranks:
+        cols["nccl_comm_ranks"] = _columns(p.comm_ranks, CommRankRow._fields)
+    if p.versions:
+        cols["nccl_versions"] = _columns(p.versions, VersionRow._fields)
+    if p.env:
+        cols["nccl_env"] = _columns(p.env, EnvRow._fields)
+    if p.failures.errors:
+        names = [
+            "host",
+            "pid",
+            "tid",
+            "line",
+            "level",
+            "class",
+            "src",
+            "message",
+            "chain",
+            "result_code",
+            "remediation",
+            "time",
+            "consequence",
+        ]
+        cols["nccl_errors"] = {n: [e[n] for e in p.failures.errors] for n in names}
+    if p.colls:
+        rows = [(*k, c.nranks, c.calls, c.first_opcount, c.last_opcount, c.last_line) for k, c in p.colls.items()]
+        cols["nccl_collectives"] = _columns(
+            rows, ("host", "pid", "comm", "op", "nranks", "calls", "first_opcount", "last_opcount", "last_line")
+        )
+    if p.watchdog:
+        names = [
+            "line",
+            "rank",
+            "seq",
+            "op",
+            "numel_in",
+            "numel_out",
+            "timeout_ms",
+            "ran_ms",
+            "pg",
+            "last_enqueued",
+            "last_completed",
+        ]
+        cols["watchdog_timeouts"] = {n: [w[n] for w in p.watchdog] for n in names}
+    if p.stalls:
+        cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
+    if p.exits:
+        cols["worker_exits"] = _columns(p.exits, ExitRow._fields)
+    if p.autotune:
+        layout = p._autotune_layout
+        cols["autotune"] = {
+            "line": [r.line for r in p.autotune],
+            "layout": [layout] * len(p.autotune),
+            **{
+                n: [getattr(r, n) for r in p.autotune]
+                for n in (
+                    "hierarchical_allreduce",
+                    "hierarchical_allgather",
+                    "torus_allreduce",
+                    "cache_enabled",
+                    "cycle_time_ms",
+                    "fusion_threshold_mb",
+                    "score",
+                )
+            },
+        }
+    out = {}
+    for name, data in cols.items():
+        schema = arrow_schema(name).remove(0)  # input_id is added by the store
+        data = in_column_range(p, name, data, schema)
+        out[name] = pa.table({f.name: pa.array(data[f.name], f.type) for f in schema}, schema=schema)
+    return out
+
+
+#: the range of each Arrow integer type a log column may have: a number outside it is input damage
+_INT_RANGES = {
+    pa.int8(): (-(1 << 7), (1 << 7) - 1),
+    pa.int16(): (-(1 << 15), (1 << 15) - 1),
+    pa.int32(): (-(1 << 31), (1 << 31) - 1),
+    pa.int64(): (-(1 << 63), (1 << 63) - 1),
+    pa.uint8(): (0, (1 << 8) - 1),
+    pa.uint16(): (0, (1 << 16) - 1),
+    pa.uint32(): (0, (1 << 32) - 1),
+    pa.uint64(): (0, (1 << 64) - 1),
+}
+
+
+def _in_range(value: Any, limits: tuple[int, int]) -> bool:
+    return not isinstance(value, int) or isinstance(value, bool) or limits[0] <= value <= limits[1]
+
+
+def in_column_range(p: LogState, name: str, data: dict[str, list[Any]], schema: pa.Schema) -> dict[str, list[Any]]:
+    """``data`` with every number its column's type cannot hold left out: the field emptied where the
+    column is nullable, an element dropped from a list, else the whole row dropped; each counted as a
+    parse issue naming the first (a ``[3000000000]`` device, ``nranks 2147483648``, a pid over int64)."""
+    drop: set[int] = set()
+    bad = 0
+    first: tuple[str, Any, int] | None = None
+    for f in schema:
+        limits = _INT_RANGES.get(f.type.value_type if pa.types.is_list(f.type) else f.type)
+        if limits is None:
+            continue
+        column = data[f.name]
+        for i, value in enumerate(column):
+            if pa.types.is_list(f.type) and value is not None:
+                kept = [v for v in value if _in_range(v, limits)]
+                if len(kept) == len(value):
+                    continue
+                column[i] = kept
+                wrong = next(v for v in value if not _in_range(v, limits))
+            elif _in_range(value, limits):
+                continue
+            elif f.nullable:
+                column[i], wrong = None, value
+            else:
+                drop.add(i)
+                wrong = value
+            bad += 1
+            first = first or (f.name, wrong, i)
+    if first is not None:
+        column_name, value, row = first
+        lines = data.get("line") or data.get("first_line")
+        where = f" on line {lines[row]}" if lines and isinstance(lines[row], int) else ""
+        p.sink.add(
+            IssueSeverity.DATA_LOSS,
+            "log.number_out_of_range",
+            f"{bad} number(s) too large or too small for their column (first: {name}.{column_name} = {value}{where}): "
+            "the field is left empty, or the record dropped where it cannot be",
+            count=bad,
+        )
+    if drop:
+        data = {k: [v for i, v in enumerate(col) if i not in drop] for k, col in data.items()}
+    return data
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+
+def fold_fast_colls(parser: LogState) -> None:
+    """Merge the COLL lines the parser's block regex read into its processes and collectives."""
+    for (host, pid_s, comm, op), fc in parser._fast_colls.items():
+        calls, last_line, first_line, outer = fc.calls, fc.last_line, fc.first_line, fc.outer
+        pid = int(pid_s)
+        p = parser.procs.get((host, pid))
+        if p is None:
+            p = parser.procs[(host, pid)] = ProcessState(host, pid, first_line, outer.strip() or None)
+        p.first_line = min(p.first_line, first_line)
+        p.last_line = max(p.last_line, last_line)
+        p.records += calls
+        p.devs.add(int(fc.dev))
+        parser.counts["records"] += calls
+        key = (host, pid, comm, op)
+        old = parser.colls.get(key)
+        first, last = int(fc.first_opcount, 16), int(fc.last_opcount, 16)
+        if old is None:
+            parser.colls[key] = CollCounter(int(fc.nranks), calls, first, last, last_line, first_line)
+        else:  # the same communicator also went through the careful path (merged lines)
+            old.calls += calls
+            if last_line > old.last_line:
+                old.last_opcount, old.last_line = last, last_line
+            if first_line < old.first_line:
+                old.first_opcount, old.first_line = first, first_line
+    parser._fast_colls.clear()
