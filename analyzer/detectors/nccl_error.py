@@ -17,7 +17,7 @@ from typing import Any
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion, clip
-from analyzer.nccl.incidents import Incident, peer_gone
+from analyzer.nccl.incidents import ClassifiedError, Incident, peer_gone
 from analyzer.nccl.model import NcclModel
 from parsers.nccl.error_classes import remediation
 
@@ -86,7 +86,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     )
 
 
-def _evidence(e: dict[str, Any], role: str) -> Evidence:
+def _evidence(e: ClassifiedError, role: str) -> Evidence:
     chain = f" -> {' <- '.join(e['chain'][:6])}" if e["chain"] else ""
     return Evidence(
         summary=f"{role}, {who(e['host'], e['pid'])}: {e['message'][:300]}{chain}",
@@ -95,7 +95,7 @@ def _evidence(e: dict[str, Any], role: str) -> Evidence:
     )
 
 
-def _kinds(errs: list[dict[str, Any]]) -> str:
+def _kinds(errs: list[ClassifiedError]) -> str:
     """``3 result chains, 2 peer gone, 1 framework report``."""
     kinds: Counter[str] = Counter(
         "result chains"
@@ -121,7 +121,7 @@ def _ranks(model: NcclModel) -> dict[tuple[Any, ...], list[int]]:
     }
 
 
-def _first_per_process(errs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _first_per_process(errs: list[ClassifiedError]) -> list[ClassifiedError]:
     seen = set()
     out = []
     for e in errs:

@@ -13,7 +13,8 @@ healthy run's file ends so). No threshold: any loss is reported.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from analyzer.findings import Evidence, Finding, Severity, SourceRef, Suggestion
 
@@ -33,6 +34,16 @@ LOSS_CODES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class IssueRow:
+    """A ``parse_issues`` row of a timeline's data loss."""
+
+    code: str
+    count: int
+    message: str
+    byte_offset: int | None
+
+
 class TruncatedTimeline:
     name = "truncated"
     code = CODE
@@ -41,40 +52,43 @@ class TruncatedTimeline:
     reads_rank_statistics = False
 
     def detect(self, ctx: Context) -> list[Finding]:
-        by_input: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        by_input: dict[str, list[IssueRow]] = defaultdict(list)
         for row in ctx.table("parse_issues").to_pylist():
             if row["severity"] == "data_loss" and row["code"] in LOSS_CODES:
-                by_input[row["input_id"]].append(row)
+                by_input[row["input_id"]].append(
+                    IssueRow(row["code"], int(row["count"]), row["message"], row["byte_offset"])
+                )
         findings = []
         jobs = ctx.jobs()
         for input_id, rows in sorted(by_input.items()):
             entry = ctx.input_entry(input_id)
             path = str(entry["path"])
-            tl: dict[str, Any] = dict(entry.get("timeline") or {})
+            tl = entry.get("timeline")
+            kept = tl["records"] if tl else 0
+            status = tl["status"] if tl else "?"
             evidence = tuple(
                 Evidence(
-                    summary=f"{row['code']} x{row['count']}: {row['message']}",
-                    sources=(SourceRef(path, byte_offset=row["byte_offset"]),),
-                    metrics={"count": float(row["count"])},
+                    summary=f"{row.code} x{row.count}: {row.message}",
+                    sources=(SourceRef(path, byte_offset=row.byte_offset),),
+                    metrics={"count": float(row.count)},
                 )
                 for row in rows
             )
-            kept = tl.get("records", 0)
-            unclosed = sum(int(r["count"]) for r in rows if r["code"] == "timeline.unclosed_spans")
-            if {r["code"] for r in rows} == {"timeline.unclosed_spans"} and _steps_complete_but_last(ctx, input_id):
+            unclosed = sum(r.count for r in rows if r.code == "timeline.unclosed_spans")
+            if {r.code for r in rows} == {"timeline.unclosed_spans"} and _steps_complete_but_last(ctx, input_id):
                 severity = Severity.INFO
                 title = f"Timeline ends with {unclosed} span(s) never closed: the writer's unflushed tail"
                 summary = (
                     f"{path}: the last {unclosed} span(s) have no E (Horovod's writer does not drain its queue at "
                     f"exit); every step before the last is complete and analysed, so nothing of the run before its "
-                    f"end is missing (status: {tl.get('status', '?')})."
+                    f"end is missing (status: {status})."
                 )
             else:
                 severity = Severity.WARNING
                 title = "Timeline is truncated: the end of the run is missing"
                 summary = (
-                    f"{path}: {'; '.join(LOSS_CODES[c] for c in sorted(r['code'] for r in rows))}. The {kept} records "
-                    f"before the loss were analysed (status: {tl.get('status', '?')}); steps after the cut are not in "
+                    f"{path}: {'; '.join(LOSS_CODES[c] for c in sorted(r.code for r in rows))}. The {kept} records "
+                    f"before the loss were analysed (status: {status}); steps after the cut are not in "
                     "this report."
                 )
             findings.append(

@@ -23,7 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+from parsers.nccl.error_classes import ErrorClass
+from parsers.nccl.rows import ErrorLevel
 
 PEER_GONE = re.compile(
     r"closed by (?:remote )?peer|reset by peer|Broken pipe|remote process exited|closed before magic|as DEAD|"
@@ -31,7 +34,38 @@ PEER_GONE = re.compile(
     re.IGNORECASE,
 )
 
-Error = dict[str, Any]
+
+class CauseDoc(TypedDict):
+    """Where the root cause an error follows from was logged."""
+
+    file: str
+    line: int
+
+
+# "class" is a Python keyword: the functional form
+ClassifiedError = TypedDict(
+    "ClassifiedError",
+    {
+        "class": ErrorClass,
+        "host": str | None,
+        "pid": int | None,
+        "file": str,
+        "line": int,
+        "level": ErrorLevel,
+        "src": str | None,
+        "message": str,
+        "chain": list[str],
+        "result_code": int | None,
+        "remediation": str | None,
+        "time": str | None,
+        "role": Literal["root", "consequence"],
+        "cause": CauseDoc | None,
+    },
+)
+"""A classified NCCL error of the model, as the report's ``nccl.errors[]`` writes it: its ``role`` and
+``cause`` are set by :func:`attribute`."""
+
+Error = ClassifiedError
 
 
 @dataclass
@@ -48,16 +82,17 @@ def peer_gone(err: Error) -> bool:
     return err["class"] == "remote_process_exited" or bool(PEER_GONE.search(err["message"]))
 
 
-def attribute(errors: Sequence[Error]) -> list[Incident]:
+def attribute(errors: Sequence[Error], consequences: Sequence[bool]) -> list[Incident]:
     """Mark each error's ``role`` (``root`` or ``consequence``) and ``cause`` (its root's
     ``{"file", "line"}``, None for a root), and group them into incidents by root class, in
-    the order of their first root."""
-    unlogged = _unlogged_cause(errors)
+    the order of their first root; ``consequences[i]``: the parser read ``errors[i]`` as the
+    consequence of an earlier error (a result chain, a failed proxy operation)."""
+    unlogged = _unlogged_cause(errors, consequences)
     roots: list[Error] = []
     proc_root: dict[tuple[Any, ...], Error] = {}
     deferred: list[Error] = []
-    for e in errors:
-        if e is not unlogged and (e["level"] == "framework" or e.get("consequence")):
+    for e, follows in zip(errors, consequences, strict=True):
+        if e is not unlogged and (e["level"] == "framework" or follows):
             deferred.append(e)
         elif (key := _key(e)) in proc_root:
             _follows(e, proc_root[key])
@@ -81,16 +116,16 @@ def attribute(errors: Sequence[Error]) -> list[Incident]:
     for r in roots:
         by_class.setdefault(r["class"], Incident(r["class"])).roots.append(r)
     for e in errors:
-        if e["role"] == "consequence":
-            root = root_at[(e["cause"]["file"], e["cause"]["line"])]
+        if e["role"] == "consequence" and (where := e["cause"]) is not None:
+            root = root_at[(where["file"], where["line"])]
             by_class[root["class"]].consequences.append(e)
     return list(by_class.values())
 
 
-def _unlogged_cause(errors: Sequence[Error]) -> Error | None:
+def _unlogged_cause(errors: Sequence[Error], consequences: Sequence[bool]) -> Error | None:
     """The result chain that stands for an unlogged WARN: when no WARN names a cause (there are
     only peers going away, or nothing), the first chain of another kind logged before them."""
-    warns = [i for i, e in enumerate(errors) if e["level"] == "WARN" and not e.get("consequence")]
+    warns = [i for i, e in enumerate(errors) if e["level"] == "WARN" and not consequences[i]]
     if any(not peer_gone(errors[i]) for i in warns):
         return None  # a WARN names the cause
     before = errors[: warns[0]] if warns else errors

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pandas as pd
 import pyarrow as pa
 
-from analyzer.nccl.incidents import Incident, attribute
+from analyzer.nccl.incidents import ClassifiedError, Incident, attribute
 from parsers.nccl.messages import parse_version
 
 LOG_TABLES = (
@@ -33,17 +33,59 @@ LOG_TABLES = (
 )
 
 
+class _Table:
+    """One of :data:`LOG_TABLES` as an attribute of the model, read-only and typed."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name not in LOG_TABLES:
+            raise TypeError(f"{name} is not a log table")
+        self.name = name
+
+    def __get__(self, model: NcclModel, owner: type | None = None) -> pd.DataFrame:
+        return model.tables[self.name]
+
+
+class IncompleteRank(TypedDict):
+    """A rank that logged ``Init START`` of a communicator and never ``Init COMPLETE``."""
+
+    rank: int
+    host: str | None
+    pid: int | None
+    file: str
+    line: int
+
+
+class Communicator(TypedDict):
+    """A communicator: the ranks that started and completed its initialisation (the report's
+    ``nccl.communicators[]``)."""
+
+    id: str
+    comm_id: str | None
+    grouping: Literal["commId", "nranks"]
+    nranks: int
+    ranks_started: list[int]
+    ranks_complete: list[int]
+    ranks_incomplete: list[IncompleteRank]
+    hosts: list[str]
+    files: list[str]
+
+
 @dataclass(frozen=True, eq=False)
 class NcclModel:
-    """The log tables as DataFrames with a ``file`` column (the input's path)."""
+    """The log tables as DataFrames with a ``file`` column (the input's path), one attribute each."""
 
     tables: dict[str, pd.DataFrame]
 
-    def __getattr__(self, name: str) -> pd.DataFrame:
-        try:
-            return self.tables[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    nccl_connections = _Table()
+    nccl_comm_ranks = _Table()
+    nccl_versions = _Table()
+    nccl_env = _Table()
+    nccl_errors = _Table()
+    nccl_collectives = _Table()
+    watchdog_timeouts = _Table()
+    worker_exits = _Table()
+    horovod_stalls = _Table()
+    autotune = _Table()
 
     @property
     def empty(self) -> bool:
@@ -86,7 +128,7 @@ class NcclModel:
         return pd.concat([p.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
     @cached_property
-    def classified_errors(self) -> list[dict[str, Any]]:
+    def classified_errors(self) -> list[ClassifiedError]:
         """Errors with a class (benign warnings left out), in file order, as the report shows them,
         each with its ``role`` (root cause or consequence) and ``cause`` (:mod:`analyzer.nccl.incidents`)."""
         return self._attributed[0]
@@ -97,12 +139,12 @@ class NcclModel:
         return self._attributed[1]
 
     @cached_property
-    def _attributed(self) -> tuple[list[dict[str, Any]], list[Incident]]:
+    def _attributed(self) -> tuple[list[ClassifiedError], list[Incident]]:
         e = self.tables["nccl_errors"]
         if e.empty:
             return [], []
         e = e[e["class"].notna()]
-        rows = [
+        rows: list[ClassifiedError] = [
             {
                 "class": r.cls,
                 "host": r.host if isinstance(r.host, str) else None,
@@ -116,24 +158,26 @@ class NcclModel:
                 "result_code": opt_int(r.result_code),
                 "time": r.time if isinstance(r.time, str) else None,
                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None,
-                "consequence": r.level == "chain" or (not pd.isna(r.consequence) and bool(r.consequence)),
+                "role": "root",  # until attribute() tells
+                "cause": None,
             }
             for r in e.rename(columns={"class": "cls"}).itertuples(index=False)
         ]
-        found = attribute(rows)
-        for row in rows:
-            del row["consequence"]
-        return rows, found
+        follows = [
+            r.level == "chain" or (not pd.isna(r.consequence) and bool(r.consequence))
+            for r in e.itertuples(index=False)
+        ]
+        return rows, attribute(rows, follows)
 
     @cached_property
-    def communicators(self) -> list[dict[str, Any]]:
+    def communicators(self) -> list[Communicator]:
         """One entry per communicator: ranks started, completed, and those that started but
         never completed (with their hosts)."""
         cr = self.tables["nccl_comm_ranks"]
         if cr.empty:
             return []
         cr = cr.assign(key=cr["comm_id"].where(cr["comm_id"].notna(), "nranks=" + cr["nranks"].astype(str)))
-        out = []
+        out: list[Communicator] = []
         for key, g in cr.groupby("key", sort=False):
             started = g[g["phase"] == "START"]
             complete = g[g["phase"] == "COMPLETE"]

@@ -138,7 +138,7 @@ def phase_breakdown(section: TimelineSection) -> go.Figure:
     return fig
 
 
-def _title(text: str, note: str | None) -> dict[str, Any]:
+def _title(text: str, note: str | None) -> dict[str, str]:
     return {"text": text + (f"<br><sup>{escape(note)}</sup>" if note else "")}
 
 

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from parsers.nccl.error_classes import CLASSES
+from parsers.nccl.error_classes import ErrorClass as ErrorClass
 from parsers.shapes import Count as Count
 from parsers.shapes import Schema as Schema
 
 Severity = Literal["info", "warning", "critical"]
-ErrorClass = Annotated[str, Schema({"enum": list(CLASSES)})]

@@ -19,7 +19,11 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints, is_typedd
 
 from analyzer.report import types as report_types
 
-_SCALARS: dict[Any, dict[str, Any]] = {
+#: a JSON Schema document or part: any JSON object, by the schema language's own definition (the one
+#: ``dict[str, Any]`` of this module)
+JsonSchema = dict[str, Any]
+
+_SCALARS: dict[Any, JsonSchema] = {
     int: {"type": "integer"},
     float: {"type": "number"},
     str: {"type": "string"},
@@ -27,21 +31,21 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 }
 
 
-def report_schema() -> dict[str, Any]:
+def report_schema() -> JsonSchema:
     """The JSON Schema (draft 2020-12) of :class:`analyzer.report.types.ReportDocument`."""
     return schema_of(report_types.ReportDocument, "report.schema.json", "hvd-analyze report")
 
 
-def compare_schema() -> dict[str, Any]:
+def compare_schema() -> JsonSchema:
     """The JSON Schema of :class:`analyzer.compare.types.CompareDocument` (``compare -f json``)."""
     from analyzer.compare.types import CompareDocument
 
     return schema_of(CompareDocument, "compare.schema.json", "hvd-analyze compare")
 
 
-def schema_of(root_type: Any, name: str, title: str) -> dict[str, Any]:
+def schema_of(root_type: Any, name: str, title: str) -> JsonSchema:
     """The JSON Schema (draft 2020-12) of the TypedDict ``root_type``."""
-    defs: dict[str, Any] = {}
+    defs: JsonSchema = {}
     root = _typeddict(root_type, defs)
     defs.pop(root_type.__name__)
     return {
@@ -53,10 +57,10 @@ def schema_of(root_type: Any, name: str, title: str) -> dict[str, Any]:
     }
 
 
-def _typeddict(td: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _typeddict(td: Any, defs: JsonSchema) -> JsonSchema:
     hints = get_type_hints(td, include_extras=True)
     props = {k: _schema(v, defs) for k, v in hints.items()}
-    out: dict[str, Any] = {
+    out: JsonSchema = {
         "type": "object",
         "additionalProperties": False,
         "required": list(hints),
@@ -68,7 +72,7 @@ def _typeddict(td: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _schema(tp: Any, defs: JsonSchema) -> JsonSchema:
     origin = get_origin(tp)
     if origin is typing.Annotated:
         base, *extra = get_args(tp)

@@ -3,17 +3,13 @@ Horovod stalls and the autotune result, from :class:`analyzer.nccl.model.NcclMod
 
 from __future__ import annotations
 
-import functools
-import typing
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
 from analyzer.nccl.model import NcclModel, opt_int
 from analyzer.report.types import (
     AutotuneDoc,
-    CommunicatorDoc,
-    NcclErrorDoc,
     NcclSection,
     ProcessDoc,
     StallDoc,
@@ -32,14 +28,11 @@ def nccl_section(model: NcclModel) -> NcclSection | None:
     return {
         "hosts": sorted({h for h in procs["host"] if isinstance(h, str)}) if not procs.empty else [],
         "processes": [_process(r) for r in procs.itertuples(index=False)],
-        # rows of the log tables, whose columns are these types' keys (the JSON Schema checks them in tests)
-        "versions": cast(list[VersionDoc], [_clean(r, VersionDoc) for r in model.nccl_versions.to_dict("records")]),
-        "communicators": cast(list[CommunicatorDoc], model.communicators),
-        "errors": cast(list[NcclErrorDoc], model.classified_errors[:MAX_ERRORS]),
-        "watchdog_timeouts": cast(
-            list[WatchdogDoc], [_clean(r, WatchdogDoc) for r in model.watchdog_timeouts.to_dict("records")]
-        ),
-        "horovod_stalls": cast(list[StallDoc], [_clean(r, StallDoc) for r in model.horovod_stalls.to_dict("records")]),
+        "versions": [_version(r) for r in model.nccl_versions.itertuples(index=False)],
+        "communicators": model.communicators,
+        "errors": model.classified_errors[:MAX_ERRORS],
+        "watchdog_timeouts": [_watchdog(r) for r in model.watchdog_timeouts.itertuples(index=False)],
+        "horovod_stalls": [_stall(r) for r in model.horovod_stalls.itertuples(index=False)],
         "autotune": autotune_result(model),
     }
 
@@ -97,26 +90,46 @@ def autotune_result(model: NcclModel) -> AutotuneDoc | None:
     }
 
 
-@functools.cache
-def _int_keys(doc: type) -> frozenset[str]:
-    """The keys a row type declares as whole numbers (``int`` or ``int | None``)."""
-    return frozenset(k for k, t in typing.get_type_hints(doc).items() if t is int or t == int | None)
+# rows of the log tables (pandas' itertuples: a column with a null comes out as floats, NaN for null)
+def _version(r: Any) -> VersionDoc:
+    return {
+        "file": str(r.file),
+        "host": _text(r.host),
+        "pid": opt_int(r.pid),
+        "line": int(r.line),
+        "version": str(r.version),
+        "cuda": str(r.cuda),
+        "source": str(r.source),
+    }
 
 
-def _clean(row: dict[str, Any], doc: type) -> dict[str, Any]:
-    """A table row as its ``doc`` type has it: nulls as None, numpy values as Python's, and whole
-    numbers as ints (a column with a null comes out of pandas as floats: a SeqNum is never 7752.0)."""
-    ints = _int_keys(doc)
-    out: dict[str, Any] = {}
-    for k, v in row.items():
-        if isinstance(v, float) and pd.isna(v):
-            out[k] = None
-        elif k in ints and isinstance(v, float):
-            out[k] = int(v)
-        elif hasattr(v, "tolist"):
-            out[k] = v.tolist()
-        elif hasattr(v, "item"):
-            out[k] = v.item()
-        else:
-            out[k] = v
-    return out
+def _watchdog(r: Any) -> WatchdogDoc:
+    return {
+        "file": str(r.file),
+        "line": int(r.line),
+        "rank": opt_int(r.rank),
+        "seq": int(r.seq),  # a SeqNum is never 7752.0
+        "op": str(r.op),
+        "numel_in": opt_int(r.numel_in),
+        "numel_out": opt_int(r.numel_out),
+        "timeout_ms": int(r.timeout_ms),
+        "ran_ms": int(r.ran_ms),
+        "pg": _text(r.pg),
+        "last_enqueued": opt_int(r.last_enqueued),
+        "last_completed": opt_int(r.last_completed),
+    }
+
+
+def _stall(r: Any) -> StallDoc:
+    return {
+        "file": str(r.file),
+        "line": int(r.line),
+        "rank": int(r.rank),
+        "shutdown": bool(r.shutdown),
+        "tensors": [str(t) for t in r.tensors],
+        "more": bool(r.more),
+    }
+
+
+def _text(v: object) -> str | None:
+    return v if isinstance(v, str) else None

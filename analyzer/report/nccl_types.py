@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, TypedDict
 
-from analyzer.report.doc_base import Count, ErrorClass, Schema
+from analyzer.nccl.incidents import CauseDoc as CauseDoc
+from analyzer.nccl.incidents import ClassifiedError
+from analyzer.nccl.model import Communicator, IncompleteRank
+from analyzer.report.doc_base import Count, Schema
+from parsers.nccl.rows import WatchdogRow
 
 # -- the NCCL section ------------------------------------------------------------------------------
 
@@ -42,68 +46,17 @@ class VersionDoc(TypedDict):
     source: str
 
 
-class IncompleteRankDoc(TypedDict):
-    rank: int
-    host: str | None
-    pid: int | None
-    file: str
-    line: int
+IncompleteRankDoc = IncompleteRank  # declared once, by the model (analyzer.nccl.model)
+CommunicatorDoc = Communicator
 
 
-class CommunicatorDoc(TypedDict):
-    id: str
-    comm_id: str | None
-    grouping: Literal["commId", "nranks"]
-    nranks: int
-    ranks_started: list[int]
-    ranks_complete: list[int]
-    ranks_incomplete: list[IncompleteRankDoc]
-    hosts: list[str]
-    files: list[str]
+NcclErrorDoc = ClassifiedError  # one declaration, the model's (analyzer.nccl.incidents)
 
 
-class CauseDoc(TypedDict):
-    """Where the root cause an error follows from was logged."""
+class WatchdogDoc(WatchdogRow):
+    """A ``watchdog_timeouts`` row (the parser's :class:`parsers.nccl.rows.WatchdogRow`) and its file."""
 
     file: str
-    line: int
-
-
-# "class" is a Python keyword: the functional form
-NcclErrorDoc = TypedDict(
-    "NcclErrorDoc",
-    {
-        "class": ErrorClass,
-        "host": str | None,
-        "pid": int | None,
-        "file": str,
-        "line": int,
-        "level": Literal["WARN", "chain", "framework"],
-        "src": str | None,
-        "message": str,
-        "chain": list[str],
-        "result_code": int | None,
-        "remediation": str | None,
-        "time": str | None,
-        "role": Literal["root", "consequence"],
-        "cause": CauseDoc | None,
-    },
-)
-
-
-class WatchdogDoc(TypedDict):
-    file: str
-    line: int
-    rank: int | None
-    seq: int
-    op: str
-    numel_in: int | None
-    numel_out: int | None
-    timeout_ms: int
-    ran_ms: int
-    pg: str | None
-    last_enqueued: int | None
-    last_completed: int | None
 
 
 class StallDoc(TypedDict):

@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # Parquet loads where a file is written or read: a report's s
     from analyzer.store.manifest import ManifestEntry
 
 QUEUE_DEPTH = 4  # batches in flight between the parsing and the writing thread
-_PARQUET = {"compression": "lz4"}
+COMPRESSION = "lz4"
 #: the columns whose row-group statistics readers use to skip row groups (the ``between`` and
 #: ``where`` of :class:`~analyzer.store.run_store.RunStore`: ``start_us``, ``negotiation_id``,
 #: ``ts_us``), and ``span_id``, which ticks' ``negotiation_id`` refers to, for readers outside
@@ -93,7 +93,16 @@ def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.
     w.write_table(batch)
 
 
-def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+class ParquetOptions(TypedDict):
+    """Keyword arguments of :class:`pyarrow.parquet.ParquetWriter` this store sets."""
+
+    use_dictionary: list[str]
+    column_encoding: dict[str, str]
+    write_statistics: list[str]
+    compression: str
+
+
+def parquet_options(schema: pa.Schema) -> ParquetOptions:
     """How every part file is written.
 
     * Dictionary-encode only the dictionary columns: trying it on high-cardinality integers
@@ -110,7 +119,7 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
         "use_dictionary": [f.name for f in schema if pa.types.is_dictionary(f.type)],
         "column_encoding": dict.fromkeys(ints, "DELTA_BINARY_PACKED"),
         "write_statistics": [n for n in schema.names if n in STATS_COLUMNS],
-        **_PARQUET,
+        "compression": COMPRESSION,
     }
 
 

@@ -8,7 +8,7 @@ does not import the parser that calls it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -31,7 +31,7 @@ class LogState(Protocol):
     failures: Failures
     colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter]
     _fast_colls: dict[tuple[str, str, str, str], rows.FastColl]
-    watchdog: list[dict[str, Any]]
+    watchdog: list[rows.WatchdogRow]
     exits: list[rows.ExitRow]
     stalls: list[rows.StallRow]
     autotune: list[joblog.AutotuneRow]
@@ -96,7 +96,7 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             "time",
             "consequence",
         ]
-        cols["nccl_errors"] = {n: [e[n] for e in p.failures.errors] for n in names}
+        cols["nccl_errors"] = _dict_columns(p.failures.errors, names)
     if p.colls:
         rows = [(*k, c.nranks, c.calls, c.first_opcount, c.last_opcount, c.last_line) for k, c in p.colls.items()]
         cols["nccl_collectives"] = _columns(
@@ -116,7 +116,7 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             "last_enqueued",
             "last_completed",
         ]
-        cols["watchdog_timeouts"] = {n: [w[n] for w in p.watchdog] for n in names}
+        cols["watchdog_timeouts"] = _dict_columns(p.watchdog, names)
     if p.stalls:
         cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
     if p.exits:
@@ -206,6 +206,11 @@ def in_column_range(p: LogState, name: str, data: dict[str, list[Any]], schema: 
     if drop:
         data = {k: [v for i, v in enumerate(col) if i not in drop] for k, col in data.items()}
     return data
+
+
+def _dict_columns(rows: Sequence[Mapping[str, object]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """The columns ``names`` of rows that are dicts (a TypedDict's rows)."""
+    return {n: [r[n] for r in rows] for n in names}
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:

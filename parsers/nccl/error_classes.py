@@ -14,9 +14,11 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Annotated
 
 from parsers.nccl.catalogue import lookup
 from parsers.nccl.net_plugins import benign_plugin_warn
+from parsers.shapes import Schema
 
 CLASSES = (
     "ib_completion_error",
@@ -36,6 +38,9 @@ CLASSES = (
     "config_error",
     "plugin_probe",
 )
+
+#: a root-cause class, as the report writes it (its JSON Schema lists them)
+ErrorClass = Annotated[str, Schema({"enum": list(CLASSES)})]
 
 #: ncclResult_t values (§2).
 RESULT_CODES = {

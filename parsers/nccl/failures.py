@@ -23,6 +23,7 @@ from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
+from parsers.nccl.rows import ErrorLevel, ErrorRow
 
 CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
 PROBE_NOTE = (
@@ -50,8 +51,8 @@ class Failures:
     """The errors of a log in file order (``nccl_errors`` rows), and the open one per thread."""
 
     def __init__(self) -> None:
-        self.errors: list[dict[str, Any]] = []
-        self.open_error: dict[ThreadKey, dict[str, Any]] = {}
+        self.errors: list[ErrorRow] = []
+        self.open_error: dict[ThreadKey, ErrorRow] = {}
         #: frames with no WARN before them in this parser (a later chunk's: parsers.nccl.chunks)
         self.chain_orphans: list[tuple[ThreadKey, int]] = []
 
@@ -84,7 +85,7 @@ class Failures:
 
     def framework(
         self, lineno: int, src: str | None, message: str, result_code: int | None, last_error: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ErrorRow:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
         result code, until :meth:`settle` knows whether NCCL's own records name the cause."""
@@ -98,7 +99,7 @@ class Failures:
         return err
 
     @staticmethod
-    def last_error(err: dict[str, Any], text: str) -> None:
+    def last_error(err: ErrorRow, text: str) -> None:
         """``Last error: <text>`` of a framework's report: the failed call's own words (``Bootstrap : no
         socket interface found``, ``NET/IB : Got completion … error 12``) name the cause more exactly than
         the wrapper's result code, so a text the catalogue classes gives the report its class."""
@@ -149,8 +150,8 @@ class Failures:
                     err["class"], err["remediation"] = root["class"], root["remediation"]
 
     def _open(
-        self, r: Record, lineno: int, level: str, cls: str | None, src: str | None, message: str, fix: str | None
-    ) -> dict[str, Any]:
+        self, r: Record, lineno: int, level: ErrorLevel, cls: str | None, src: str | None, message: str, fix: str | None
+    ) -> ErrorRow:
         err = _row(r.host, r.pid, r.tid, lineno, level, cls, src, message, fix, timestamp(r.outer))
         self.errors.append(err)
         self.open_error[(r.host, r.pid, r.tid)] = err
@@ -162,14 +163,14 @@ def _row(
     pid: int | None,
     tid: int | None,
     line: int,
-    level: str,
+    level: ErrorLevel,
     cls: str | None,
     src: str | None,
     message: str,
     fix: str | None,
     time: str | None,
     result_code: int | None = None,
-) -> dict[str, Any]:
+) -> ErrorRow:
     """An ``nccl_errors`` row (its chain and result code grow as frames follow)."""
     return {
         "host": host,

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from parsers.nccl.rows import ExitRow
+from parsers.nccl.rows import ExitRow, WatchdogRow
 
 WATCHDOG = re.compile(
     r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
@@ -213,7 +212,7 @@ def _csv_body(line: str) -> str:
     return _PASTE_NOISE.sub("", line, count=1).strip().strip("|").replace("|", ",").replace(" ", "")
 
 
-def watchdog_row(w: WatchdogTimeout, lineno: int) -> dict[str, Any]:
+def watchdog_row(w: WatchdogTimeout, lineno: int) -> WatchdogRow:
     """A ``watchdog_timeouts`` row of a timeout line; the work line that follows completes it."""
     return {
         "line": lineno,
@@ -230,12 +229,12 @@ def watchdog_row(w: WatchdogTimeout, lineno: int) -> dict[str, Any]:
     }
 
 
-def attach_work(watchdog: list[dict[str, Any]], work: WatchdogWork) -> bool:
+def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
     """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
     work" line) describes; False when there is none."""
     for w in reversed(watchdog):
         if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
-            w.update(pg=work.pg, last_enqueued=work.last_enqueued, last_completed=work.last_completed)
+            w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
             return True
     return False
 

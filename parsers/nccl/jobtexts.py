@@ -13,7 +13,6 @@ What a later chunk cannot resolve alone is left for :mod:`parsers.nccl.chunks`: 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
@@ -31,12 +30,12 @@ class JobTexts:
     """The parser's state and steps for texts that span lines (mixed into the job-log parser)."""
 
     failures: Failures
-    watchdog: list[dict[str, Any]]
+    watchdog: list[rows.WatchdogRow]
     versions: list[rows.VersionRow]
 
     def _init_job_texts(self) -> None:
-        self._framework: dict[str, Any] | None = None  # the last framework report of a failed NCCL call
-        self._await_last: tuple[int, str, dict[str, Any]] | None = None  # "Last error:" ended a line: its text next
+        self._framework: rows.ErrorRow | None = None  # the last framework report of a failed NCCL call
+        self._await_last: tuple[int, str, rows.ErrorRow] | None = None  # "Last error:" ended a line: its text next
         self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
         self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
 
@@ -73,13 +72,13 @@ class JobTexts:
             self._await_last = (lineno, line[: last.start()], recent)
         return True
 
-    def _recent_framework(self, lineno: int) -> dict[str, Any] | None:
+    def _recent_framework(self, lineno: int) -> rows.ErrorRow | None:
         """The framework report a line a few lines after it still belongs to (its result code's name,
         its ``Last error:``)."""
         f = self._framework
         return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
 
-    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: dict[str, Any] | None) -> None:
+    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:
             same = self.failures.framework(lineno, err.src, err.message, err.result_code)
         self._framework = same
@@ -90,7 +89,9 @@ class JobTexts:
 
     def _last_error_text(self, line: str, lineno: int) -> bool:
         """The line after a bare ``Last error:``: the failed call's text (behind the same launcher prefix)."""
-        at, prefix, err = self._await_last or (0, "", {})
+        if self._await_last is None:
+            return False
+        at, prefix, err = self._await_last
         self._await_last = None
         text = line[len(prefix) :] if prefix.strip() and line.startswith(prefix) else line
         if lineno - at > 2 or not text.strip() or " NCCL " in text:

@@ -96,7 +96,9 @@ def wording_range(msg: str) -> tuple[Version, Version] | None:
 
 
 def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
-    """The fact an INFO message states, as ``(kind, fields)``."""
+    """The fact an INFO message states, as ``(kind, fields)``: each kind has its own fields (hence
+    ``dict[str, Any]``, read by :meth:`parsers.nccl.process.ProcessState.apply` per kind; a tagged
+    union of frozen dataclasses is issue 45's remaining work)."""
     head = msg[:12]
     if head.startswith(("Channel", "Ring ")):
         m = _CONN.match(msg)

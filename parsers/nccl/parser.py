@@ -63,7 +63,7 @@ class JobLogParser(JobTexts):
         self.failures = Failures()  # WARNs and error chains (nccl_errors)
         self.colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter] = {}
         self._fast_colls: dict[tuple[str, str, str, str], rows.FastColl] = {}
-        self.watchdog: list[dict[str, Any]] = []
+        self.watchdog: list[rows.WatchdogRow] = []
         self.exits: list[rows.ExitRow] = []
         self.stalls: list[rows.StallRow] = []
         self.autotune: list[joblog.AutotuneRow] = []

@@ -5,7 +5,7 @@ index by position."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, TypedDict
+from typing import Literal, NamedTuple, NotRequired, TypedDict
 
 from parsers.shapes import Count
 
@@ -117,3 +117,44 @@ class LogFacts(TypedDict):
     watchdog_timeouts: Count
     stall_ranks: Count
     autotune_rows: Count
+
+
+ErrorLevel = Literal["WARN", "chain", "framework"]
+
+# "class" is a Python keyword: the functional form
+ErrorRow = TypedDict(
+    "ErrorRow",
+    {
+        "host": str | None,
+        "pid": int | None,
+        "tid": int | None,
+        "line": int,
+        "level": ErrorLevel,
+        "class": str | None,  # parsers.nccl.error_classes.CLASSES; None: benign, or declassified by what followed
+        "src": str | None,
+        "message": str,
+        "chain": list[str],
+        "result_code": int | None,
+        "remediation": str | None,
+        "time": str | None,
+        "consequence": bool,
+        "_plugin": NotRequired[bool],  # a network plugin's WARN while probing: settled by whether NCCL went on
+    },
+)
+"""An ``nccl_errors`` row while the log is read (its chain and result code grow as frames follow)."""
+
+
+class WatchdogRow(TypedDict):
+    """A ``watchdog_timeouts`` row: a PyTorch watchdog's timeout line, completed by the work line after it."""
+
+    line: int
+    rank: int | None  # the rank within the timed-out process group (PyTorch's ``[Rank N]``)
+    seq: int
+    op: str
+    numel_in: int | None
+    numel_out: int | None
+    timeout_ms: int
+    ran_ms: int
+    pg: str | None
+    last_enqueued: int | None
+    last_completed: int | None

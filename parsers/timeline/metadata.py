@@ -21,7 +21,8 @@ _META_RE = re.compile(
 
 
 def parse_metadata(raw: bytes) -> dict[str, Any] | None:
-    """The record ``raw`` (one JSON object), or None when it cannot be read at all."""
+    """The record ``raw`` (one JSON object), or None when it cannot be read at all. A JSON object of any
+    keys (hence ``dict[str, Any]``): the caller checks each key it reads."""
     try:
         rec = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -330,6 +330,7 @@ class TimelineParser:
             )
             return
         raw_args = rec.get("args")
+        # a metadata record's args as JSON gives them: each key is checked where it is read
         args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         pid = rec.get("pid")
         kind = rec.get("name")
