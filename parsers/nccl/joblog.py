@@ -88,18 +88,9 @@ def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class WatchdogTimeout:
-    rank: int | None
-    seq: int
-    op: str
-    numel_in: int | None
-    numel_out: int | None
-    timeout_ms: int
-    ran_ms: int
-
-
-def parse_watchdog(line: str) -> WatchdogTimeout | None:
+def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
+    """The ``watchdog_timeouts`` row of a timeout line (``lineno``); the work line that follows completes
+    it (:func:`attach_work`)."""
     m = WATCHDOG.search(line)
     if not m:
         return None
@@ -107,15 +98,19 @@ def parse_watchdog(line: str) -> WatchdogTimeout | None:
     # process group that timed out, the global one only in the default group
     tag = _RANK_TAG.search(line, 0, m.start())
     rank = tag["rank"] if tag else m["rank"]
-    return WatchdogTimeout(
-        int(rank) if rank is not None else None,
-        int(m["seq"]),
-        m["op"],
-        int(m["nin"]) if m["nin"] else None,
-        int(m["nout"]) if m["nout"] else None,
-        int(m["timeout"]),
-        int(m["ran"]),
-    )
+    return {
+        "line": lineno,
+        "rank": int(rank) if rank is not None else None,
+        "seq": int(m["seq"]),
+        "op": m["op"],
+        "numel_in": int(m["nin"]) if m["nin"] else None,
+        "numel_out": int(m["nout"]) if m["nout"] else None,
+        "timeout_ms": int(m["timeout"]),
+        "ran_ms": int(m["ran"]),
+        "pg": None,
+        "last_enqueued": None,
+        "last_completed": None,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,23 +205,6 @@ _PASTE_NOISE = re.compile(r"^\s*>?\s*(?:\d+\s+(?=[\da-z]))?")  # "> " quote and 
 def _csv_body(line: str) -> str:
     """The CSV fields of a log line, also when it was pasted as a Markdown table (`` | ``)."""
     return _PASTE_NOISE.sub("", line, count=1).strip().strip("|").replace("|", ",").replace(" ", "")
-
-
-def watchdog_row(w: WatchdogTimeout, lineno: int) -> WatchdogRow:
-    """A ``watchdog_timeouts`` row of a timeout line; the work line that follows completes it."""
-    return {
-        "line": lineno,
-        "rank": w.rank,
-        "seq": w.seq,
-        "op": w.op,
-        "numel_in": w.numel_in,
-        "numel_out": w.numel_out,
-        "timeout_ms": w.timeout_ms,
-        "ran_ms": w.ran_ms,
-        "pg": None,
-        "last_enqueued": None,
-        "last_completed": None,
-    }
 
 
 def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:

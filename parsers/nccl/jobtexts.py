@@ -106,9 +106,9 @@ class JobTexts:
             return True
         if "Watchdog caught" not in line:
             return False
-        w = joblog.parse_watchdog(line)
+        w = joblog.parse_watchdog(line, lineno)
         if w is not None:
-            self.watchdog.append(joblog.watchdog_row(w, lineno))
+            self.watchdog.append(w)
             return True
         if "Watchdog caught collective operation timeout" in line:  # hard-wrapped: the rest on the next lines
             tag = _LINE_TAG.match(line)
@@ -126,9 +126,9 @@ class JobTexts:
             return False
         joined = [r + sep + piece for r in readings for sep in ("", " ")]
         for text in joined:
-            w = joblog.parse_watchdog(text)
+            w = joblog.parse_watchdog(text, at)
             if w is not None:
-                self.watchdog.append(joblog.watchdog_row(w, at))
+                self.watchdog.append(w)
                 return True
         if lineno - at < WRAPPED_LINES and "milliseconds" not in piece:
             self._wrapped = (at, joined[:WRAPPED_READINGS], tag)
