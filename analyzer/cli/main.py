@@ -9,6 +9,7 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # the store (pyarrow, the parsers) loads when a command runs:
     from analyzer.context import Context
     from analyzer.findings import Finding
     from analyzer.store.discovery import InputFile, SkippedFile
+    from analyzer.store.hashing import EarlyHashes
     from analyzer.store.manifest import ManifestEntry
     from analyzer.store.parallel import Executor
     from analyzer.store.run_store import IngestReport, RunStore
@@ -45,20 +47,28 @@ def cli() -> None:
     """Diagnose distributed training jobs from Horovod timelines, NCCL_DEBUG logs and job logs."""
 
 
-def _discover(paths: tuple[str, ...], timelines: bool = True) -> tuple[list[InputFile], list[SkippedFile]]:
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The inputs under the paths given, the files that are not, and the hashes started early."""
+
+    inputs: list[InputFile]
+    skipped: list[SkippedFile]
+    early: EarlyHashes
+
+
+def _discover(paths: tuple[str, ...], timelines: bool = True) -> Found:
     """The inputs under ``paths``, the big ones' hash started at once on a thread of its own
-    (:func:`analyzer.store.hashing.hash_inputs_soon`, of ``timelines`` or not): before the store
-    and the parsers load, so that it runs on the core their imports leave idle."""
+    (:class:`analyzer.store.hashing.EarlyHashes`, of ``timelines`` or not): before the store and the
+    parsers load, so that it runs on the core their imports leave idle."""
     from analyzer.store.discovery import discover
-    from analyzer.store.hashing import hash_inputs_soon
+    from analyzer.store.hashing import EarlyHashes
 
     inputs, skipped = discover(list(paths)) if paths else ([], [])
-    hash_inputs_soon(inputs, timelines)
-    return inputs, skipped
+    return Found(inputs, skipped, EarlyHashes.of_inputs(inputs, timelines))
 
 
 def _ingest(
-    found: tuple[list[InputFile], list[SkippedFile]],
+    found: Found,
     store: RunStore,
     quiet: bool,
     executor: Executor | None = None,
@@ -66,7 +76,7 @@ def _ingest(
 ) -> IngestReport:
     from analyzer.store.ingest import ingest_pieces, ingest_runner
 
-    inputs, skipped = list(found[0]), found[1]
+    inputs, skipped = list(found.inputs), found.skipped
     inputs += [i for i in also or [] if i.path not in {j.path for j in inputs}]
     total = sum(i.size for i in inputs)
     show = not quiet and sys.stderr.isatty()
@@ -81,8 +91,8 @@ def _ingest(
             def advance(n: int) -> None:
                 bar.update(n)
 
-            return store.ingest(inputs, skipped, progress=advance, runner=runner)
-    return store.ingest(inputs, skipped, runner=runner)
+            return store.ingest(inputs, skipped, progress=advance, runner=runner, early=found.early)
+    return store.ingest(inputs, skipped, runner=runner, early=found.early)
 
 
 @cli.command()
@@ -254,7 +264,7 @@ def report(
 
             # a big timeline's ranges on every core, as ingest does; its tables held in memory
             # when they fit the memory budget (no Parquet written and read back)
-            with temporary_store(hold=fits(found[0], config.memory_budget), keep=HELD_COLUMNS) as store:
+            with temporary_store(hold=fits(found.inputs, config.memory_budget), keep=HELD_COLUMNS) as store:
                 rep = _ingest(found, store, quiet, executor_from_options(None, None, None))
                 if not store.inputs:
                     raise targets.nothing_to_analyse(paths, rep.skipped)

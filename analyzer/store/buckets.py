@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 
 from analyzer.errors import InputError, StoreError
-from analyzer.store import held
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import HashingReader, algorithm_for, hashed_soon
+from analyzer.store.hashing import EarlyHashes, HashingReader, algorithm_for
+from analyzer.store.held import HeldParts, kept
+from analyzer.store.local import NOTHING_LENT, Local
 from analyzer.store.manifest import ManifestEntry, digest
 from analyzer.store.parts import (
     Writers,
@@ -90,7 +91,11 @@ def plan_buckets(items: list[InputFile], bucket_bytes: int | None = None, run: s
 
 
 def write_bucket(
-    root: Path, bucket: Bucket, progress: Callable[[int], None] | None = None, input_id: str | None = None
+    root: Path,
+    bucket: Bucket,
+    progress: Callable[[int], None] | None = None,
+    input_id: str | None = None,
+    local: Local = NOTHING_LENT,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """Parse one bucket of inputs into ``root/tables/<table>/bucket=<name>/part-0.parquet`` and
     return ``(input, manifest entry)`` for each (the manifest itself is not touched: the caller
@@ -102,21 +107,28 @@ def write_bucket(
     hashes its size and first :data:`ID_PREFIX_BYTES`, unless ``input_id`` is given. The small
     inputs of a bucket are parsed one at a time in memory, so that their id is the sha256 of
     their bytes, and a repeated input (same bytes) is written once. Each entry holds the hash of
-    its input's bytes (:func:`analyzer.store.hashing.algorithm_for`).
+    its input's bytes (:func:`analyzer.store.hashing.algorithm_for`). ``local``: the store's parts
+    held in memory and the hashes started early, when this process has them.
     """
     return _bucket(
         root,
         bucket.run,
         lambda writers, tmp: (
-            _stream(root, bucket, progress, input_id, writers, tmp)
+            _stream(root, bucket, progress, input_id, writers, tmp, local)
             if bucket.stream
-            else _gather(root, bucket, progress, writers, tmp)
+            else _gather(root, bucket, progress, writers, tmp, local)
         ),
+        local.held,
     )
 
 
 def write_merged_log(
-    root: Path, item: InputFile, merger: ChunkMerger, hexdigest: str, run: str | None = None
+    root: Path,
+    item: InputFile,
+    merger: ChunkMerger,
+    hexdigest: str,
+    run: str | None = None,
+    local: Local = NOTHING_LENT,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """A big log parsed in chunks (:mod:`parsers.nccl.chunks`, all merged), written as the
     bucket that streaming it would have written: same id, rows and manifest entry."""
@@ -125,13 +137,13 @@ def write_merged_log(
         iid = prefix_id(item.path, item.size)
         rows: dict[str, int] = {}
         for name, table in _with_issues(merger.tables().items(), merger.parser):
-            write_part(root, writers, name, tmp, with_input_id(table, iid))
+            write_part(root, writers, name, tmp, with_input_id(table, iid), local.held)
             rows[name] = table.num_rows
         entry = _entry(item, hexdigest, rows, merger.parser)
         entry["id"] = iid
         return [(item, entry)]
 
-    return _bucket(root, run, fill)
+    return _bucket(root, run, fill, local.held)
 
 
 def write_ranged_timeline(
@@ -142,6 +154,7 @@ def write_ranged_timeline(
     run: str | None = None,
     range_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
+    local: Local = NOTHING_LENT,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """A big uncompressed timeline tokenized in ranges by ``tokenized`` (threads, Dask workers:
     :meth:`analyzer.store.parallel.Executor.ordered`) and paired here in file order
@@ -164,11 +177,11 @@ def write_ranged_timeline(
 
     def fill(writers: Writers, tmp: str) -> list[tuple[InputFile, ManifestEntry]]:
         iid = prefix_id(item.path, item.size)
-        parser = TimelineParser(item.path, display_name=str(item.path), columns=held.kept(root))
+        parser = TimelineParser(item.path, display_name=str(item.path), columns=kept(local.held))
         rows: dict[str, int] = {}
         batches = parser.batches_in_ranges(counted, range_bytes or RANGE_BYTES)
         for name, table in _with_issues(in_background(batches), parser):
-            write_part(root, writers, name, tmp, with_input_id(table, iid))
+            write_part(root, writers, name, tmp, with_input_id(table, iid), local.held)
             rows[name] = rows.get(name, 0) + table.num_rows
         if progress:
             progress(item.size - done[0])
@@ -176,13 +189,14 @@ def write_ranged_timeline(
         entry["id"] = iid
         return [(item, entry)]
 
-    return _bucket(root, run, fill)
+    return _bucket(root, run, fill, local.held)
 
 
 def _bucket(
     root: Path,
     run: str | None,
     fill: Callable[[Writers, str], list[tuple[InputFile, ManifestEntry]]],
+    held: HeldParts | None = None,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """Run ``fill(writers, tmp folder name)``, then publish the bucket it wrote into ``run``'s
     folder (discarded if it fails); the entries get ``bucket`` and ``run``."""
@@ -191,11 +205,11 @@ def _bucket(
     try:
         out = fill(writers, tmp)
     except BaseException:
-        discard_parts(root, writers, tmp)
+        discard_parts(root, writers, tmp, held)
         raise
     close_parts(writers)
     ids = sorted({e["id"] for _, e in out})
-    name = publish_parts(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()))
+    name = publish_parts(root, writers, tmp, run, ids[0] if len(ids) == 1 else _digest("\n".join(ids).encode()), held)
     for _, entry in out:
         entry["bucket"] = name
         if run is not None:
@@ -210,6 +224,7 @@ def _stream(
     input_id: str | None,
     writers: Writers,
     tmp: str,
+    local: Local,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """The one big input of ``bucket``, written batch by batch as it is parsed."""
     (item,) = bucket.inputs
@@ -217,16 +232,22 @@ def _stream(
     entry = _parse(
         item,
         progress,
-        lambda name, t: write_part(root, writers, name, tmp, with_input_id(t, iid)),
+        lambda name, t: write_part(root, writers, name, tmp, with_input_id(t, iid), local.held),
         threaded_hash=True,
-        columns=held.kept(root),
+        columns=kept(local.held),
+        early=local.early,
     )
     entry["id"] = iid
     return [(item, entry)]
 
 
 def _gather(
-    root: Path, bucket: Bucket, progress: Callable[[int], None] | None, writers: Writers, tmp: str
+    root: Path,
+    bucket: Bucket,
+    progress: Callable[[int], None] | None,
+    writers: Writers,
+    tmp: str,
+    local: Local,
 ) -> list[tuple[InputFile, ManifestEntry]]:
     """The small inputs of ``bucket``, each parsed in memory (its id is its hash), then written
     in one go per table; the same bytes twice are written once."""
@@ -238,7 +259,7 @@ def _gather(
         def collect(name: str, t: pa.Table, into: list[tuple[str, pa.Table]] = tables) -> None:
             into.append((name, t))
 
-        entry = _parse(item, progress, collect, threaded_hash=False, columns=held.kept(root))
+        entry = _parse(item, progress, collect, threaded_hash=False, columns=kept(local.held), early=local.early)
         entry["id"] = digest(entry)[1][:16]
         if all(e["id"] != entry["id"] for _, e in out):
             for name, t in tables:
@@ -247,7 +268,7 @@ def _gather(
     # One write per table: a row group per input would mean a zstd context per column and
     # input (measured: 9% of the time on 4096 per-rank logs) and row groups of a few rows.
     for name, parts in pending.items():
-        write_part(root, writers, name, tmp, pa.concat_tables(parts))
+        write_part(root, writers, name, tmp, pa.concat_tables(parts), local.held)
     return out
 
 
@@ -267,6 +288,7 @@ def _parse(
     emit: Callable[[str, pa.Table], None],
     threaded_hash: bool,
     columns: Mapping[str, Sequence[str]] | None = None,
+    early: EarlyHashes | None = None,
 ) -> ManifestEntry:
     """Parse ``item``, hand each ``(table, batch)`` to ``emit`` and return its manifest entry
     (without ``id`` and ``bucket``); ``threaded_hash``: see :class:`HashingReader`; ``columns``:
@@ -277,8 +299,8 @@ def _parse(
     with open(item.path, "rb") as raw_file:
         gz = raw_file.read(2) == GZIP_MAGIC
         raw_file.seek(0)
-        early = hashed_soon(item.path)  # hashed while the parsers loaded: this reader only counts
-        raw = HashingReader(raw_file, algorithm_for(item.size), threaded_hash, hashing=early is None)
+        soon = early.hashed(item.path) if early is not None else None  # hashed while the parsers loaded
+        raw = HashingReader(raw_file, algorithm_for(item.size), threaded_hash, hashing=soon is None)
         stream: Any = GunzipStream(raw, packed=item.size) if gz else raw
         parser: TimelineParser | JobLogParser | RankTraceParser
         if item.kind is InputKind.RANK_TRACE:
@@ -309,7 +331,7 @@ def _parse(
             raw.finish()
         if progress and raw.pos > last:
             progress(raw.pos - last)
-    return _entry(item, early.result() if early is not None else raw.hexdigest(), rows, parser)
+    return _entry(item, soon.result() if soon is not None else raw.hexdigest(), rows, parser)
 
 
 def _with_issues(

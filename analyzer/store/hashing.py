@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from analyzer.store.discovery import InputFile
 
 FILE_BLOCK = 8 << 20
-#: inputs at least this big are hashed with BLAKE3, and by :func:`hash_soon` (those of their own
+#: inputs at least this big are hashed with BLAKE3, and by :class:`EarlyHashes` (those of their own
 #: bucket: :data:`analyzer.store.buckets.BUCKET_BYTES`, which a test checks this equals)
 BIG_BYTES = 16 << 20
 Algorithm = Literal["sha256", "blake3"]
@@ -65,7 +65,7 @@ class HashingReader(FedReader):
 
     def __init__(self, raw: BinaryIO, algorithm: Algorithm, threaded: bool = True, hashing: bool = True) -> None:
         super().__init__(raw, 0, self)
-        self.hashing = hashing  # False: only count (the file's hash is known already: hash_soon)
+        self.hashing = hashing  # False: only count (the file's hash is known already: EarlyHashes)
         self._hash_of = new_hasher(algorithm)
         self._blocks: queue.Queue[bytes | None] | None = None
         self._thread: threading.Thread | None = None
@@ -116,14 +116,14 @@ class HashingReader(FedReader):
         self.f.close()
 
 
-def file_digest(path: str | Path, algorithm: Algorithm | None = None) -> str:
+def file_digest(path: str | Path, algorithm: Algorithm | None = None, early: EarlyHashes | None = None) -> str:
     """The hash of a whole file, by default in the algorithm for its size (both hashes release the
-    GIL: a thread can do this beside parsing); the result of :func:`hash_soon` when it hashed this
-    file as it still is."""
-    if algorithm is None or algorithm == algorithm_for(os.stat(path).st_size):
-        early = hashed_soon(path)
-        if early is not None:
-            return early.result()
+    GIL: a thread can do this beside parsing); the result of ``early`` when it hashed this file as it
+    still is."""
+    if early is not None and (algorithm is None or algorithm == algorithm_for(os.stat(path).st_size)):
+        soon = early.hashed(path)
+        if soon is not None:
+            return soon.result()
     return _digest_of(path, algorithm)
 
 
@@ -168,7 +168,7 @@ class RangeDigest:
 
     def __init__(self, path: str | Path, size: int, begun: tuple[Hasher, int] | None = None) -> None:
         """``begun``: a hash of the file's first bytes and their count, to go on from
-        (:func:`take_over_early_hash`)."""
+        (:meth:`EarlyHashes.take_over`)."""
         self.path, self.size = str(path), size
         self._hash_of, self._next = begun or (new_hasher(algorithm_for(size)), 0)  # bytes before _next are hashed
         self._lent: list[tuple[int, bytes | memoryview]] = []  # (offset, bytes) not yet hashed
@@ -240,7 +240,7 @@ _Key = tuple[str, int, int]
 
 
 class _Job:
-    """One file :func:`hash_soon` hashes: its hash (``future``), unless asked to stop (``stop``),
+    """One file :class:`EarlyHashes` hashes: its hash (``future``), unless asked to stop (``stop``),
     in which case ``handed`` gets the hash so far and how many bytes it covers."""
 
     def __init__(self, path: str) -> None:
@@ -263,8 +263,14 @@ class _Job:
             self.handed.set_result((h, at))
 
 
-class _Soon:
-    """Files hashed one after the other on a daemon thread (an unused hash never delays the exit)."""
+class EarlyHashes:
+    """Big inputs hashed one after the other on a daemon thread (an unused hash never delays the
+    exit), started as soon as the CLI has found its inputs (:meth:`start`), so that the hash (0.3 s
+    per GB) runs on a core that is otherwise idle while the store, pyarrow and the parsers load.
+    The CLI hands this object to the ingest (``RunStore.ingest(early=...)``); the streaming parse
+    then takes a finished hash (:meth:`hashed`) instead of hashing again, and a timeline ingested in
+    ranges goes on from where it got to (:meth:`take_over`). It does not travel to another process:
+    pickled, it is None (a worker hashes what it reads)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -272,12 +278,71 @@ class _Soon:
         self.todo: queue.Queue[_Job] = queue.Queue()
         self.thread: threading.Thread | None = None
 
-    def run(self) -> None:
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_none, ())
+
+    @classmethod
+    def of_inputs(cls, inputs: Iterable[InputFile], timelines: bool = True) -> EarlyHashes:
+        """Hashes started for the big ones among ``inputs`` (smaller ones are hashed as they are
+        parsed, in their bucket); ``timelines`` False: not uncompressed timelines, whose tokenizer
+        threads hash what they read (:class:`RangeDigest`)."""
+        early = cls()
+        early.start(
+            i.path
+            for i in inputs
+            if i.size >= BIG_BYTES and (timelines or i.kind is not InputKind.HOROVOD_TIMELINE or i.compressed)
+        )
+        return early
+
+    def start(self, paths: Iterable[str | Path]) -> None:
+        """Start hashing ``paths`` now, in the background."""
+        with self.lock:
+            for path in paths:
+                key = _key(path)
+                if key is None or key in self.jobs:
+                    continue
+                job = self.jobs[key] = _Job(str(path))
+                self.todo.put(job)
+                if self.thread is None:
+                    self.thread = threading.Thread(target=self._run, name="hvd-analyze-hash-early", daemon=True)
+                    self.thread.start()
+
+    def _run(self) -> None:
         while True:
             self.todo.get().run()
 
+    def _taken(self, path: str | Path) -> _Job | None:
+        """The job started for ``path``, taken (once), if the file still has the size and
+        modification time it had then; else None."""
+        key = _key(path)
+        with self.lock:
+            return self.jobs.pop(key, None) if key is not None else None
 
-_SOON = _Soon()
+    def hashed(self, path: str | Path) -> Future[str] | None:
+        """The hash started for ``path`` (see :meth:`_taken`); None: hash it anew."""
+        job = self._taken(path)
+        return job.future if job is not None else None
+
+    def take_over(self, path: str | Path) -> str | tuple[Hasher, int] | None:
+        """What was hashed of ``path`` so far, for a :class:`RangeDigest` to go on from: its hash
+        when it is done, else (it stops) the hash of the bytes before an offset, and that offset.
+        The early hash uses the core the imports leave idle; once the tokenizer threads run, they
+        hash what they read, where the early hash went on reading the file a second time on the
+        cores they need (the 1 GB report: 0.4 CPU-seconds less, 2.85 -> 2.66 s in 8 interleaved
+        runs). None: nothing was started, or it failed (hash anew)."""
+        job = self._taken(path)
+        if job is None:
+            return None
+        job.stop.set()
+        ends: list[Future[Any]] = [job.future, job.handed]
+        wait(ends, return_when=FIRST_COMPLETED)
+        if job.handed.done():
+            return job.handed.result()
+        return None if job.future.exception() is not None else job.future.result()
+
+
+def _none() -> None:
+    """What early hashes are in another process: none."""
 
 
 def _key(path: str | Path) -> _Key | None:
@@ -286,64 +351,3 @@ def _key(path: str | Path) -> _Key | None:
     except OSError:
         return None
     return str(Path(path).absolute()), st.st_size, st.st_mtime_ns
-
-
-def hash_soon(paths: Iterable[str | Path]) -> None:
-    """Start hashing ``paths`` now, in the background: the CLI calls this as soon as it has found
-    its inputs, so that the hash (0.3 s per GB) runs on a core that is otherwise idle while the
-    store, pyarrow and the parsers load; :func:`file_digest` and the streaming parse then take
-    the result (:func:`hashed_soon`) instead of hashing again, and a timeline ingested in ranges
-    goes on from where it got to (:func:`take_over_early_hash`)."""
-    with _SOON.lock:
-        for path in paths:
-            key = _key(path)
-            if key is None or key in _SOON.jobs:
-                continue
-            job = _SOON.jobs[key] = _Job(str(path))
-            _SOON.todo.put(job)
-            if _SOON.thread is None:
-                _SOON.thread = threading.Thread(target=_SOON.run, name="hvd-analyze-hash-early", daemon=True)
-                _SOON.thread.start()
-
-
-def hash_inputs_soon(inputs: Iterable[InputFile], timelines: bool = True) -> None:
-    """:func:`hash_soon` of the big ones among ``inputs`` (smaller ones are hashed as they are
-    parsed, in their bucket); ``timelines`` False: not uncompressed timelines, whose tokenizer
-    threads hash what they read (:class:`RangeDigest`)."""
-    hash_soon(
-        i.path
-        for i in inputs
-        if i.size >= BIG_BYTES and (timelines or i.kind is not InputKind.HOROVOD_TIMELINE or i.compressed)
-    )
-
-
-def _taken(path: str | Path) -> _Job | None:
-    """The job :func:`hash_soon` started for ``path``, taken (once), if the file still has the size
-    and modification time it had then; else None."""
-    key = _key(path)
-    with _SOON.lock:
-        return _SOON.jobs.pop(key, None) if key is not None else None
-
-
-def hashed_soon(path: str | Path) -> Future[str] | None:
-    """The hash :func:`hash_soon` started for ``path`` (see :func:`_taken`); None: hash it anew."""
-    job = _taken(path)
-    return job.future if job is not None else None
-
-
-def take_over_early_hash(path: str | Path) -> str | tuple[Hasher, int] | None:
-    """What :func:`hash_soon` hashed of ``path`` so far, for a :class:`RangeDigest` to go on from:
-    its hash when it is done, else (it stops) the hash of the bytes before an offset, and that
-    offset. The early hash uses the core the imports leave idle; once the tokenizer threads run,
-    they hash what they read, where the early hash went on reading the file a second time on the
-    cores they need (the 1 GB report: 0.4 CPU-seconds less, 2.85 -> 2.66 s in 8 interleaved runs).
-    None: nothing was started, or it failed (hash anew)."""
-    job = _taken(path)
-    if job is None:
-        return None
-    job.stop.set()
-    ends: list[Future[Any]] = [job.future, job.handed]
-    wait(ends, return_when=FIRST_COMPLETED)
-    if job.handed.done():
-        return job.handed.result()
-    return None if job.future.exception() is not None else job.future.result()

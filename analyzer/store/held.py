@@ -1,7 +1,7 @@
 """Parts held in memory: a temporary store whose tables live no longer than the process
 (``report FILE``) neither encodes them as Parquet nor reads them back.
 
-While a store's root is held (:func:`holding`), every part this process writes to it
+While a store holds its parts (:class:`HeldParts`), every part this process writes to it
 (:func:`analyzer.store.parts.write_part`) is a :class:`HeldPart`, the Arrow batches themselves,
 instead of a Parquet file. Its folder is still made, and renamed when the bucket is published,
 so the store's layout, its manifest and every check on them stay as they are; a part written by
@@ -19,8 +19,7 @@ of tables per byte of timeline, held until the report is written (peak 1.30 -> 1
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,10 +41,6 @@ BASELINE_BYTES = 450 << 20
 #: a compressed input's bytes once inflated, as guessed before reading it (timelines and logs
 #: compress ~10x with gzip)
 INFLATED_PER_COMPRESSED_BYTE = 10
-
-#: the stores held, each with the columns it keeps of some tables (:func:`holding`)
-_ROOTS: dict[Path, Mapping[str, Sequence[str]]] = {}
-_PARTS: dict[Path, HeldPart] = {}
 
 
 class HeldPart:
@@ -128,48 +123,47 @@ def fits(inputs: Iterable[InputFile], budget: int) -> bool:
     return BASELINE_BYTES + size * HELD_BYTES_PER_INPUT_BYTE <= budget
 
 
-@contextmanager
-def holding(root: Path, keep: Mapping[str, Sequence[str]] | None = None) -> Iterator[None]:
-    """Hold the parts this process writes to the store at ``root`` in memory, until the end;
-    of the tables named in ``keep`` only the columns listed (and ``input_id``): those its reader
-    reads (``report`` reads 4 of the 8 columns of ``ticks``, 28 of its 40 bytes per tick)."""
-    _ROOTS[root] = keep or {}
-    try:
-        yield
-    finally:
-        _ROOTS.pop(root, None)
-        for path in [p for p in _PARTS if p.is_relative_to(root)]:
-            del _PARTS[path]
+class HeldParts:
+    """The parts of one store held in memory, owned by that store (:attr:`RunStore.held
+    <analyzer.store.run_store.RunStore.held>`, set by :func:`~analyzer.store.run_store.temporary_store`)
+    and handed to whatever writes or reads its parts in this process. ``keep``: the columns kept of
+    the tables it names (and ``input_id``): those its reader reads (``report`` reads 4 of the 8
+    columns of ``ticks``, 28 of its 40 bytes per tick). It does not travel to another process: it is
+    pickled as None, so a worker process writes Parquet files, which the store reads from where they
+    are."""
+
+    def __init__(self, keep: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.keep: Mapping[str, Sequence[str]] = keep or {}
+        self._parts: dict[Path, HeldPart] = {}
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_not_held, ())
+
+    def new_part(self, path: Path, name: str) -> HeldPart:
+        """A held part for the part file ``path`` of table ``name``."""
+        part = self._parts[path] = HeldPart(arrow_schema(name, self.keep.get(name)), name)
+        return part
+
+    def get(self, path: Path) -> HeldPart | None:
+        """The held part of part file ``path``, if it is one."""
+        return self._parts.get(path)
+
+    def moved(self, src: Path, dest: Path) -> None:
+        """The folder ``src`` was renamed ``dest``: its held parts move with it."""
+        for path in [p for p in self._parts if p.parent == src]:
+            self._parts[dest / path.name] = self._parts.pop(path)
+
+    def dropped(self, folder: Path) -> None:
+        """The folder ``folder`` was removed: so are its held parts."""
+        for path in [p for p in self._parts if p.parent == folder]:
+            del self._parts[path]
 
 
-def kept(root: Path) -> Mapping[str, Sequence[str]] | None:
-    """The columns the store at ``root`` keeps of the tables it names (None: it is not held), so
-    that a parser builds no other (:class:`parsers.timeline.tables.TimelineNames`)."""
-    return _ROOTS.get(root)
+def _not_held() -> None:
+    """What held parts are in another process: none."""
 
 
-def new_part(root: Path, path: Path, name: str) -> HeldPart | None:
-    """A held part for the part file ``path`` (of table ``name``) of the store at ``root``, or None
-    when it is not held."""
-    keep = _ROOTS.get(root)
-    if keep is None:
-        return None
-    part = _PARTS[path] = HeldPart(arrow_schema(name, keep.get(name)), name)
-    return part
-
-
-def held(path: Path) -> HeldPart | None:
-    """The held part of part file ``path``, if it is one."""
-    return _PARTS.get(path)
-
-
-def moved(src: Path, dest: Path) -> None:
-    """The folder ``src`` was renamed ``dest``: its held parts move with it."""
-    for path in [p for p in _PARTS if p.parent == src]:
-        _PARTS[dest / path.name] = _PARTS.pop(path)
-
-
-def dropped(folder: Path) -> None:
-    """The folder ``folder`` was removed: so are its held parts."""
-    for path in [p for p in _PARTS if p.parent == folder]:
-        del _PARTS[path]
+def kept(held: HeldParts | None) -> Mapping[str, Sequence[str]] | None:
+    """The columns a store held by ``held`` keeps of the tables it names (None: not held), so that a
+    parser builds no other (:class:`parsers.timeline.tables.TimelineNames`)."""
+    return held.keep if held is not None else None

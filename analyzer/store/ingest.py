@@ -27,7 +27,8 @@ from analyzer.store.buckets import (
     write_ranged_timeline,
 )
 from analyzer.store.discovery import InputFile
-from analyzer.store.hashing import RangeDigest, file_digest, hashed_soon, take_over_early_hash
+from analyzer.store.hashing import EarlyHashes, RangeDigest, file_digest
+from analyzer.store.local import NOTHING_LENT, Local
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.parallel import Executor
 from parsers.inputs import CHUNK_BYTES, InputKind
@@ -94,12 +95,14 @@ class ChunkDone:
 IngestTask = BucketTask | ChunkTask
 
 
-def ingest_tasks(tasks: list[IngestTask]) -> list[BucketDone | ChunkDone]:
-    """A worker's share of an ingest: each task's result, in order."""
+def ingest_tasks(tasks: list[IngestTask], local: Local = NOTHING_LENT) -> list[BucketDone | ChunkDone]:
+    """A worker's share of an ingest: each task's result, in order (``local``: what the ingesting
+    process lends when this runs there; pickled to a worker, it is empty)."""
     out: list[BucketDone | ChunkDone] = []
     for task in tasks:
         if isinstance(task, BucketTask):
-            out.append(BucketDone(task.number, [entry for _, entry in write_bucket(Path(task.root), task.bucket)]))
+            written = write_bucket(Path(task.root), task.bucket, local=local)
+            out.append(BucketDone(task.number, [entry for _, entry in written]))
         else:
             from parsers.nccl.chunks import parse_chunk
 
@@ -140,20 +143,23 @@ def ingest_pieces(items: Sequence[InputFile], chunk_bytes: int = CHUNK_BYTES) ->
 
 def ingest_runner(
     executor: Executor, chunk_bytes: int = CHUNK_BYTES, range_bytes: int | None = None
-) -> Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterator[tuple[InputFile, ManifestEntry]]]:
+) -> Callable[[Path, list[Bucket], Callable[[int], None] | None, Local], Iterator[tuple[InputFile, ManifestEntry]]]:
     """A :data:`analyzer.store.run_store.Runner` that parses the buckets with ``executor``; a big log's
     bucket is parsed as chunks (:func:`chunkable`) merged here, in file order, as they
     come back, while this process hashes the file; a big timeline is tokenized in ranges
     on the executor's threads or Dask workers and paired here (:func:`ranged`), after the rest."""
 
     def run(
-        root: Path, buckets: list[Bucket], progress: Callable[[int], None] | None = None
+        root: Path,
+        buckets: list[Bucket],
+        progress: Callable[[int], None] | None = None,
+        local: Local = NOTHING_LENT,
     ) -> Iterator[tuple[InputFile, ManifestEntry]]:
         rest: list[Bucket] = []
         timelines: list[Bucket] = []
         for b in buckets:
             (timelines if b.stream and ranged(b.inputs[0], range_bytes) else rest).append(b)
-        for item, entry in _parse(root, rest):
+        for item, entry in _parse(root, rest, local):
             if progress:
                 progress(item.size)
             yield item, entry
@@ -162,7 +168,7 @@ def ingest_runner(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash") as hasher:
             for b in timelines:  # each reports its progress range by range
                 item = b.inputs[0]
-                tokenized, hexdigest = _ranges_hashed(item, hasher)
+                tokenized, hexdigest = _ranges_hashed(item, hasher, local.early)
                 yield from write_ranged_timeline(
                     root,
                     item,
@@ -171,27 +177,28 @@ def ingest_runner(
                     b.run,
                     range_bytes,
                     progress,
+                    local,
                 )
 
     def _ranges_hashed(
-        item: InputFile, hasher: ThreadPoolExecutor
+        item: InputFile, hasher: ThreadPoolExecutor, early: EarlyHashes | None
     ) -> tuple[Callable[[list[RangeTask]], Iterable[TokenizedRange]], Callable[[], str]]:
         """How to tokenize a big timeline's ranges, and its hash: from the tokenizer's own reads
         when they are this process's threads (:class:`~analyzer.store.hashing.RangeDigest`), going
-        on from where the hash started early stopped (:func:`analyzer.store.hashing.hash_soon`);
+        on from where the hash started early stopped (:class:`analyzer.store.hashing.EarlyHashes`);
         else (Dask workers read the file) the early one, or one read on a thread of its own."""
         from parsers.timeline.tokens import tokenize_task
 
         path = str(item.path)
         unhashed = partial(executor.ordered, tokenize_task)  # the ranges, read by tokenizers that hash nothing
         if executor.uses_dask:
-            hashed = hashed_soon(path) or hasher.submit(file_digest, path)
+            hashed = (early.hashed(path) if early is not None else None) or hasher.submit(file_digest, path)
             return unhashed, hashed.result
-        early = take_over_early_hash(path)
-        if isinstance(early, str):
-            done = early
+        begun = early.take_over(path) if early is not None else None
+        if isinstance(begun, str):
+            done = begun
             return unhashed, lambda: done
-        digest = RangeDigest(path, item.size, early)
+        digest = RangeDigest(path, item.size, begun)
 
         def tokenized(tasks: list[RangeTask]) -> Iterable[TokenizedRange]:
             digest.head(tasks[0][1] if tasks else item.size)
@@ -199,7 +206,7 @@ def ingest_runner(
 
         return tokenized, digest.hexdigest
 
-    def _parse(root: Path, buckets: list[Bucket]) -> Iterator[tuple[InputFile, ManifestEntry]]:
+    def _parse(root: Path, buckets: list[Bucket], local: Local) -> Iterator[tuple[InputFile, ManifestEntry]]:
         tasks: list[IngestTask] = []
         logs: dict[str, tuple[InputFile, ChunkMerger, Future[str], str | None]] = {}
         hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hvd-analyze-hash")  # one file at a time
@@ -213,7 +220,12 @@ def ingest_runner(
 
                 path = str(item.path)
                 ranges = chunk_ranges(path, item.size, chunk_bytes)
-                logs[path] = (item, ChunkMerger(path, ranges, path), hasher.submit(file_digest, path), b.run)
+                logs[path] = (
+                    item,
+                    ChunkMerger(path, ranges, path),
+                    hasher.submit(file_digest, path, None, local.early),
+                    b.run,
+                )
                 tasks += [ChunkTask(path, i, start, end) for i, (start, end) in enumerate(ranges)]
 
             def weight(task: IngestTask) -> int:
@@ -222,14 +234,15 @@ def ingest_runner(
             # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
             here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
             # a bucket is 16 MB of small inputs or one big one, a chunk 32 MB: a few per task, one at the end
-            for result in here.map(ingest_tasks, tasks, weight=weight, most=TASK_BYTES):
+            tasks_of = partial(ingest_tasks, local=local)
+            for result in here.map(tasks_of, tasks, weight=weight, most=TASK_BYTES):
                 if isinstance(result, BucketDone):
                     yield from zip(buckets[result.number].inputs, result.entries, strict=True)
                     continue
                 item, merger, hashed, run = logs[result.path]
                 merger.add(result.index, result.parser)
                 if merger.complete:
-                    yield from write_merged_log(root, item, merger, hashed.result(), run)
+                    yield from write_merged_log(root, item, merger, hashed.result(), run, local)
         finally:
             hasher.shutdown(wait=True, cancel_futures=True)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict, get_args
 
-from analyzer.store.hashing import ALGORITHMS, Algorithm, file_digest
+from analyzer.store.hashing import ALGORITHMS, Algorithm, EarlyHashes, file_digest
 from parsers.inputs import InputKindName
 from parsers.issues import IssueCounts
 
@@ -90,12 +90,12 @@ class KnownInputs:
         """The known entry of the bytes that ``entry`` was made of (under another name)."""
         return self._by_digest.get(digest(entry))
 
-    def of_file(self, path: Path, size: int) -> ManifestEntry | None:
+    def of_file(self, path: Path, size: int, early: EarlyHashes | None = None) -> ManifestEntry | None:
         """The entry with the same bytes as the file at ``path``, checked cheaply (size) then by
         the whole file's hash, in each algorithm that entries of that size were hashed with (an
         older store hashed big inputs with sha256)."""
         for algorithm in sorted(self._sizes.get(size, ())):
-            if (entry := self._by_digest.get((algorithm, file_digest(path, algorithm)))) is not None:
+            if (entry := self._by_digest.get((algorithm, file_digest(path, algorithm, early)))) is not None:
                 return entry
         return None
 

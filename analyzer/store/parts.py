@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import StoreError
-from analyzer.store import held
+from analyzer.store.held import HeldParts
 from parsers import arrow as A
 from parsers.issues import ParseIssue
 from parsers.schema import arrow_schema
@@ -76,14 +76,16 @@ class PartWriter(Protocol):
 Writers = dict[str, PartWriter]
 
 
-def write_part(root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.Table) -> None:
-    """Append to the bucket's part file of table ``name`` (held in memory when the store is:
-    :func:`analyzer.store.held.holding`)."""
+def write_part(
+    root: Path, writers: Writers, name: str, tmp_dir: str, batch: pa.Table, held: HeldParts | None = None
+) -> None:
+    """Append to the bucket's part file of table ``name`` (held in memory when the store holds its
+    parts: ``held``, :class:`analyzer.store.held.HeldParts`)."""
     w = writers.get(name)
     if w is None:
         folder = root / "tables" / name / tmp_dir
         folder.mkdir(parents=True, exist_ok=True)
-        w = held.new_part(root, folder / PART, name)
+        w = held.new_part(folder / PART, name) if held is not None else None
         if w is None:
             import pyarrow.parquet as pq
 
@@ -130,12 +132,12 @@ def with_input_id(batch: pa.Table, input_id: str) -> pa.Table:
     return batch.add_column(0, pa.field("input_id", col.type, nullable=False), col)
 
 
-def drop_input_rows(path: Path, name: str, input_id: str) -> None:
+def drop_input_rows(path: Path, name: str, input_id: str, held: HeldParts | None = None) -> None:
     """Rewrite the part file ``path`` of table ``name`` without the rows of ``input_id``."""
     import pyarrow.compute as pc  # here: writing parts never needs it
     import pyarrow.parquet as pq
 
-    part = held.held(path)
+    part = held.get(path) if held is not None else None
     t = part.table() if part is not None else pq.read_table(path, schema=arrow_schema(name))
     keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), input_id))
     if part is not None:
@@ -151,17 +153,20 @@ def close_parts(writers: Writers) -> None:
         w.close()
 
 
-def discard_parts(root: Path, writers: Writers, tmp_dir: str) -> None:
+def discard_parts(root: Path, writers: Writers, tmp_dir: str, held: HeldParts | None = None) -> None:
     """After a parser or write error: leave no partial bucket behind."""
     for w in writers.values():
         with contextlib.suppress(Exception):  # the original error is the one to report
             w.close()
     for name in writers:
         shutil.rmtree(root / "tables" / name / tmp_dir, ignore_errors=True)
-        held.dropped(root / "tables" / name / tmp_dir)
+        if held is not None:
+            held.dropped(root / "tables" / name / tmp_dir)
 
 
-def publish_parts(root: Path, writers: Writers, tmp_dir: str, run: str | None, name: str) -> str:
+def publish_parts(
+    root: Path, writers: Writers, tmp_dir: str, run: str | None, name: str, held: HeldParts | None = None
+) -> str:
     """Rename the bucket's hidden folders to ``[run=<run>/]bucket=<name>``, or to
     ``bucket=<name>-<random>`` where that exists (the same bytes parsed by two tasks at once,
     or a clash of ids), which the store then resolves; a listed bucket is never overwritten."""
@@ -172,7 +177,8 @@ def publish_parts(root: Path, writers: Writers, tmp_dir: str, run: str | None, n
         dest = tables / t / bucket_folder(name, run)
         dest.parent.mkdir(exist_ok=True)
         os.replace(tables / t / tmp_dir, dest)
-        held.moved(tables / t / tmp_dir, dest)
+        if held is not None:
+            held.moved(tables / t / tmp_dir, dest)
     return name
 
 
@@ -247,14 +253,14 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
 
 
 @contextlib.contextmanager
-def reading(path: Path, name: str) -> Iterator[None]:
-    """Read a part file of table ``name``: a damaged one (cut, emptied, another table's) is a
-    :class:`StoreError` naming it.
+def reading(path: Path, name: str, held: HeldParts | None = None) -> Iterator[None]:
+    """Read a part file of table ``name`` (held in memory when ``held`` has it): a damaged one (cut,
+    emptied, another table's) is a :class:`StoreError` naming it.
 
     Raises:
         StoreError: the part cannot be read as this table's Parquet file.
     """
-    if held.held(path) is not None:  # in memory: nothing to check
+    if held is not None and held.get(path) is not None:  # in memory: nothing to check
         yield
         return
     import pyarrow.parquet as pq

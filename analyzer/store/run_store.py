@@ -29,7 +29,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,9 +38,11 @@ import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import StoreError
-from analyzer.store import held
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
+from analyzer.store.hashing import EarlyHashes
+from analyzer.store.held import HeldPart, HeldParts
+from analyzer.store.local import Local
 from analyzer.store.lock import locked
 from analyzer.store.manifest import MANIFEST_NAME, KnownInputs, Manifest, ManifestEntry, checked, digest, write_manifest
 from analyzer.store.parts import (
@@ -70,7 +72,8 @@ MANIFEST_EVERY_S = 2.0  # during a long ingest the manifest is rewritten at most
 #: runs :func:`analyzer.store.buckets.write_bucket` for each bucket somewhere (a process pool, Dask) and
 #: yields ``(input, entry)`` as each bucket completes, in any order; reports the bytes parsed to
 #: the progress callback (third argument) as it goes
-Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None], Iterable[tuple[InputFile, ManifestEntry]]]
+#: parses the buckets into the store at the path (with what this process lends) and yields the entries
+Runner = Callable[[Path, list[Bucket], Callable[[int], None] | None, Local], Iterable[tuple[InputFile, ManifestEntry]]]
 
 
 @dataclass
@@ -88,6 +91,8 @@ class RunStore:
         self.manifest = manifest
         self.wait_for_writer = False  # a second writer waits for the lock instead of failing
         self.temporary = False  # made by temporary_store for one command: its path means nothing to a user
+        #: the parts this process writes, held in memory instead of Parquet files (temporary_store's hold)
+        self.held: HeldParts | None = None
         self._cache: dict[str, pa.Table] = {}
 
     # -- opening ----------------------------------------------------------------------
@@ -214,7 +219,7 @@ class RunStore:
 
             mine = pc.field("input_id") == input_id
             where = mine if where is None else where & mine
-        if (kept := held.held(path)) is not None:
+        if (kept := self._held(path)) is not None:
             return kept.read(cols, where)
         return read_part(path, name, columns=cols, filters=where)
 
@@ -240,8 +245,8 @@ class RunStore:
         shared = version == 2 and len(ids) > 1
         extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
         read = list(dict.fromkeys([*columns, *extra]))
-        with reading(path, name):
-            if (kept := held.held(path)) is not None:
+        with reading(path, name, self.held):
+            if (kept := self._held(path)) is not None:
                 batches: Iterable[pa.RecordBatch] = kept.batches(read, batch_rows)
             else:
                 import pyarrow.parquet as pq  # here: a store held in memory reads no file (20 ms)
@@ -261,10 +266,12 @@ class RunStore:
         """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
         return next((part for part in self._parts(name) if input_id in part[1]), None)
 
-    @staticmethod
-    def _read(name: str, path: Path, ids: list[str], version: int) -> pa.Table:
+    def _held(self, path: Path) -> HeldPart | None:
+        return self.held.get(path) if self.held is not None else None
+
+    def _read(self, name: str, path: Path, ids: list[str], version: int) -> pa.Table:
         """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
-        if (kept := held.held(path)) is not None:
+        if (kept := self._held(path)) is not None:
             return kept.read(arrow_schema(name).names)
         if version == 2:
             return read_part(path, name, schema=arrow_schema(name))
@@ -283,7 +290,7 @@ class RunStore:
                 continue
             path = self.part_path(name, entry)
             if path not in parts:
-                if not path.exists() and held.held(path) is None:
+                if not path.exists() and self._held(path) is None:
                     raise StoreError(
                         f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
                         "repair the store with `hvd-analyze ingest --repair -o STORE`"
@@ -300,6 +307,7 @@ class RunStore:
         skipped: list[SkippedFile] | None = None,
         progress: Callable[[int], None] | None = None,
         runner: Runner | None = None,
+        early: EarlyHashes | None = None,
     ) -> IngestReport:
         """Parse every input into the store (idempotent per bytes' hash), holding its writer lock
         (:mod:`analyzer.store.lock`: a second writer is refused) and reading its manifest anew.
@@ -309,15 +317,17 @@ class RunStore:
         entries are added as inputs complete and the manifest is replaced atomically every
         :data:`MANIFEST_EVERY_S` and at the end, also when an input fails. An interrupted
         ingest therefore leaves a consistent store that lists what completed, and running the
-        same ingest again continues with the rest.
+        same ingest again continues with the rest. ``early``: the hashes the caller started as soon as
+        it found the inputs (:class:`analyzer.store.hashing.EarlyHashes`).
         """
+        local = Local(self.held, early)
         report = IngestReport(skipped=list(skipped or []))
         self._sweep()
         stored = KnownInputs(self.manifest["inputs"])
         ids = {e["id"] for e in self.manifest["inputs"]}
         todo = []
         for item in inputs:
-            entry = stored.of_file(item.path, item.size)
+            entry = stored.of_file(item.path, item.size, early)
             if entry is None:
                 todo.append(item)
                 continue
@@ -331,9 +341,9 @@ class RunStore:
             self.manifest["schema_version"] = SCHEMA_VERSION
             self.manifest.setdefault("run", self.run)
         results = (
-            runner(self.root, buckets, progress)
+            runner(self.root, buckets, progress, local)
             if runner
-            else (pair for b in buckets for pair in write_bucket(self.root, b, progress))
+            else (pair for b in buckets for pair in write_bucket(self.root, b, progress, local=local))
         )
         last = time.monotonic()
         try:
@@ -347,7 +357,10 @@ class RunStore:
                 if entry["id"] in ids:  # two big inputs with the same size and prefix
                     self._drop_rows(entry)
                     ((item, entry),) = write_bucket(
-                        self.root, Bucket((item,), stream=True, run=self.run), input_id=digest(entry)[1][:16]
+                        self.root,
+                        Bucket((item,), stream=True, run=self.run),
+                        input_id=digest(entry)[1][:16],
+                        local=local,
                     )
                 self.manifest["inputs"].append(entry)
                 stored.add(entry)
@@ -394,9 +407,10 @@ class RunStore:
             path = self.part_path(name, entry)
             if own:
                 shutil.rmtree(path.parent)
-                held.dropped(path.parent)
+                if self.held is not None:
+                    self.held.dropped(path.parent)
             else:
-                drop_input_rows(path, name, entry["id"])
+                drop_input_rows(path, name, entry["id"], self.held)
 
     def _write_manifest(self) -> None:
         write_manifest(self.root, self.manifest)
@@ -408,11 +422,14 @@ def temporary_store(
 ) -> Iterator[RunStore]:
     """A store in a temporary folder, removed afterwards (``report PATH`` without a store); with
     ``hold``, the parts this process writes stay in memory instead, with only the columns that
-    ``keep`` lists of its tables (:func:`analyzer.store.held.holding`)."""
+    ``keep`` lists of its tables (:class:`analyzer.store.held.HeldParts`, owned by the store)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hvd-analyze-") as d:
         store = RunStore.create_or_open(Path(d) / "store", run=run)
         store.temporary = True
-        with held.holding(store.root, keep) if hold else nullcontext():
+        store.held = HeldParts(keep) if hold else None
+        try:
             yield store
+        finally:
+            store.held = None  # the tables go with the store

@@ -1,5 +1,5 @@
 """An input's hash: sha256 below 16 MB, BLAKE3 from there (:func:`algorithm_for`). A big input's
-hash is started as soon as the CLI has found its inputs (:func:`hash_soon`), and whoever needs it
+hash is started as soon as the CLI has found its inputs (:class:`EarlyHashes`), and whoever needs it
 later takes that result instead of hashing the file again (a timeline ingested in ranges takes
 over where the early hash got to); a file that changed meanwhile is hashed anew. Stores that
 hashed big inputs with sha256 still recognise their bytes."""
@@ -49,18 +49,20 @@ def test_a_file_digest_is_the_reference_hash_of_its_bytes(tmp_path: Path, algori
 def test_an_early_hash_is_taken_once(tmp_path: Path) -> None:
     path = tmp_path / "a.bin"
     path.write_bytes(b"x" * 100_000)
-    hashing.hash_soon([path])
-    assert hashing.file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert hashing.hashed_soon(path) is None  # taken: a second caller hashes again
+    early = hashing.EarlyHashes()
+    early.start([path])
+    assert hashing.file_digest(path, early=early) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert early.hashed(path) is None  # taken: a second caller hashes again
 
 
 def test_a_file_changed_after_its_early_hash_is_hashed_anew(tmp_path: Path) -> None:
     path = tmp_path / "a.bin"
     path.write_bytes(b"x" * 100_000)
-    hashing.hash_soon([path])
+    early = hashing.EarlyHashes()
+    early.start([path])
     with path.open("ab") as f:  # a job still writing it
         f.write(b"more")
-    assert hashing.file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert hashing.file_digest(path, early=early) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_early_hashing_covers_the_inputs_of_their_own_bucket() -> None:
@@ -235,10 +237,9 @@ def test_ingest_of_a_timeline_in_ranges_hashes_it_from_the_tokenizers_reads(
     inputs, skipped = discover([str(path)])
     hashed = _count_hashed(monkeypatch)
     monkeypatch.setattr(hashing, "_digest_of", mock.Mock(side_effect=AssertionError("read the file again")))
-    if early:
-        hashing.hash_inputs_soon(inputs)
+    started = hashing.EarlyHashes.of_inputs(inputs) if early else None
     store = RunStore.create_or_open(tmp_path / "store")
-    store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20))
+    store.ingest(inputs, skipped, runner=ingest_runner(Executor(jobs=2), range_bytes=1 << 20), early=started)
     monkeypatch.undo()
     assert len(hashed) == path.stat().st_size and set(hashed) == {"blake3"}
     (entry,) = RunStore.open(tmp_path / "store").inputs
@@ -263,7 +264,7 @@ def test_an_early_hash_stopped_midway_hands_over_what_it_hashed(
         class Stops:
             def update(self, block: bytes | memoryview, /) -> None:
                 h.update(block)
-                job.stop.set()  # as take_over_early_hash does while the block is hashed
+                job.stop.set()  # as EarlyHashes.take_over does while the block is hashed
 
             def hexdigest(self) -> str:
                 return h.hexdigest()
@@ -288,8 +289,9 @@ def test_taking_over_an_early_hash_gives_its_hash_or_where_it_stopped(tmp_path: 
     data = bytes(range(256)) * 200_000
     path = tmp_path / "a.bin"
     path.write_bytes(data)
-    hashing.hash_soon([path])
-    early = hashing.take_over_early_hash(path)
+    hashes = hashing.EarlyHashes()
+    hashes.start([path])
+    early = hashes.take_over(path)
     assert early is not None
     if isinstance(early, str):
         assert early == hashing.file_digest(path, "blake3")
@@ -297,7 +299,13 @@ def test_taking_over_an_early_hash_gives_its_hash_or_where_it_stopped(tmp_path: 
         digest = hashing.RangeDigest(path, len(data), early)
         _fed(digest, data, [(0, len(data))])
         assert digest.hexdigest() == blake3.blake3(data).hexdigest()
-    assert hashing.take_over_early_hash(path) is None
+    assert hashes.take_over(path) is None
+
+
+def test_early_hashes_do_not_travel_to_a_worker_process() -> None:
+    import pickle
+
+    assert pickle.loads(pickle.dumps([hashing.EarlyHashes()])) == [None]
 
 
 def test_an_early_hash_that_failed_is_not_handed_over(tmp_path: Path) -> None:
@@ -309,5 +317,6 @@ def test_an_early_hash_that_failed_is_not_handed_over(tmp_path: Path) -> None:
     assert isinstance(job.future.exception(), FileNotFoundError)
     key = ("k", 0, 0)
     with mock.patch.object(hashing, "_key", return_value=key):
-        hashing._SOON.jobs[key] = job
-        assert hashing.take_over_early_hash(path) is None
+        early = hashing.EarlyHashes()
+        early.jobs[key] = job
+        assert early.take_over(path) is None

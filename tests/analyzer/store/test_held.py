@@ -59,8 +59,8 @@ def test_a_held_store_reads_what_a_store_of_files_reads(tmp_path: Path) -> None:
             return [r for b in s.input_batches("ticks", timeline, cols, 100, between) for r in b.to_pylist()]
 
         assert ticks(store) and ticks(store) == ticks(disk)
-        spans = store.part_path("spans", store.inputs[0])
-    assert held.held(spans) is None  # let go with the store
+        assert store.held is not None and store.held.get(store.part_path("spans", store.inputs[0])) is not None
+    assert store.held is None  # let go with the store
 
 
 def test_held_parts_and_part_files_read_together(tmp_path: Path) -> None:
@@ -68,10 +68,18 @@ def test_held_parts_and_part_files_read_together(tmp_path: Path) -> None:
     both = RunStore.create_or_open(tmp_path / "both")
     log, timeline = discover(INPUTS)[0]
     both.ingest([log])  # a Parquet file
-    with held.holding(both.root):
-        both.ingest([timeline])  # held
-        assert len(_part_files(both)) == len(both.inputs[0]["tables"])
-        assert _tables(both) == _tables(_ranged(tmp_path / "disk"))
+    both.held = held.HeldParts()
+    both.ingest([timeline])  # held
+    assert len(_part_files(both)) == len(both.inputs[0]["tables"])
+    assert _tables(both) == _tables(_ranged(tmp_path / "disk"))
+
+
+def test_held_parts_do_not_travel_to_a_worker_process() -> None:
+    """Pickled (a task sent to a worker process), held parts are None: the worker writes Parquet."""
+    import pickle
+
+    parts = held.HeldParts({"ticks": ("rank",)})
+    assert pickle.loads(pickle.dumps({"held": parts})) == {"held": None}
 
 
 def test_rows_dropped_from_a_shared_bucket_leave_the_others(tmp_path: Path) -> None:
@@ -122,17 +130,17 @@ def test_a_dictionary_with_a_word_twice_reads_back_as_from_a_file(tmp_path: Path
     }
     table = pa.table(cols, schema=schema)
     root = tmp_path / "store"
-    with held.holding(root):
-        writers: Writers = {}
-        write_part(root, writers, "markers", "t", table)
-        part = held.held(root / "tables" / "markers" / "t" / "part-0.parquet")
-        assert part is not None
-        back = part.table()
-        assert back.to_pandas()["name"].astype(str).tolist() == ["CYCLE_START", "CYCLE_START", "X"]
-        for f in schema:
-            if pa.types.is_dictionary(f.type):
-                words_back = back.column(f.name).chunks[0].dictionary.to_pylist()
-                assert len(words_back) == len(set(words_back))
+    parts = held.HeldParts()
+    writers: Writers = {}
+    write_part(root, writers, "markers", "t", table, parts)
+    part = parts.get(root / "tables" / "markers" / "t" / "part-0.parquet")
+    assert part is not None
+    back = part.table()
+    assert back.to_pandas()["name"].astype(str).tolist() == ["CYCLE_START", "CYCLE_START", "X"]
+    for f in schema:
+        if pa.types.is_dictionary(f.type):
+            words_back = back.column(f.name).chunks[0].dictionary.to_pylist()
+            assert len(words_back) == len(set(words_back))
 
 
 def test_a_held_store_keeps_only_the_columns_its_reader_reads(tmp_path: Path) -> None:
@@ -142,7 +150,8 @@ def test_a_held_store_keeps_only_the_columns_its_reader_reads(tmp_path: Path) ->
     with temporary_store(hold=True, keep={"ticks": ("negotiation_id", "rank")}) as store:
         store.ingest(*discover(INPUTS), runner=ingest_runner(Executor(), range_bytes=4096))
         timeline = next(e for e in store.inputs if e["kind"] == "horovod_timeline")["id"]
-        part = held.held(store.part_path("ticks", next(e for e in store.inputs if e["id"] == timeline)))
+        assert store.held is not None
+        part = store.held.get(store.part_path("ticks", next(e for e in store.inputs if e["id"] == timeline)))
         assert part is not None and part.table().column_names == ["input_id", "negotiation_id", "rank"]
 
         def ticks(s: RunStore, cols: list[str]) -> list[dict[str, object]]:

@@ -19,6 +19,7 @@ import parsers.nccl.chunks
 from analyzer.fleet import run_batch
 from analyzer.store.discovery import discover
 from analyzer.store.ingest import ingest_runner
+from analyzer.store.local import NOTHING_LENT
 from analyzer.store.parallel import Executor
 from analyzer.store.run_store import RunStore
 from parsers.nccl.chunks import chunk_ranges
@@ -178,13 +179,13 @@ def test_interrupted_ingest_is_consistent_and_resumes(
     real = analyzer.store.buckets.write_bucket
     calls = []
 
-    def crashing(root: Path, bucket, progress=None, input_id=None):  # type: ignore[no-untyped-def]
+    def crashing(root: Path, bucket, progress=None, input_id=None, local=NOTHING_LENT):  # type: ignore[no-untyped-def]
         calls.append(bucket)
         if len(calls) == 4:  # dies after writing the 4th bucket, before the manifest lists it
-            real(root, bucket, progress, input_id)
+            real(root, bucket, progress, input_id, local)
             (root / "tables" / "spans" / f"{analyzer.store.parts.TMP_PREFIX}dead").mkdir(parents=True, exist_ok=True)
             raise KeyboardInterrupt
-        return real(root, bucket, progress, input_id)
+        return real(root, bucket, progress, input_id, local)
 
     monkeypatch.setattr("analyzer.store.run_store.write_bucket", crashing)
     store = RunStore.create_or_open(tmp_path / "store")
