@@ -11,6 +11,7 @@ which reads it through the same loader.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,15 @@ class Context:
     _places: dict[tuple[str, int], dict[int, RankPlace]] = field(default_factory=dict, repr=False)
     _traces: dict[str, RankTraceSet] = field(default_factory=dict, repr=False)
     _judged: dict[str, TracesJudged] = field(default_factory=dict, repr=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The threads the analysis runs its GIL-free passes on beside each other (a timeline model's
+        tick passes while its span tables are built, the ranks' statistics while the report's other
+        sections are): two, made on first use, gone with the context."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(2, thread_name_prefix="hvd-analyze-analysis")
+        return self._pool
 
     def table(self, name: str) -> pa.Table:
         return self.store.table(name)
@@ -83,7 +93,7 @@ class Context:
         """Every timeline input (of ``job``), analysed once (:func:`analyzer.timeline.load.analysed_model`)."""
         if self._timelines is None:
             self._timelines = [
-                load.analysed_model(self.store, e, self.config.memory_budget, self.config.thresholds)
+                load.analysed_model(self.store, e, self.config.memory_budget, self.config.thresholds, self.executor())
                 for e in self.store.inputs
                 if e["kind"] == "horovod_timeline"
             ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 
 from analyzer.config import AnalysisConfig
 from analyzer.context import Context
@@ -19,7 +20,7 @@ from analyzer.report.timeline_section import timeline_section
 from analyzer.report.types import InputDoc, JobDoc
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
-from analyzer.timeline.lateness import TICK_COLUMNS
+from analyzer.timeline.lateness import TICK_COLUMNS, RankLateness, rank_summary
 from analyzer.timeline.model import SPAN_COLUMNS
 from analyzer.version import __version__
 
@@ -42,9 +43,10 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
     require_evidence(store.inputs, store.manifest.get("skipped", []), where)
     found: dict[int, list[Finding]] = {}
     skipped_by: dict[int, Skipped] = {}
+    ranks_ahead: dict[str, Future[list[RankLateness]]] = {}
     if store.has_table("ticks"):  # the ranks' statistics on a thread while the others run
         for m in ctx.timelines():
-            m.rank_statistics_ahead()
+            ranks_ahead[m.input_id] = ctx.executor().submit(rank_summary, m.steady_lateness)
 
     def run(i: int) -> None:
         det = detectors[i]
@@ -61,7 +63,10 @@ def analyze_in(ctx: Context, detectors: Sequence[Detector] = ALL_DETECTORS) -> A
             run(i)
     models = sorted(ctx.timelines(), key=lambda m: -len(m.all_steps))  # the main timeline (most steps) first
     straggler = ctx.config.thresholds.straggler
-    sections = tuple(timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}, straggler) for m in models)
+    sections = tuple(
+        timeline_section(m, {r: p.host for r, p in ctx.rank_places(m).items()}, straggler, ranks_ahead.get(m.input_id))
+        for m in models
+    )
     for i in range(len(detectors)):
         if detectors[i].reads_rank_statistics:
             run(i)

@@ -25,6 +25,7 @@ later (tick offsets, a step's first byte, a later stretch's ticks) is read here 
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import replace
 
 import numpy as np
@@ -83,26 +84,31 @@ def budget_for_room(room: int) -> int:
 
 
 def analysed_model(
-    store: RunStore, entry: ManifestEntry, budget: int = DEFAULT_MEMORY_BUDGET, thresholds: Thresholds | None = None
+    store: RunStore,
+    entry: ManifestEntry,
+    budget: int = DEFAULT_MEMORY_BUDGET,
+    thresholds: Thresholds | None = None,
+    pool: Executor | None = None,
 ) -> TimelineModel:
     """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed;
-    its analyses decide by ``thresholds`` (the defaults when None)."""
-    model = _sized_model(store, entry, budget)
+    its analyses decide by ``thresholds`` (the defaults when None); ``pool``: threads its tick
+    passes run on beside the span tables' (None: one after the other, here)."""
+    model = _sized_model(store, entry, budget, pool)
     return model if thresholds is None else replace(model, thresholds=thresholds)
 
 
-def _sized_model(store: RunStore, entry: ManifestEntry, budget: int) -> TimelineModel:
+def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Executor | None) -> TimelineModel:
     need = model_bytes(entry)
     room = model_room(budget)
     if need <= room:
-        return build_model(store, entry)
+        return build_model(store, entry, pool)
     input_id = entry["id"]
     starts, grads, seg = find_steps(_segment_rows(store, input_id))
     n = len(starts)
     per_step = need / max(n, 1)
     k = max(MIN_DETAIL_STEPS, int(room * DETAIL_SHARE / per_step))
     if k >= n:  # too few steps to leave any out: the head would be the whole timeline
-        return build_model(store, entry)
+        return build_model(store, entry, pool)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
     tick_range = _span_range(ids)
@@ -115,6 +121,7 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int) -> Timeline
         grads,
         seg,
         tick_range,
+        pool=pool,
     )
     tables = [model.steps]
     size = max(MIN_WINDOW_STEPS, int(room * (1 - DETAIL_SHARE) / per_step))
@@ -160,15 +167,15 @@ def lateness_of_steps(
     return negotiation_lateness(neg, tick_chunks(store, entry["id"], _span_range(ids)))
 
 
-def build_model(store: RunStore, entry: ManifestEntry) -> TimelineModel:
+def build_model(store: RunStore, entry: ManifestEntry, pool: Executor | None = None) -> TimelineModel:
     """The whole model of the timeline input ``entry`` (a manifest entry) of ``store``
     (:func:`analysed_model` decides when a window must do)."""
     ticks = tick_chunks(store, entry["id"])
-    with ticks_counted(ticks) as counted:
-        spans = read_spans(store, entry["id"])
-        return model_of(
-            _identity(entry), spans, ticks, _markers(store, entry["id"]), *find_steps(spans), counted=counted
-        )
+    counted = ticks_counted(ticks, pool)
+    spans = read_spans(store, entry["id"])
+    return model_of(
+        _identity(entry), spans, ticks, _markers(store, entry["id"]), *find_steps(spans), counted=counted, pool=pool
+    )
 
 
 def read_spans(store: RunStore, input_id: str, where: pc.Expression | None = None) -> pd.DataFrame:

@@ -10,9 +10,8 @@ from Arrow tables in memory. :class:`TimelineModel` is immutable; detectors only
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Mapping
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -174,18 +173,8 @@ class TimelineModel:
     @cached_property
     def steady_ranks(self) -> list[RankLateness]:
         """:func:`analyzer.timeline.lateness.rank_summary` of :attr:`steady_lateness`, computed once
-        (on a thread of its own when :meth:`rank_statistics_ahead` started it)."""
-        ahead: Future[list[RankLateness]] | None = self.__dict__.pop("_ranks_ahead", None)
-        return ahead.result() if ahead is not None else rank_summary(self.steady_lateness)
-
-    def rank_statistics_ahead(self) -> None:
-        """Start :attr:`steady_ranks` on a thread of its own, for what runs before a reader of it
-        (its loops and numpy's selections release the GIL): 0.19 s of a 1 GB timeline's report."""
-        if "steady_ranks" in self.__dict__ or "_ranks_ahead" in self.__dict__:
-            return
-        pool = ThreadPoolExecutor(1, thread_name_prefix="hvd-analyze-ranks")
-        self.__dict__["_ranks_ahead"] = pool.submit(rank_summary, self.steady_lateness)
-        pool.shutdown(wait=False)  # the thread ends with its one task
+        (the report computes it ahead on its context's executor: :func:`analyzer.report.assembly.analyze_in`)."""
+        return rank_summary(self.steady_lateness)
 
     @cached_property
     def rank_scope(self) -> tuple[Literal["steady", "first_negotiations", "none"], Lateness]:
@@ -247,23 +236,26 @@ def model_of(
     seg: Segmentation,
     tick_range: tuple[int, int] | None = None,
     counted: Future[SpanTicks] | None = None,
+    pool: Executor | None = None,
 ) -> TimelineModel:
     """The model of ``spans`` (:func:`typed_spans`) of input ``of``, cut into the steps that start
     at ``starts``; ``ticks`` its
     rank ticks (only those of ``tick_range`` when ``spans`` are a window's), ``markers`` its
     ``name``/``ts_us`` markers; ``counted`` the ticks' first pass when the caller started it
-    (:func:`ticks_counted`)."""
+    (:func:`ticks_counted`); ``pool``: where the ticks' lateness runs meanwhile (None: here, after).
+    ``spans`` itself is left as it was: the model's are a shallow copy with the added columns."""
+    spans = spans.copy(deep=False)
     spans["step"] = step_of(spans["start_us"].to_numpy(), starts)
-    # the ticks' lateness (reading them, compiled loops without the GIL) on a thread of its own
+    # the ticks' lateness (reading them, compiled loops without the GIL) on a thread of the pool
     # while this one builds the span tables: on two cores, 0.3 s of a 1 GB timeline's analysis
-    with ThreadPoolExecutor(1, thread_name_prefix="hvd-analyze-lateness") as pool:
-        first_pass = counted.result if counted is not None else None
-        lateness = pool.submit(tick_lateness, ticks, *negotiation_rows(spans), first_pass)
-        batch_of, ready_of, batches = find_batches(spans)
-        spans["batch"] = batch_of
-        spans["ready_us"] = ready_of
-        steps = step_table(spans, starts, grads)
-        lat = lateness.result()
+    first_pass = counted.result if counted is not None else None
+    rows = negotiation_rows(spans)
+    lateness = pool.submit(tick_lateness, ticks, *rows, first_pass) if pool is not None else None
+    batch_of, ready_of, batches = find_batches(spans)
+    spans["batch"] = batch_of
+    spans["ready_us"] = ready_of
+    steps = step_table(spans, starts, grads)
+    lat = lateness.result() if lateness is not None else tick_lateness(ticks, *rows, first_pass)
     return TimelineModel(
         input_id=of.input_id,
         path=of.path,
@@ -279,13 +271,15 @@ def model_of(
     )
 
 
-@contextmanager
-def ticks_counted(ticks: Chunks) -> Iterator[Future[SpanTicks]]:
+def ticks_counted(ticks: Chunks, pool: Executor | None) -> Future[SpanTicks]:
     """The ticks' first pass (:func:`analyzer.timeline.lateness.span_ticks`: it needs no span) on a
-    thread of its own from now on, for :func:`model_of`: it runs while the caller reads the spans
-    (0.1-0.15 s of a 1 GB timeline's model on two cores)."""
-    with ThreadPoolExecutor(1, thread_name_prefix="hvd-analyze-ticks") as pool:
-        yield pool.submit(span_ticks, ticks)
+    thread of ``pool`` from now on, for :func:`model_of`: it runs while the caller reads the spans
+    (0.1-0.15 s of a 1 GB timeline's model on two cores); without a pool, here and now."""
+    if pool is not None:
+        return pool.submit(span_ticks, ticks)
+    done: Future[SpanTicks] = Future()
+    done.set_result(span_ticks(ticks))
+    return done
 
 
 def negotiation_lateness(spans: pd.DataFrame, ticks: Chunks) -> Lateness:
@@ -305,13 +299,5 @@ def model_from_tables(of: InputIdentity, spans: pa.Table, ticks: pa.Table, marke
     """The whole model of a timeline from its ``spans``, ``ticks`` and ``markers`` tables in memory
     (as :class:`parsers.timeline.TimelineParser` builds them, or as a test writes them)."""
     chunks = table_chunks(lambda cols: ticks.select(cols).to_batches())
-    with ticks_counted(chunks) as counted:
-        typed = typed_spans(spans.select(SPAN_COLUMNS).to_pandas())
-        return model_of(
-            of,
-            typed,
-            chunks,
-            markers.select(["name", "ts_us"]).to_pandas(),
-            *find_steps(typed),
-            counted=counted,
-        )
+    typed = typed_spans(spans.select(SPAN_COLUMNS).to_pandas())
+    return model_of(of, typed, chunks, markers.select(["name", "ts_us"]).to_pandas(), *find_steps(typed))

@@ -4,6 +4,10 @@ A new buffer is pages the kernel zeroes when they are first written: for the eve
 1 GB timeline that was 0.3 CPU-seconds, a tenth of its ingest, spent again for every buffer
 handed out. Reads go into a buffer kept per thread; event rows into buffers their reader gives
 back (:func:`parsers.timeline.tokens.recycle`) once it has paired them.
+
+This module's state is a cache, and only that: memory kept for reuse (a buffer per thread, at
+most :data:`_POOLED` event buffers of each size). Nothing read from it depends on what was in it
+before: every buffer handed out is written before it is read, and :func:`release` empties it.
 """
 
 from __future__ import annotations
