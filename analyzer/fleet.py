@@ -18,15 +18,24 @@ import json
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict
 
 from analyzer.compare.sides import job_fingerprints, step_samples
-from analyzer.compare.trend import JobSteps, JobTrend, job_steps, job_trends
+from analyzer.compare.trend import JobTrend, job_steps, job_trends
 from analyzer.config import DEFAULT_MEMORY_BUDGET, AnalysisConfig
 from analyzer.context import Context
 from analyzer.detectors.slowdown import CODE as SLOWDOWN
 from analyzer.errors import HvdAnalyzeError, UsageError
 from analyzer.findings import Finding, Severity
+from analyzer.fleet_types import (
+    CodeHit,
+    FaultyRun,
+    FindingBrief,
+    FleetSummary,
+    NotARun,
+    Regression,
+    RunSummary,
+    SlowdownBrief,
+)
 from analyzer.render import jsonreport
 from analyzer.report.assembly import analyze_in
 from analyzer.store.discovery import InputFile, discover, recognise
@@ -39,95 +48,6 @@ STORES = "stores"  # batch --keep-stores: REPORTS_DIR/stores/<run>
 TOP = 10
 
 
-class FindingBrief(TypedDict):
-    code: str
-    severity: str
-    title: str
-    ranks: list[int]
-    hosts: list[str]
-
-
-class SlowdownBrief(TypedDict):
-    """What the fleet summary keeps of a ``timeline.slowdown`` finding."""
-
-    ratio: float
-    onset_step: int
-    baseline_ms: float
-    onset_ms: float
-    lost_s: float
-    title: str
-
-
-class RunSummary(TypedDict):
-    """One run of a batch: ``status`` ``ok`` (the other keys but ``error``) or ``failed`` (``error``)."""
-
-    run: str
-    status: Literal["ok", "failed"]
-    error: NotRequired[str]
-    internal: NotRequired[bool]  # failed by a bug in hvd-analyze, not by its input
-    report: NotRequired[str]
-    worst: NotRequired[str | None]
-    findings: NotRequired[list[FindingBrief]]
-    median_step_ms: NotRequired[float | None]
-    p90_step_ms: NotRequired[float | None]
-    slowdown: NotRequired[SlowdownBrief | None]
-    jobs: NotRequired[list[JobSteps]]  # for the trends; not written to fleet.json
-
-
-class CodeHit(TypedDict):
-    run: str
-    ranks: list[int]
-    hosts: list[str]
-    title: str
-
-
-class FailedRun(TypedDict):
-    run: str
-    error: str
-    internal: bool  # a bug in hvd-analyze, not the run's input
-
-
-class FaultyRun(TypedDict):
-    run: str
-    worst: str | None
-    codes: list[str]
-
-
-class Regression(SlowdownBrief):
-    """A run's slowdown in the fleet's worst regressions: the finding's figures, the run, its median step."""
-
-    run: str
-    median_step_ms: float | None
-
-
-class SlowRun(TypedDict):
-    run: str
-    median_step_ms: float | None
-
-
-class FleetSummary(TypedDict):
-    """``fleet.json``'s ``fleet``: what the fleet of runs shows."""
-
-    runs: int
-    analysed: int
-    failed: list[FailedRun]
-    not_runs: list[NotARun]
-    with_findings: list[FaultyRun]
-    socket_fallback: list[CodeHit]
-    stragglers: list[CodeHit]
-    worst_regressions: list[Regression]
-    slowest_steps: list[SlowRun]
-    trends: list[JobTrend]
-
-
-class NotARun(TypedDict):
-    """An entry of the runs folder that is not a run (a README beside the runs), with the reason."""
-
-    path: str
-    reason: str
-
-
-#: endings a run given as one file loses in its name (``run_b.json`` is the run ``run_b``)
 INPUT_SUFFIXES = (".gz", ".json", ".log", ".txt", ".out", ".err", ".csv")
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from dash import dcc, html
 
 from analyzer import AnalysisConfig, Context, HvdAnalyzeError, main_timeline, step_tables, step_window
-from analyzer.render import figures
+from analyzer.render import gantt
 from dashboards.runs import RunLibrary
 
 CHOICES = [{"label": "the median step", "value": "median"}, {"label": "the slowest step", "value": "slowest"}]
@@ -66,7 +66,7 @@ def step_view(library: RunLibrary, run_id: str | None, spec: str) -> html.Div:
     link = f"api/runs/{quote(run_id)}/slice?steps={window.first}:{window.last + 1}"
     parts: list[Any] = [
         dcc.Graph(
-            figure=figures.step_gantt(spans, ticks, tables.names, title),
+            figure=gantt.step_gantt(spans, ticks, tables.names, title),
             id="step-gantt",
             config={"displaylogo": False},
         ),

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.cli.options import output_file
-from analyzer.render.figures import step_gantt
+from analyzer.render.gantt import step_gantt
 from dashboards.api import host_refused
 from tests.conftest import ROOT
 

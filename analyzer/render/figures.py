@@ -9,10 +9,8 @@ A view's ``note`` (what was reduced to keep the figure small) is shown under the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from html import escape
 from itertools import pairwise
-from typing import Any
 
 import plotly.graph_objects as go
 
@@ -26,7 +24,7 @@ from analyzer.report.view_types import (
     StepSeriesView,
 )
 
-_LAYOUT = {"template": "plotly_white", "height": 320, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}}
+LAYOUT = {"template": "plotly_white", "height": 320, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}}
 
 
 def step_histogram(section: TimelineSection) -> go.Figure:
@@ -56,7 +54,7 @@ def step_histogram(section: TimelineSection) -> go.Figure:
         xaxis_title="step time (ms)",
         yaxis_title="steps",
         bargap=0.05,
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -86,7 +84,7 @@ def compare_overlay(steps: StepShiftDoc) -> go.Figure:
         xaxis_title="step time (ms)",
         yaxis_title="% of steps",
         barmode="overlay",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -111,7 +109,7 @@ def rank_lateness(section: TimelineSection) -> go.Figure:
         xaxis_title="rank",
         yaxis_title="ms",
         barmode="group",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -133,7 +131,7 @@ def phase_breakdown(section: TimelineSection) -> go.Figure:
     fig.update_layout(
         title="Where a step goes (median per step; phases overlap)",
         xaxis_title="ms per step",
-        **{**_LAYOUT, "height": max(240, 40 + 26 * len(phases))},
+        **{**LAYOUT, "height": max(240, 40 + 26 * len(phases))},
     )
     return fig
 
@@ -176,7 +174,7 @@ def step_series(view: StepSeriesView, median_s: float | None = None, p90_s: floa
         title=_title("Step time over the run", view["note"]),
         xaxis_title="step",
         yaxis_title="step time (ms)",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -201,7 +199,7 @@ def lateness_box(view: RankBoxView) -> go.Figure:
         title=_title("Lateness per rank (box q1-q3, whiskers p5/p95)", view["note"]),
         xaxis_title="rank",
         yaxis_title="ms behind the first-ready rank",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -229,7 +227,7 @@ def rank_heatmap(view: HeatmapView, step_ms: float | None = None) -> go.Figure:
         yaxis_title="rank",
         xaxis_type="category",
         yaxis_type="category",
-        **{**_LAYOUT, "height": max(320, min(900, 60 + 14 * len(view["ranks"])))},
+        **{**LAYOUT, "height": max(320, min(900, 60 + 14 * len(view["ranks"])))},
     )
     return fig
 
@@ -260,7 +258,7 @@ def batch_size_histogram(view: BatchSizesView) -> go.Figure:
         xaxis_title="bytes per batch",
         yaxis_title="batches",
         xaxis_type="log",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -290,7 +288,7 @@ def cadence_histogram(view: CadenceView) -> go.Figure:
         title=f"Cycle cadence: gaps between {what} ({view['gaps']})",
         xaxis_title="gap (ms)",
         yaxis_title="gaps",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -336,81 +334,6 @@ def transport_matrix(nccl: NcclSection) -> go.Figure:
         title="NCCL transports per host (processes; the socket network in red)",
         xaxis_type="category",
         yaxis_type="category",
-        **{**_LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))},
-    )
-    return fig
-
-
-#: Span names grouped into the phases a step view colours (the rest: "other").
-_PHASE_COLOURS = (
-    ("NEGOTIATE", "#e67e22"),
-    ("QUEUE", "#95a5a6"),
-    ("MEMCPY", "#8e44ad"),
-    ("WAIT_FOR", "#bdc3c7"),
-    ("NCCL_", "#3b6ea5"),
-    ("GLOO_", "#3b6ea5"),
-    ("MPI_", "#3b6ea5"),
-    ("ALLREDUCE", "#1f3f66"),
-    ("BROADCAST", "#1f3f66"),
-    ("ALLGATHER", "#1f3f66"),
-)
-
-
-def step_gantt(
-    spans: Sequence[tuple[int, str, int, int | None]],
-    ticks: Sequence[tuple[int, int, int]],
-    names: Mapping[int, str],
-    title: str,
-) -> go.Figure:
-    """One row per tensor: its spans ``(pid, name, start_us, end_us)`` as bars from the step's start,
-    coloured by phase, and the rank ticks ``(pid, rank, ts_us)`` as marks labelled with the rank."""
-    t0 = min((s[2] for s in spans), default=0)
-    order = sorted(
-        {s[0] for s in spans} | {t[0] for t in ticks}, key=lambda p: min((s[2] for s in spans if s[0] == p), default=0)
-    )
-    # tensor and span names come from the input: Plotly reads its own pseudo-HTML in labels and hover
-    # text (<a href> becomes a working link), so they are escaped as text
-    label = {p: f"{escape(str(names.get(p, p)))} [{p}]" for p in order}
-    groups: dict[str, list[tuple[int, str, int, int]]] = {}
-    for pid, name, start, end in spans:
-        if end is None:
-            continue
-        phase = next((prefix.rstrip("_") for prefix, _ in _PHASE_COLOURS if name.startswith(prefix)), "other")
-        groups.setdefault(phase, []).append((pid, name, start, end))
-    colour = dict((prefix.rstrip("_"), c) for prefix, c in _PHASE_COLOURS) | {"other": "#7f8c8d"}
-    traces: list[Any] = [
-        go.Bar(
-            y=[label[p] for p, *_ in rows],
-            x=[(e - s) / 1e3 for _, _, s, e in rows],
-            base=[(s - t0) / 1e3 for _, _, s, _ in rows],
-            orientation="h",
-            name=phase,
-            marker_color=colour[phase],
-            customdata=[escape(n) for _, n, _, _ in rows],
-            hovertemplate="%{customdata}: %{base:.2f} ms + %{x:.2f} ms<extra>%{y}</extra>",
-        )
-        for phase, rows in groups.items()
-    ]
-    if ticks:
-        traces.append(
-            go.Scatter(
-                y=[label[p] for p, _, _ in ticks],
-                x=[(ts - t0) / 1e3 for _, _, ts in ticks],
-                mode="markers+text",
-                text=[str(r) for _, r, _ in ticks],
-                textposition="top center",
-                textfont={"size": 9},
-                marker={"symbol": "line-ns-open", "size": 12, "color": "#c0392b"},
-                name="rank ready",
-                hovertemplate="rank %{text} ready at %{x:.2f} ms<extra>%{y}</extra>",
-            )
-        )
-    fig = go.Figure(traces)
-    fig.update_layout(
-        title=title,
-        barmode="overlay",
-        xaxis_title="ms from the step's first span",
-        yaxis={"autorange": "reversed", "automargin": True},
-        **{**_LAYOUT, "height": max(320, 60 + 22 * len(order))},
+        **{**LAYOUT, "height": max(240, min(900, 90 + 28 * len(hosts)))},
     )
     return fig

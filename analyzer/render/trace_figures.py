@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analyzer.render.figures import _LAYOUT, _title
+from analyzer.render.figures import LAYOUT, _title
 from analyzer.report.rank_types import RankTracesDoc
 
 
@@ -28,6 +28,6 @@ def rank_trace_bars(section: RankTracesDoc) -> go.Figure:
         xaxis_title="rank",
         yaxis_title="ms",
         barmode="group",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig

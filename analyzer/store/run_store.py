@@ -34,32 +34,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import StoreError
 from analyzer.store.buckets import Bucket, now, plan_buckets, write_bucket
 from analyzer.store.discovery import InputFile, SkippedFile
 from analyzer.store.hashing import EarlyHashes
-from analyzer.store.held import HeldPart, HeldParts
+from analyzer.store.held import HeldParts
 from analyzer.store.local import Local
 from analyzer.store.lock import locked
 from analyzer.store.manifest import MANIFEST_NAME, KnownInputs, Manifest, ManifestEntry, checked, digest, write_manifest
+from analyzer.store.part_files import Part, input_batches, input_rows, part_path, parts_of, whole_part
 from analyzer.store.parts import (
-    PART,
     RUN_KEY,
     TMP_PREFIX,
     drop_input_rows,
     entry_folder,
     file_schema,
-    read_part,
-    reading,
-    row_groups,
     safe_name,
 )
 from analyzer.version import __version__
-from parsers import arrow as A
-from parsers.schema import SCHEMA_VERSION, TABLES, arrow_schema, validate
+from parsers.schema import SCHEMA_VERSION, arrow_schema, validate
 
 if TYPE_CHECKING:  # loaded where rows are filtered: an ingest never needs it (40 ms)
     import pyarrow.compute as pc
@@ -179,7 +174,7 @@ class RunStore:
 
     def part_path(self, name: str, entry: ManifestEntry) -> Path:
         """The Parquet file holding the rows of table ``name`` of input ``entry`` (a manifest entry)."""
-        return self.root / "tables" / name / entry_folder(entry) / PART
+        return part_path(self.root, name, entry)
 
     def has_table(self, name: str) -> bool:
         """True when at least one input produced ``name`` (possibly with zero rows)."""
@@ -188,7 +183,7 @@ class RunStore:
     def table(self, name: str) -> pa.Table:
         """The whole table over every input, checked against its declared schema."""
         if name not in self._cache:
-            parts = [self._read(name, path, ids, version) for path, ids, version in self._parts(name)]
+            parts = [whole_part(name, part, self.held) for part in self._parts(name)]
             data = (
                 pa.concat_tables(parts).unify_dictionaries().combine_chunks()
                 if parts
@@ -206,22 +201,11 @@ class RunStore:
 
         Analyses work per input; this avoids concatenating every input's partition.
         """
-        schema = file_schema(name)
         part = self._part_of(name, input_id)
         if part is None:
+            schema = file_schema(name)
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
-        path, ids, version = part
-        if version == 1:
-            return read_part(path, name, schema=schema, columns=columns, filters=where)
-        cols = columns if columns is not None else schema.names
-        if len(ids) > 1:
-            import pyarrow.compute as pc
-
-            mine = pc.field("input_id") == input_id
-            where = mine if where is None else where & mine
-        if (kept := self._held(path)) is not None:
-            return kept.read(cols, where)
-        return read_part(path, name, columns=cols, filters=where)
+        return input_rows(name, part, input_id, self.held, columns, where)
 
     def input_batches(
         self,
@@ -237,67 +221,15 @@ class RunStore:
         ``column`` is in ``[lo, hi]`` (not null) and skips the row groups whose statistics rule
         them all out: the ticks of a windowed timeline's first steps are the first row groups."""
         part = self._part_of(name, input_id)
-        if part is None:
-            return
-        import pyarrow.compute as pc
+        if part is not None:
+            yield from input_batches(name, part, input_id, self.held, columns, batch_rows, between)
 
-        path, ids, version = part
-        shared = version == 2 and len(ids) > 1
-        extra = (["input_id"] if shared else []) + ([between[0]] if between else [])
-        read = list(dict.fromkeys([*columns, *extra]))
-        with reading(path, name, self.held):
-            if (kept := self._held(path)) is not None:
-                batches: Iterable[pa.RecordBatch] = kept.batches(read, batch_rows)
-            else:
-                import pyarrow.parquet as pq  # here: a store held in memory reads no file (20 ms)
-
-                file = pq.ParquetFile(path)
-                groups = row_groups(file.metadata, *between) if between else None
-                batches = file.iter_batches(batch_size=batch_rows, row_groups=groups, columns=read)
-            for b in batches:
-                keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
-                if between:
-                    col = b.column(between[0])
-                    inside = pc.and_(pc.greater_equal(col, between[1]), pc.less_equal(col, between[2]))
-                    keep = inside if keep is None else pc.and_(keep, inside)
-                yield b if keep is None else b.filter(keep).select(columns)
-
-    def _part_of(self, name: str, input_id: str) -> tuple[Path, list[str], int] | None:
+    def _part_of(self, name: str, input_id: str) -> Part | None:
         """The part file of table ``name`` that holds ``input_id``'s rows (None: it has none)."""
-        return next((part for part in self._parts(name) if input_id in part[1]), None)
+        return next((part for part in self._parts(name) if input_id in part.ids), None)
 
-    def _held(self, path: Path) -> HeldPart | None:
-        return self.held.get(path) if self.held is not None else None
-
-    def _read(self, name: str, path: Path, ids: list[str], version: int) -> pa.Table:
-        """A part file with its ``input_id`` column (a version-1 file has one input, named by its folder)."""
-        if (kept := self._held(path)) is not None:
-            return kept.read(arrow_schema(name).names)
-        if version == 2:
-            return read_part(path, name, schema=arrow_schema(name))
-        t = read_part(path, name, schema=file_schema(name))
-        col = A.dictionary(np.zeros(t.num_rows, np.int32), ids)
-        return t.add_column(0, arrow_schema(name).field("input_id"), col)
-
-    def _parts(self, name: str) -> list[tuple[Path, list[str], int]]:
-        """Each part file of table ``name``: its path, the ids of the listed inputs in it and
-        its layout version (2: a bucket with an ``input_id`` column; 1: one input's folder)."""
-        if name not in TABLES:
-            raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
-        parts: dict[Path, tuple[list[str], int]] = {}
-        for entry in self.manifest["inputs"]:
-            if name not in entry.get("tables", []):
-                continue
-            path = self.part_path(name, entry)
-            if path not in parts:
-                if not path.exists() and self._held(path) is None:
-                    raise StoreError(
-                        f"{self.root}: table {name!r} of input {entry['path']} is missing ({path}); "
-                        "repair the store with `hvd-analyze ingest --repair -o STORE`"
-                    )
-                parts[path] = ([], 2 if entry.get("bucket") else 1)
-            parts[path][0].append(entry["id"])
-        return [(path, ids, version) for path, (ids, version) in parts.items()]
+    def _parts(self, name: str) -> list[Part]:
+        return parts_of(self.root, self.manifest["inputs"], name, self.held)
 
     # -- writing ----------------------------------------------------------------------
     @locked
