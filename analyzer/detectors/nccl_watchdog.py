@@ -3,12 +3,21 @@
 Reading (``docs/formats/nccl-log.md`` §5): the same SeqNum and OpType on every rank is a hang
 inside one collective (network, or a dead/stuck rank); the same SeqNum with different
 OpTypes means ranks issued different collectives (desynchronised program); different
-SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect. When NCCL
+SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect. Each process
+group counts its SeqNums on its own (the group is named on the watchdog's work line, or on the
+timeout line itself since PyTorch 2.3): the reading is made per group, so two groups timing out in
+different collectives is no desync, and a rank is named only in the default group, whose ranks are
+the global ones (in another group ``[Rank N]`` is the rank within it). When NCCL
 logged an error in the same job, the timeouts are its consequence: a warning that names it (the
 ``nccl.error`` finding is the critical one and cites the timeouts).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pandas as pd
 
 from analyzer.detectors._logs import listed, src, who
 from analyzer.detectors.base import LogDetector
@@ -32,24 +41,15 @@ class WatchdogTimeout(LogDetector):
         per_rank = ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
         seqs = sorted(set(w["seq"]))
         ops = sorted(set(w["op"]))
-        suspect: tuple[int, ...] = ()
-        if len(seqs) > 1 and len(per_rank) > 1:
-            low = per_rank["seq"].min()
-            suspect = tuple(int(r) for r in per_rank.index[per_rank["seq"] == low])
+        readings = [_group_verdict(pg, rows) for pg, rows in _by_group(w)]
+        kinds = {r.kind for r in readings}
+        suspect = tuple(sorted({rank for r in readings for rank in r.suspects}))
+        kind = next((k for k in ("behind", "desync") if k in kinds), "groups" if len(readings) > 1 else "hang")
+        verdict = "; ".join(r.text for r in readings)
+        if len(readings) > 1:
             verdict = (
-                f"ranks are at different collectives: rank(s) {', '.join(map(str, suspect))} stopped at "
-                f"SeqNum {int(low)}, others reached up to {int(per_rank['seq'].max())}; the lowest is the "
-                "suspect (it stopped issuing collectives or is stuck before one)"
-            )
-        elif len(ops) > 1:
-            verdict = (
-                f"ranks timed out in different collectives at SeqNum {seqs[0]} ({', '.join(ops)}): the "
-                "program is desynchronised (ranks took different code paths)"
-            )
-        else:
-            verdict = (
-                f"every rank that reported is stuck in the same collective ({ops[0]} SeqNum {seqs[0]}): a hang "
-                "inside NCCL (network, or a rank that died or never arrived)"
+                f"{len(readings)} process groups (or works) timed out, each with its own SeqNum counter, so "
+                f"their SeqNums are not compared with each other: {verdict}"
             )
         first = w.sort_values(["file", "line"]).iloc[0]
         evidence = [
@@ -97,6 +97,81 @@ class WatchdogTimeout(LogDetector):
                     ),
                 ),
                 ranks=suspect,
-                labels={"verdict": "behind" if suspect else "desync" if len(ops) > 1 else "hang"},
+                labels={"verdict": kind},
             )
         ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    kind: str  # hang | desync | behind
+    text: str
+    suspects: tuple[int, ...] = ()
+
+
+def _group_id(pg: object) -> str | None:
+    """A process group's id from the watchdog's work line (``1``, ``0 (default_pg)``, ``0 0(default_pg)``)."""
+    return pg.split()[0] if isinstance(pg, str) and pg.strip() else None
+
+
+def _by_group(w: pd.DataFrame) -> Iterator[tuple[str | None, pd.DataFrame]]:
+    """The timeouts per process group, whose SeqNums count on their own. A timeout whose work line
+    (which names the group) was not logged belongs to the one group its rank's other timeouts name,
+    else to the one group its file's timeouts name; those of no named group are read together (as
+    one group's: without the group, nothing tells them apart)."""
+    ids = [_group_id(pg) for pg in w["pg"]]
+    by_rank: dict[tuple[object, object], set[str]] = {}
+    by_file: dict[object, set[str]] = {}
+    for file, rank, pg in zip(w["file"], w["rank"], ids, strict=True):
+        if pg is not None:
+            by_rank.setdefault((file, rank), set()).add(pg)
+            by_file.setdefault(file, set()).add(pg)
+
+    def inherited(file: object, rank: object, pg: str | None) -> str | None:
+        if pg is not None:
+            return pg
+        for named in (by_rank.get((file, rank), set()), by_file.get(file, set())):
+            if len(named) == 1:
+                return next(iter(named))
+        return None
+
+    ids = pd.Series(
+        [inherited(f, r, g) for f, r, g in zip(w["file"], w["rank"], ids, strict=True)], index=w.index, dtype=object
+    )
+    known = ids.notna()
+    for pg in sorted(set(ids[known])):
+        yield pg, w[ids == pg]
+    rest = w[~known]
+    if not rest.empty:
+        yield None, rest
+
+
+def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
+    """The reading of one group's timeouts (the module docstring's)."""
+    where = f"process group {pg}: " if pg is not None else ""
+    ranked = rows[rows["rank"].notna()]
+    per_rank = ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
+    seqs = sorted(set(rows["seq"]))
+    ops = sorted(set(rows["op"]))
+    local = " (ranks within the group)" if pg is not None and pg != "0" else ""
+    if len(seqs) > 1 and len(per_rank) > 1:
+        low = per_rank["seq"].min()
+        suspects = tuple(int(r) for r in per_rank.index[per_rank["seq"] == low])
+        return _Reading(
+            "behind",
+            f"{where}ranks are at different collectives: rank(s) {', '.join(map(str, suspects))}{local} stopped at "
+            f"SeqNum {int(low)}, others reached up to {int(per_rank['seq'].max())}; the lowest is the suspect (it "
+            "stopped issuing collectives or is stuck before one)",
+            suspects if not local else (),
+        )
+    if len(ops) > 1 and len(seqs) == 1:
+        return _Reading(
+            "desync",
+            f"{where}ranks timed out in different collectives at SeqNum {seqs[0]} ({', '.join(ops)}): the program "
+            "is desynchronised (ranks took different code paths)",
+        )
+    return _Reading(
+        "hang",
+        f"{where}every rank that reported is stuck in the same collective ({listed(ops, 3)} SeqNum "
+        f"{listed([str(s) for s in seqs], 4)}): a hang inside NCCL (network, or a rank that died or never arrived)",
+    )

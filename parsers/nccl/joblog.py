@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from parsers.nccl.rows import ExitRow, WatchdogRow
 
 WATCHDOG = re.compile(
-    r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+    r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<pgrank>\d+)\] "
+    r"|\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>-?\d+), NumelOut=(?P<nout>-?\d+))?, Timeout\(ms\)=(?P<timeout>\d+)\)"
     r" ran for (?P<ran>\d+) milliseconds"
 )
@@ -97,7 +98,7 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
     # the launcher's "[rankN]:" is the global rank; the message's "[Rank N]" is the rank within the
     # process group that timed out, the global one only in the default group
     tag = _RANK_TAG.search(line, 0, m.start())
-    rank = tag["rank"] if tag else m["rank"]
+    rank = tag["rank"] if tag else m["rank"] or m["pgrank"]
     return {
         "line": lineno,
         "rank": int(rank) if rank is not None else None,
@@ -107,7 +108,7 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
         "numel_out": int(m["nout"]) if m["nout"] else None,
         "timeout_ms": int(m["timeout"]),
         "ran_ms": int(m["ran"]),
-        "pg": None,
+        "pg": _pg(m) if m["pg"] is not None else None,  # 2.3+ names the group on the timeout line itself
         "last_enqueued": None,
         "last_completed": None,
     }
@@ -115,19 +116,27 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
 
 @dataclass(frozen=True, slots=True)
 class WatchdogWork:
-    rank: int
+    rank: int  # within the process group
     pg: str  # "1", or "0 (default_pg)"
     work: int
     last_enqueued: int
     last_completed: int
+    global_rank: int | None = None  # the launcher's ``[rankN]:`` on the same line
 
 
 def parse_watchdog_work(line: str) -> WatchdogWork | None:
     m = WATCHDOG_WORK.search(line)
     if not m:
         return None
-    pg = m["pg"] + (f" ({m['name']})" if m["name"] else "") + (f" {m['guid']}" if m["guid"] else "")
-    return WatchdogWork(int(m["rank"]), pg, int(m["work"]), int(m["enq"]), int(m["done"]))
+    tag = _RANK_TAG.search(line, 0, m.start())
+    return WatchdogWork(
+        int(m["rank"]), _pg(m), int(m["work"]), int(m["enq"]), int(m["done"]), int(tag["rank"]) if tag else None
+    )
+
+
+def _pg(m: re.Match[str]) -> str:
+    """``1``, ``0 (default_pg)`` or ``0 0(default_pg)``: a process group's id, name and GUID as printed."""
+    return m["pg"] + (f" ({m['name']})" if m["name"] else "") + (f" {m['guid']}" if m["guid"] else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +220,8 @@ def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
     """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
     work" line) describes; False when there is none."""
     for w in reversed(watchdog):
-        if w["rank"] == work.rank and w["seq"] == work.work and w["pg"] is None:
+        same_rank = w["rank"] in (work.rank, work.global_rank)  # a timeout line's rank may be the launcher's
+        if same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None:
             w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
             return True
     return False
