@@ -110,8 +110,9 @@ class _Reading:
 
 
 def _group_id(pg: object) -> str | None:
-    """A process group's id from the watchdog's work line (``1``, ``0 (default_pg)``, ``0 0(default_pg)``)."""
-    return pg.split()[0] if isinstance(pg, str) and pg.strip() else None
+    """A process group as the watchdog's lines print it (``1``, ``0 (default_pg)``, ``11 119``: its id, and
+    its GUID since PyTorch 2.3, which tells apart two groups made at the same place on different ranks)."""
+    return " ".join(pg.replace("(", " (").split()) if isinstance(pg, str) and pg.strip() else None
 
 
 def _by_group(w: pd.DataFrame) -> Iterator[tuple[str | None, pd.DataFrame]]:
@@ -153,7 +154,7 @@ def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
     per_rank = ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
     seqs = sorted(set(rows["seq"]))
     ops = sorted(set(rows["op"]))
-    local = " (ranks within the group)" if pg is not None and pg != "0" else ""
+    local = " (ranks within the group)" if pg is not None and pg.split()[0] != "0" else ""
     if len(seqs) > 1 and len(per_rank) > 1:
         low = per_rank["seq"].min()
         suspects = tuple(int(r) for r in per_rank.index[per_rank["seq"] == low])

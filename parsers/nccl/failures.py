@@ -43,6 +43,11 @@ PLUGIN_ASIDE_NOTE = (
 )
 TEARDOWN_NOTE = "logged as this process tore its communicator down (Abort, Destroy): shutdown noise"
 
+WATCHDOG_NOTE = (
+    "logged after PyTorch's watchdog timed a collective out in this log, with no WARN of its own before: the "
+    "watchdog tearing the communicator down (ncclCommAbort), a consequence of the timeout, not its cause"
+)
+
 TEARDOWN_LINES = 50  # a chain this close before its process's Abort/Destroy line is the teardown's own
 ThreadKey = tuple[str | None, int | None, int | None]
 
@@ -110,12 +115,22 @@ class Failures:
         if lookup(text) is not None and not v.benign:
             err["class"], err["remediation"] = v.cls, v.remediation
 
-    def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState]) -> None:
+    def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState], timed_out: int | None = None) -> None:
         """Declassify the chains after which their process went on normally (failed probes), the
-        plugins that stepped aside and the shutdown noise, and let framework reports inherit the
-        class of NCCL's first classified error: they are its consequence, not a cause of their own."""
+        plugins that stepped aside and the shutdown noise (also a chain without a WARN logged after
+        the log's first watchdog timeout, line ``timed_out``: the watchdog's teardown), and let
+        framework reports inherit the class of NCCL's first classified error: they are its
+        consequence, not a cause of their own."""
         warned = {(e["host"], e["pid"]) for e in self.errors if e["level"] == "WARN" and e["class"] is not None}
         for err in self.errors:
+            if (
+                timed_out is not None
+                and err["level"] == "chain"
+                and err["line"] > timed_out
+                and (err["host"], err["pid"]) not in warned
+            ):
+                err["class"], err["remediation"], err["consequence"] = None, WATCHDOG_NOTE, True
+                continue
             proc = procs.get((err["host"], err["pid"]))
             if proc is None:
                 continue

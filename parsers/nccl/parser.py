@@ -358,7 +358,7 @@ class JobLogParser(JobTexts):
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
         fold_fast_colls(self)
-        self.failures.settle(self.procs)
+        self.failures.settle(self.procs, min((w["line"] for w in self.watchdog), default=None))
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:
             self.sink.add(

@@ -72,3 +72,25 @@ def test_the_timeout_line_names_its_group_and_rank_and_the_work_line_still_compl
     tagged = joblog.parse_watchdog(f"[rank13]:[E ProcessGroupNCCL.cpp:563] [Rank 5] {WD.format(seq=9141, op='X')}", 1)
     assert tagged is not None and tagged["rank"] == 13  # the launcher's tag is the global rank
     assert joblog.attach_work([tagged], work) and tagged["pg"] == "3" and tagged["last_completed"] == 9140
+
+
+@pytest.mark.parametrize("prefix", ["", "2025-02-18 12:54 "], ids=["plain", "timestamped"])
+def test_a_chain_after_the_watchdog_timed_out_is_its_teardown_not_a_cause(tmp_path: Path, prefix: str) -> None:
+    """Two groups made at the same place (PG ID 11) on different ranks time out; NCCL then prints a
+    result chain with no WARN while the watchdog aborts the communicator (the shape of NVIDIA/nccl#1610)."""
+    text = (
+        f"{prefix}[rank13]:[E218 04:54:22.864 ProcessGroupNCCL.cpp:616] [Rank 1] {WD.format(seq=216, op='ALLTOALL_BASE')}\n"
+        f"{prefix}[rank13]:[E218 04:54:22.864 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 Rank 1] "
+        f"{WORK.format(seq=216, enq=220, done=215)}\n"
+        f"{prefix}[rank15]:[E218 04:54:22.883 ProcessGroupNCCL.cpp:616] [Rank 1] {WD.format(seq=57, op='ALLREDUCE')}\n"
+        f"{prefix}[rank15]:[E218 04:54:22.883 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 112 Rank 0] "
+        f"{WORK.format(seq=57, enq=57, done=56)}\n"
+        f"{prefix}node0:180:915 [7] NCCL INFO misc/socket.cc:47 -> 3\n"
+        f"{prefix}node0:180:915 [7] NCCL INFO misc/socket.cc:550 -> 3\n"
+    )
+    doc = report(tmp_path, text)
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert "nccl.error" not in codes  # the chain is the abort's, not a root cause
+    wd = codes["nccl.watchdog_timeout"]
+    assert wd["severity"] == "critical" and wd["labels"]["verdict"] == "groups" and wd["ranks"] == []
+    assert "11 119" in wd["summary"] and "11 112" in wd["summary"]
