@@ -11,12 +11,13 @@ from typing import Any
 
 from dash import Dash, Input, Output, dcc, html
 
-from analyzer import AnalysisReport, Context
+from analyzer import Context
 from analyzer.compare import Side, compare_sides, step_parts, step_samples
 from analyzer.render import figures
 from analyzer.render.compare import compare_sections, side_line
 from dashboards.pages import graph, none_page, table
 from dashboards.runs import RunLibrary, run_labels
+from dashboards.work import OLDER_REPORT, report_of
 
 
 def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
@@ -27,6 +28,9 @@ def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
     doc = library.document(run_id)
     if doc is None:
         return f"{label}: run {meta['name']} has no analysis"
+    report = report_of(doc)
+    if report is None:
+        return f"{label}: {OLDER_REPORT}"
     steps = doc.get("steps_s")
     if steps is None:  # made by an older version of the app
         store = library.store_of(run_id)
@@ -36,7 +40,7 @@ def _side(library: RunLibrary, run_id: str, label: str) -> Side | str:
     parts = doc.get("step_parts")
     if parts is None and (store := library.store_of(run_id)) is not None:
         parts = step_parts(Context(store))
-    return Side(label, meta["name"], AnalysisReport.from_document(doc["report"]), steps, parts=parts or {})
+    return Side(label, meta["name"], report, steps, parts=parts or {})
 
 
 def compare_content(library: RunLibrary, before: str | None, after: str | None) -> html.Div:

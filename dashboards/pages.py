@@ -22,7 +22,7 @@ from analyzer.render.sections import fusion_line, noise_line, steps_line, window
 from analyzer.report import TimelineSection, TimelineViews, report_for_job
 from dashboards.traces_page import trace_parts
 from dashboards.tuning import tuning
-from dashboards.work import AnalysisDocument
+from dashboards.work import OLDER_REPORT, AnalysisDocument, report_of
 
 PAGES = (
     ("overview", "Overview"),
@@ -368,22 +368,25 @@ def render_page(page: str, doc: AnalysisDocument | None, job: str | None = None)
     """Page ``page`` of a run, of its job ``job`` when the run holds several."""
     if doc is None:
         return none_page("Choose a run, or upload a timeline.json, a log or a .zip/.tar.gz of a run folder.")
-    report = report_for_job(AnalysisReport.from_document(doc["report"]), job)
-    return RENDER.get(page, overview)(Shown(report, doc.get("views", {})))
+    whole = report_of(doc)
+    if whole is None:
+        return none_page(OLDER_REPORT)
+    return RENDER.get(page, overview)(Shown(report_for_job(whole, job), doc.get("views", {})))
 
 
 def job_options(doc: AnalysisDocument | None) -> tuple[list[dict[str, str]], str | None]:
     """The job selector of a run of several jobs (``([], None)`` for one job), and the job shown
     first: the one whose finding is the report's most severe."""
-    jobs = doc["report"]["jobs"] if doc else []
-    if doc is None or len(jobs) < 2:
+    report = report_of(doc) if doc is not None else None
+    jobs = report.jobs if report is not None else ()
+    if report is None or len(jobs) < 2:
         return [], None
-    findings = doc["report"]["findings"]  # the stored document's: only their job is read
-    count = {j["id"]: sum(f["job"] == j["id"] for f in findings) for j in jobs}
+    findings = report.findings
+    count = {j["id"]: sum(f.job == j["id"] for f in findings) for j in jobs}
     # an unpacked archive's folder reads as the user named it (work.relabel: "run.zip!runs/a")
     options = [
         {"label": f"{j['folder'] if '!' in j['folder'] else j['name']} ({count[j['id']]} finding(s))", "value": j["id"]}
         for j in jobs
     ]
-    first = findings[0]["job"] if findings and findings[0]["job"] in count else jobs[0]["id"]
+    first = findings[0].job if findings and findings[0].job in count else jobs[0]["id"]
     return options, first

@@ -13,7 +13,7 @@ from typing import Any, NotRequired, TypedDict
 
 import orjson
 
-from analyzer import DEFAULT_MEMORY_BUDGET, RENDERERS, AnalysisConfig, Context, HvdAnalyzeError
+from analyzer import DEFAULT_MEMORY_BUDGET, RENDERERS, AnalysisConfig, AnalysisReport, Context, HvdAnalyzeError
 from analyzer.compare import step_parts, step_samples
 from analyzer.render import jsonreport
 from analyzer.report import ReportDocument, TimelineViews, analyze_in, timeline_views
@@ -150,3 +150,19 @@ def write_json(path: Path, doc: Any) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
     tmp.replace(path)
+
+
+#: what the app says of a run whose stored report this version cannot read back
+OLDER_REPORT = (
+    "This run was analysed by an older hvd-analyze, whose stored report this version cannot read: "
+    "upload its files again (and delete this run)."
+)
+
+
+def report_of(doc: AnalysisDocument) -> AnalysisReport | None:
+    """The typed report of a run's stored document; None when it was stored by an older release in a
+    shape this one does not read (a key it lacks), which the pages then say."""
+    try:
+        return AnalysisReport.from_document(doc["report"])
+    except (KeyError, TypeError, ValueError):
+        return None

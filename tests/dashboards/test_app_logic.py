@@ -11,7 +11,7 @@ from dash import dash_table, dcc, html
 
 from analyzer.store.run_store import RunStore
 from dashboards.app import create_app, poll_job, run_error, run_options
-from dashboards.pages import PAGES, render_page
+from dashboards.pages import PAGES, job_options, render_page
 from dashboards.runs import RunLibrary
 from dashboards.uploads import Limits
 from tests.conftest import Validate
@@ -107,6 +107,22 @@ def test_runs_persist_across_restarts(lib: RunLibrary, tmp_path: Path) -> None:
     again = RunLibrary(lib.root)
     assert [o["value"] for o in run_options(again)] == [run_id]
     assert again.document(run_id) == lib.document(run_id)
+
+
+def test_a_run_stored_by_an_older_release_says_so_instead_of_failing(lib: RunLibrary) -> None:
+    """A stored report of an older shape (here: without the per-rank traces' key) reads as a page that
+    says what to do, on every page and in the job selector, never a traceback."""
+    import copy
+
+    doc = lib.document(_upload(lib, {"timeline.json": REAL_STRAGGLER.read_bytes()}))
+    assert doc is not None
+    old = copy.deepcopy(doc)
+    del old["report"]["rank_traces"]  # type: ignore[misc]
+    for page, _ in PAGES:
+        if page not in ("step", "compare"):
+            assert "older hvd-analyze" in _text(render_page(page, old))
+    assert job_options(old) == ([], None)
+    assert "older hvd-analyze" not in _text(render_page("overview", doc))
 
 
 def test_overview_lists_findings_with_evidence_and_env(lib: RunLibrary, validated: Validate) -> None:
