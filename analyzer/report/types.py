@@ -1,10 +1,10 @@
-"""The report's JSON shape as types: the one source of ``report.schema.json`` and of what the
-renderers and the app may read.
+"""The report's JSON shape as types: the one source of ``report.schema.json``, and the types of the
+sections the typed report (:class:`analyzer.report.model.AnalysisReport`) holds.
 
-Every key of the JSON report is declared here once. The builders
-(:mod:`analyzer.report.timeline_section`, :mod:`analyzer.report.nccl_section`,
-:meth:`analyzer.findings.AnalysisReport.to_dict`) return these types and mypy checks every
-reader; :mod:`analyzer.report.json_schema` turns them into the JSON Schema shipped with the
+Every key of the JSON report is declared here once (a parser's facts, declared beside their
+parser, are reused as they are). The builders (:mod:`analyzer.report.timeline_section`,
+:mod:`analyzer.report.nccl_section`, :meth:`analyzer.report.model.AnalysisReport.to_document`)
+return these types and mypy checks every reader; :mod:`analyzer.report.json_schema` turns them into the JSON Schema shipped with the
 package (``tests/test_docs.py`` checks the committed file is the generated one). Constraints a
 type cannot say (a minimum, an enum that is data, a description) ride along as a
 :data:`typing.Annotated` dict of JSON Schema keywords.
