@@ -37,8 +37,7 @@ class WatchdogTimeout(LogDetector):
         w = model.watchdog_timeouts
         if w.empty:
             return []
-        ranked = w[w["rank"].notna()]
-        per_rank = ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
+        per_rank = _first_per_rank(w)
         seqs = sorted(set(w["seq"]))
         ops = sorted(set(w["op"]))
         readings = [_group_verdict(pg, rows) for pg, rows in _by_group(w)]
@@ -48,7 +47,7 @@ class WatchdogTimeout(LogDetector):
         verdict = "; ".join(r.text for r in readings)
         if len(readings) > 1:
             verdict = (
-                f"{len(readings)} process groups (or works) timed out, each with its own SeqNum counter, so "
+                f"{len(readings)} process groups timed out, each with its own SeqNum counter, so "
                 f"their SeqNums are not compared with each other: {verdict}"
             )
         first = w.sort_values(["file", "line"]).iloc[0]
@@ -109,6 +108,12 @@ class _Reading:
     suspects: tuple[int, ...] = ()
 
 
+def _first_per_rank(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each rank's timeout with the lowest SeqNum (by rank; ranks unknown left out)."""
+    ranked = rows[rows["rank"].notna()]
+    return ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
+
+
 def _group_id(pg: object) -> str | None:
     """A process group as the watchdog's lines print it (``1``, ``0 (default_pg)``, ``11 119``: its id, and
     its GUID since PyTorch 2.3, which tells apart two groups made at the same place on different ranks)."""
@@ -150,8 +155,7 @@ def _by_group(w: pd.DataFrame) -> Iterator[tuple[str | None, pd.DataFrame]]:
 def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
     """The reading of one group's timeouts (the module docstring's)."""
     where = f"process group {pg}: " if pg is not None else ""
-    ranked = rows[rows["rank"].notna()]
-    per_rank = ranked.sort_values("seq").groupby("rank").first() if not ranked.empty else ranked
+    per_rank = _first_per_rank(rows)
     seqs = sorted(set(rows["seq"]))
     ops = sorted(set(rows["op"]))
     local = " (ranks within the group)" if pg is not None and pg.split()[0] != "0" else ""
