@@ -146,8 +146,9 @@ print(json.dumps({"worst_s": worst, "peak_bytes": peak, "kinds": kinds}))
 
 
 def test_byte_flips_of_gzipped_timelines_stay_within_2_gb_and_60_s(tmp_path: Path) -> None:
-    """200 mutated .json.gz timelines (the project's captures, and the corpus's when present), each
-    read or refused with an InputError (anything else fails the child), in a bounded process."""
+    """80 mutated .json.gz timelines (the project's captures, and the corpus's when present), each
+    read or refused with an InputError (anything else fails the child), in a bounded process
+    (``bench/mutations.py`` runs over a thousand, of logs and stores too)."""
     sources = []
     for src in sorted((ROOT / "sample_traces" / "captured").glob("*/timeline.json"))[:4]:
         gz = tmp_path / f"{src.parent.name}.json.gz"
@@ -155,11 +156,11 @@ def test_byte_flips_of_gzipped_timelines_stay_within_2_gb_and_60_s(tmp_path: Pat
         sources.append(gz)
     large = [str(p) for p in sorted(CORPUS.glob("horovod-*/*/timeline.json.gz")) if p.stat().st_size < (8 << 20)]
     (tmp_path / "m").mkdir()
-    args = [",".join(map(str, sources)), "200", str(tmp_path / "m"), *large[:2]]
+    args = [",".join(map(str, sources)), "80", str(tmp_path / "m"), *large[:2]]
     res = subprocess.run([sys.executable, "-c", MUTATE, *args], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert sum(got["kinds"].values()) == 200
+    assert sum(got["kinds"].values()) == 80
     assert got["worst_s"] < 60 and got["peak_bytes"] < (2 << 30), got
 
 

@@ -100,6 +100,9 @@ class KnownInputs:
         return None
 
 
+#: every count a manifest holds (sizes, rows, issues) is below this: readers take them as int64
+COUNT_LIMIT = 1 << 63
+
 #: What every entry must hold, and of which JSON type (the keys readers index without a default).
 _ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
     "id": str,
@@ -144,6 +147,12 @@ def checked(manifest: object, path: Path) -> Manifest:
             raise damaged(f"inputs[{i}].kind is {entry['kind']!r}, not one of {', '.join(get_args(InputKindName))}")
         if not any(isinstance(entry.get(a), str) for a in ALGORITHMS):
             raise damaged(f"inputs[{i}] has no hash of its bytes ({' or '.join(ALGORITHMS)})")
+        counts = {"size": entry["size"]} | {f"rows.{k}": v for k, v in entry["rows"].items()}
+        counts |= {f"issues.{k}": v for k, v in entry["issues"].items()}
+        for key, value in counts.items():
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < COUNT_LIMIT:
+                shown = value if isinstance(value, int) else json_type(value)
+                raise damaged(f"inputs[{i}].{key} is {shown}, not a count from 0 to 2^63 - 1")
     if not isinstance(manifest.get("skipped", []), list):
         raise damaged(f"'skipped' is {json_type(manifest.get('skipped'))}, not a list")
     manifest.setdefault("inputs", [])

@@ -19,7 +19,7 @@ import pyarrow as pa
 from analyzer.errors import StoreError
 from analyzer.store.held import HeldPart, HeldParts
 from analyzer.store.manifest import ManifestEntry
-from analyzer.store.parts import PART, entry_folder, file_schema, read_part, reading, row_groups
+from analyzer.store.parts import PART, check_strings, entry_folder, file_schema, read_part, reading, row_groups
 from parsers import arrow as A
 from parsers.schema import TABLES, arrow_schema
 
@@ -126,9 +126,10 @@ def input_batches(
         else:
             import pyarrow.parquet as pq  # here: a store held in memory reads no file (20 ms)
 
-            file = pq.ParquetFile(part.path)
+            file = pq.ParquetFile(part.path, page_checksum_verification=True)
             groups = row_groups(file.metadata, *between) if between else None
-            batches = file.iter_batches(batch_size=batch_rows, row_groups=groups, columns=read)
+            read_batches = file.iter_batches(batch_size=batch_rows, row_groups=groups, columns=read)
+            batches = (check_strings(b) for b in read_batches)
         for b in batches:
             keep = pc.equal(b.column("input_id").cast(pa.string()), input_id) if shared else None
             if between:

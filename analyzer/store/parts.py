@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -74,6 +74,7 @@ class PartWriter(Protocol):
 
 
 Writers = dict[str, PartWriter]
+Data = TypeVar("Data", pa.Table, pa.RecordBatch)
 
 
 def write_part(
@@ -102,6 +103,7 @@ class ParquetOptions(TypedDict):
     column_encoding: dict[str, str]
     write_statistics: list[str]
     compression: str
+    write_page_checksum: bool
 
 
 def parquet_options(schema: pa.Schema) -> ParquetOptions:
@@ -112,6 +114,9 @@ def parquet_options(schema: pa.Schema) -> ParquetOptions:
     * The other integers but the small ones (:data:`PLAIN_INTS`) are ``DELTA_BINARY_PACKED``:
       ids, timestamps and offsets grow by small steps, so their deltas pack in a few bits.
     * Row-group statistics only for :data:`STATS_COLUMNS`.
+    * A CRC of every page, which every read verifies (:func:`read_part`): a flipped byte inside a
+      page's values decodes without an error, as other numbers or as invalid UTF-8 that only fails
+      when the strings are used; its checksum names the damage where it is read.
 
     Measured on the 3.9 M ticks and 0.5 M spans of a 300 MB timeline against plain zstd with
     statistics everywhere: writing 0.50 -> 0.25 s, reading 0.10 -> 0.04 s, 12.7 -> 3.3 MB.
@@ -122,6 +127,7 @@ def parquet_options(schema: pa.Schema) -> ParquetOptions:
         "column_encoding": dict.fromkeys(ints, "DELTA_BINARY_PACKED"),
         "write_statistics": [n for n in schema.names if n in STATS_COLUMNS],
         "compression": COMPRESSION,
+        "write_page_checksum": True,
     }
 
 
@@ -138,7 +144,7 @@ def drop_input_rows(path: Path, name: str, input_id: str, held: HeldParts | None
     import pyarrow.parquet as pq
 
     part = held.get(path) if held is not None else None
-    t = part.table() if part is not None else pq.read_table(path, schema=arrow_schema(name))
+    t = part.table() if part is not None else read_part(path, name, schema=arrow_schema(name))
     keep = t.filter(pc.not_equal(t["input_id"].cast(pa.string()), input_id))
     if part is not None:
         part.replace(keep)
@@ -280,12 +286,46 @@ def reading(path: Path, name: str, held: HeldParts | None = None) -> Iterator[No
 
 def read_part(path: Path, name: str, **options: Any) -> pa.Table:
     """Part file ``path`` of table ``name``, read with ``pyarrow.parquet.read_table``'s ``options``
-    (damage reported as :func:`reading` does). Parquet loads here and where parts are written:
-    a report whose store is held in memory reads no file and never loads it (20 ms)."""
+    (damage reported as :func:`reading` does), its pages' checksums verified and its strings
+    checked (:func:`check_strings`). Parquet loads here and where parts are written: a report whose
+    store is held in memory reads no file and never loads it (20 ms)."""
     import pyarrow.parquet as pq
 
     with reading(path, name):
-        return pq.read_table(path, **options)
+        return check_strings(pq.read_table(path, page_checksum_verification=True, **options))
+
+
+def check_strings(data: Data) -> Data:
+    """``data`` once its strings are valid UTF-8: each dictionary's values (a few per column), and
+    whole string columns. A part written before page checksums (or a damage no checksum covers)
+    can hold bytes that decode only when a string is used, far from the read.
+
+    Raises:
+        ValueError: a string column holds invalid UTF-8 (:func:`reading` names the part).
+    """
+    for col in data.columns:
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        for chunk in chunks:
+            if pa.types.is_dictionary(chunk.type):
+                chunk.dictionary.validate(full=True)
+            elif pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
+                chunk.validate(full=True)
+    return data
+
+
+def check_part(path: Path, name: str) -> None:
+    """Read every page of part file ``path`` of table ``name`` (a row group at a time: a part of a
+    big timeline is never whole in memory), as every read does (:func:`read_part`).
+
+    Raises:
+        StoreError: the part is damaged (:func:`reading`).
+    """
+    import pyarrow.parquet as pq
+
+    with reading(path, name):
+        file = pq.ParquetFile(path, page_checksum_verification=True)
+        for group in range(file.num_row_groups):  # as a table: its columns' lengths are compared
+            check_strings(file.read_row_group(group))
 
 
 def row_groups(meta: pq.FileMetaData, column: str, lo: int, hi: int) -> list[int]:

@@ -1,7 +1,7 @@
 """Repairing a store whose Parquet parts are damaged (``hvd-analyze ingest --repair``).
 
-A part can be cut (a full disk, a copy stopped half-way), emptied, or replaced by another table's
-file. :func:`drop_damaged` finds every part the manifest lists that cannot be read as its table,
+A part can be cut (a full disk, a copy stopped half-way), emptied, replaced by another table's
+file, or hold flipped bytes (its pages' checksums, or its strings' UTF-8, say so). :func:`drop_damaged` finds every part the manifest lists that cannot be read as its table,
 removes the buckets that hold one (a bucket's inputs share its parts) and their inputs' entries,
 and returns those inputs' files that are still where they were ingested from, unchanged in size,
 so that an ingest puts them back. Inputs whose files are gone are lost to the store, and said so.
@@ -13,13 +13,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from analyzer.errors import StoreError
 from analyzer.store.discovery import InputFile, recognise
 from analyzer.store.lock import writer_lock
 from analyzer.store.manifest import ManifestEntry, write_manifest
-from analyzer.store.parts import entry_folder, reading
+from analyzer.store.parts import check_part, entry_folder
 from analyzer.store.run_store import RunStore
 
 
@@ -33,12 +31,12 @@ class Repair:
 
 
 def _damage(path: Path, table: str) -> str | None:
-    """Why the part at ``path`` cannot be read as ``table`` (None: it can)."""
+    """Why the part at ``path`` cannot be read as ``table`` (None: it can): every page is read and
+    checked as a report reads it, so what a report calls damaged, this finds."""
     if not path.is_file():
         return f"{path}: missing"
     try:
-        with reading(path, table):
-            pq.read_metadata(path)
+        check_part(path, table)
     except StoreError as exc:
         return str(exc).split("; the store cannot be read")[0]
     return None
