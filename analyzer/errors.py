@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from parsers.errors import HvdAnalyzeError, InputError, SchemaError
 
-__all__ = ["HvdAnalyzeError", "InputError", "NothingAnalysable", "SchemaError", "StoreError", "UsageError"]
+__all__ = [
+    "HvdAnalyzeError",
+    "InputError",
+    "NothingAnalysable",
+    "OverBudget",
+    "SchemaError",
+    "StoreError",
+    "UsageError",
+]
 
 
 class StoreError(HvdAnalyzeError):
@@ -17,3 +25,8 @@ class UsageError(HvdAnalyzeError):
 
 class NothingAnalysable(HvdAnalyzeError):
     """Every input of a run was read, and none holds evidence to analyse (named in the message)."""
+
+
+class OverBudget(HvdAnalyzeError):
+    """An input whose smallest analysable piece needs more memory than ``--memory-budget`` allows
+    (the message names the input, the piece and the budget that would do)."""

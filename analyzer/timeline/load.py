@@ -6,11 +6,16 @@ estimate (:func:`model_bytes`) and the process's own :data:`BASELINE_BYTES` fit 
 budget, and otherwise:
 
 1. finds the steps from the negotiation spans alone (four columns, ~20 bytes each);
-2. builds the span-level model of the first steps that fit three quarters of the budget,
+2. counts each step's spans (one column, streamed): steps differ, and a hung step can hold more
+   spans than a hundred others;
+3. builds the span-level model of the first steps that fit three quarters of the budget,
    start-up included: the window every detector, phase, fusion, cycle and rank statistic
    reads (it holds the start-up, where the response cache leaves the only rank ticks);
-3. streams the remaining steps in windows of the last quarter, each read by its time range
+4. streams the remaining steps in windows of the last quarter, each read by its time range
    (row groups outside it are skipped), and keeps only their rows of the step table.
+
+A step that no window of the budget holds (two steps of millions of spans) is refused with the
+budget that would do (:class:`analyzer.errors.OverBudget`), never read whole past the budget.
 
 Steps are cut by start time, so a window holds exactly the spans of its steps, and each
 window's table is computed with the end of the step before it: the step table is the one
@@ -33,6 +38,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from analyzer.config import DEFAULT_MEMORY_BUDGET, Thresholds
+from analyzer.errors import OverBudget
 from analyzer.store.manifest import ManifestEntry
 from analyzer.store.run_store import RunStore
 from analyzer.timeline.batches import find_batches
@@ -54,14 +60,19 @@ BASELINE_BYTES = 450 << 20
 #: peak bytes of the whole analysis per span and per rank tick, over the baseline, fitted to
 #: bench/analysis.py's whole-model peaks (1.25 GB at 1.67 M spans and 13.4 M ticks, 4.85 GB at 8.4 M
 #: and 67 M, 18.8 GB at 33 M and 268 M, when a tick's lateness took 21 bytes; 13 since: the
-#: estimate errs on the safe side)
-SPAN_BYTES = 340
+#: estimate errs on the safe side), and per span to the span-dense shape: 3 M spans of one tensor in
+#: two steps, no ticks, 1.83 GB from a store (458 bytes a span; the fit's 340 underestimated it)
+SPAN_BYTES = 460
 TICK_BYTES = 24
 DETAIL_SHARE = 0.75
 MIN_DETAIL_STEPS = 20
 #: the fewest steps a streamed window reads: each window is one filtered read of the store, so a
 #: window of one step per read made a small budget 25-50x slower than no window (tests/analyzer/timeline/test_window.py)
 MIN_WINDOW_STEPS = 64
+#: the model bytes up to which a head or a window keeps those minimums of steps, whatever the budget:
+#: a smaller window saves nothing measurable and costs reads. Beyond it, the budget decides, and a
+#: step over what it leaves is refused (:class:`analyzer.errors.OverBudget`), never read whole
+FLOOR_BYTES = 64 << 20
 SEGMENT_COLUMNS = ["pid", "kind", "start_us", "start_offset"]
 
 
@@ -105,10 +116,15 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Execu
     input_id = entry["id"]
     starts, grads, seg = find_steps(_segment_rows(store, input_id))
     n = len(starts)
-    per_step = need / max(n, 1)
-    k = max(MIN_DETAIL_STEPS, int(room * DETAIL_SHARE / per_step))
+    cost = _step_costs(store, input_id, starts, need / max(int(entry["rows"].get("spans", 0)), 1))
+    k = _head_steps(cost, room * DETAIL_SHARE)
+    if k < 1:
+        raise _over_budget(entry, "the first step with the start-up", float(cost[:2].sum()), DETAIL_SHARE, budget)
     if k >= n:  # too few steps to leave any out: the head would be the whole timeline
         return build_model(store, entry, pool)
+    windows = _windows(cost[1:], k, room * (1 - DETAIL_SHARE))
+    if isinstance(windows, int):
+        raise _over_budget(entry, f"step {windows:,}", float(cost[1 + windows]), 1 - DETAIL_SHARE, budget)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
     tick_range = _span_range(ids)
@@ -124,9 +140,7 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Execu
         pool=pool,
     )
     tables = [model.steps]
-    size = max(MIN_WINDOW_STEPS, int(room * (1 - DETAIL_SHARE) / per_step))
-    for a in range(k, n, size):
-        b = min(n, a + size)
+    for a, b in windows:
         where = pc.field("start_us") >= int(starts[a])
         if b < n:
             where &= pc.field("start_us") < int(starts[b])
@@ -140,6 +154,66 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Execu
         budget_bytes=budget,
     )
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
+
+
+def _step_costs(store: RunStore, input_id: str, starts: np.ndarray, per_span: float) -> np.ndarray:
+    """The model bytes of the start-up (element 0) and of each step (1..n): its spans, counted from
+    one column streamed a batch at a time, times the whole model's bytes per span. Steps differ (a
+    hung step can hold more spans than a hundred others), so windows are cut by these, not by the
+    average."""
+    counts = np.zeros(len(starts) + 1, np.int64)
+    for batch in store.input_batches("spans", input_id, ["start_us"]):
+        at = np.searchsorted(starts, batch.column(0).to_numpy(zero_copy_only=False), side="right")
+        counts += np.bincount(at, minlength=len(counts))
+    return counts * per_span
+
+
+def _head_steps(cost: np.ndarray, room: float) -> int:
+    """How many whole steps the detail head holds with the start-up (``cost`` as
+    :func:`_step_costs`) within ``room``: at least :data:`MIN_DETAIL_STEPS` while they cost no
+    more than :data:`FLOOR_BYTES` (below that a window saves nothing worth its reads); 0 when not
+    even the first step fits."""
+    held = np.cumsum(cost)  # held[j]: the start-up and the first j steps
+    n = len(cost) - 1
+    k = int(np.searchsorted(held, room, side="right")) - 1
+    floor = min(MIN_DETAIL_STEPS, n)
+    return max(k, floor) if held[floor] <= FLOOR_BYTES else k
+
+
+def _windows(cost: np.ndarray, first: int, room: float) -> list[tuple[int, int]] | int:
+    """Steps ``first..`` cut into windows ``[a, b)`` of whole steps within ``room`` (``cost``: each
+    step's bytes), each at least :data:`MIN_WINDOW_STEPS` steps while they cost no more than
+    :data:`FLOOR_BYTES`; a step over the room alone: its number, instead."""
+    held = np.concatenate([[0.0], np.cumsum(cost)])
+    out: list[tuple[int, int]] = []
+    a, n = first, len(cost)
+    while a < n:
+        b = int(np.searchsorted(held, held[a] + room, side="right")) - 1
+        floor = min(a + MIN_WINDOW_STEPS, n)
+        if held[floor] - held[a] <= FLOOR_BYTES:
+            b = max(b, floor)
+        if b <= a:
+            return a
+        out.append((a, b))
+        a = b
+    return out
+
+
+def _over_budget(entry: ManifestEntry, piece: str, cost: float, share: float, budget: int) -> OverBudget:
+    """The error of a timeline whose ``piece`` alone costs ``cost`` bytes of model, more than the
+    ``share`` of the budget's room it may take."""
+    spans = int(entry["rows"].get("spans", 0))
+    held = int(cost / max(model_bytes(entry), 1) * spans)
+    need = budget_for_room(int(cost / share) + 1)
+    return OverBudget(
+        f"{entry['path']}: {piece} alone holds {held:,} of its {spans:,} spans, about {_size(cost)} to analyse: "
+        f"more than the {_size(budget)} memory budget leaves for one window of whole steps "
+        f"({_size(model_room(budget) * share)}); analyse it with --memory-budget {-(-need // (1 << 30))}G or more"
+    )
+
+
+def _size(n: float) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
 def lateness_of_steps(
