@@ -185,7 +185,7 @@ RULES: tuple[Rule, ...] = (
         "CollNet (NCCL_COLLNET_ENABLE=0).",
     ),
     _r(
-        r".",
+        r"^",  # every message, the empty one too (a WARN cut after its marker)
         "system_error",
         "NCCL reported a failure: read the error chain below the warning bottom-up to find "
         "the API call, and top-down for the failing primitive.",

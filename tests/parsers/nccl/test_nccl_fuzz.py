@@ -149,3 +149,24 @@ def test_a_vendor_version_suffix_is_read_as_its_numbers(tmp_path: Path) -> None:
         store.ingest(*discover([path]))
         report = analyze(store)
     assert report.nccl is not None and report.nccl["processes"][0]["version"] == "2.4.7nvb1"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ip-0A0C04E3:76285:76947 [4] graph/rings.cc:38 NCCL WARN",  # 2.4-era header, cut after the marker
+        "node1:1234:1299 [0] NCCL WARN ",
+        "[1,0]<stderr>:gpu-3:88:91 [1] misc/socket.cc:47 NCCL WARN",
+        "NCCL WARN",
+    ],
+)
+def test_a_warn_cut_right_after_its_marker_is_read(tmp_path: Path, line: str) -> None:
+    """A log cut inside a WARN's line leaves a WARN without a message (found by bench/mutations.py: the
+    classifier's catch-all rule wanted one character, and the report stopped on an internal error)."""
+    path = tmp_path / "job.log"
+    path.write_text("node1:1234:1234 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n" + line + "\n")
+    inputs, skipped = discover([path])
+    with temporary_store() as store:
+        store.ingest(inputs, skipped)
+        errors = analyze(store).nccl
+        assert errors is not None and errors["processes"]
