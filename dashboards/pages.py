@@ -18,7 +18,7 @@ from dash import dash_table, dcc, html
 from analyzer import AnalysisReport, Finding
 from analyzer.render import figures, nccl_rows
 from analyzer.render.base import export_lines, fixed, impact_text, verdict_text
-from analyzer.render.sections import fusion_line, noise_line, steps_line, window_line
+from analyzer.render.sections import fusion_line, noise_line, steps_line, unlisted_line, window_line
 from analyzer.report import TimelineSection, TimelineViews, report_for_job
 from dashboards.traces_page import trace_parts
 from dashboards.tuning import tuning
@@ -248,6 +248,8 @@ def ranks(doc: Shown) -> html.Div:
                 page_size=32,
             )
         )
+    if (unlisted := unlisted_line(section)) is not None:
+        parts.append(html.P("Ranks: " + unlisted + "."))
     if (noise := noise_line(section)) is not None:
         parts.append(html.P(noise[0].upper() + noise[1:] + ".", className="explain", id="rank-noise"))
     return html.Div(parts, id="page-ranks")

@@ -23,6 +23,7 @@ from analyzer.render.sections import (
     phase_rows,
     rank_rows,
     steps_line,
+    unlisted_line,
     window_line,
 )
 from analyzer.render.svg_charts import charts, trace_charts
@@ -140,6 +141,8 @@ class HtmlRenderer:
             rows.append("</table>")
             if (noise := noise_line(section)) is not None:
                 rows.append(f"<p>{_e(noise[0].upper() + noise[1:])}.</p>")
+        if (unlisted := unlisted_line(section)) is not None:
+            rows.append(f"<p>Ranks: {_e(unlisted)}.</p>")
         return "".join(rows)
 
     @staticmethod

@@ -22,6 +22,7 @@ from analyzer.render.sections import (
     phase_rows,
     rank_rows,
     steps_line,
+    unlisted_line,
     window_line,
 )
 from analyzer.report.model import AnalysisReport
@@ -120,6 +121,8 @@ def _timeline(section: TimelineSection) -> list[str]:
         out += [f"| {r} | {last} | {med} | {p90} |" for r, last, med, p90 in rank_rows(section)] + [""]
         if (noise := noise_line(section)) is not None:
             out += [_md(noise[0].upper() + noise[1:]) + ".", ""]
+    if (unlisted := unlisted_line(section)) is not None:
+        out += [_md("Ranks: " + unlisted) + ".", ""]
     out.append(f"Fusion: {_md(fusion_line(section))}")
     return out
 

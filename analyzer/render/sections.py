@@ -61,6 +61,21 @@ def rank_rows(section: TimelineSection) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def unlisted_line(section: TimelineSection) -> str | None:
+    """What the rank statistics leave out: negotiations naming more ranks than a job has, and the
+    ranks beyond those the report lists (None: nothing)."""
+    ranks = section["ranks"]
+    said = []
+    if ranks["oversized"]:
+        said.append(
+            f"{ranks['oversized']:,} negotiation(s) naming more than 1,048,576 ranks (more than any Horovod "
+            "job) are left out of the ranks' statistics"
+        )
+    if (more := ranks["count"] - len(ranks["ranks"])) > 0:
+        said.append(f"{more:,} more rank(s) not listed: the report lists the {len(ranks['ranks']):,} most often last")
+    return "; ".join(said) or None
+
+
 def noise_line(section: TimelineSection) -> str | None:
     """What the straggler verdict was judged against: the host's noise and the bar a rank must clear."""
     n = section["ranks"].get("noise")

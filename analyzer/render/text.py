@@ -23,6 +23,7 @@ from analyzer.render.sections import (
     phase_rows,
     rank_rows,
     steps_line,
+    unlisted_line,
     window_line,
 )
 from analyzer.report.model import AnalysisReport
@@ -111,6 +112,8 @@ def _timeline(section: TimelineSection) -> list[str]:
         out += [f"    {r:>{w}}   {last:<8} {med:>9} {p90:>9}" for r, last, med, p90 in rows]
         if (noise := noise_line(section)) is not None:
             out.append(f"  {noise}")
+    if (unlisted := unlisted_line(section)) is not None:
+        out.append(f"  ranks: {unlisted}")
     out += [f"  fusion: {fusion_line(section)}", ""]
     return out
 

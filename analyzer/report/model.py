@@ -97,6 +97,9 @@ class AnalysisReport:
     def from_document(cls, doc: ReportDocument) -> AnalysisReport:
         """The report a document holds (its ``verdict`` and ``summary`` are derived: not read)."""
         main = doc["timeline"]
+        timelines = ((main,) if main is not None else ()) + tuple(doc["other_timelines"])
+        if any("oversized" not in t["ranks"] for t in timelines):  # stored before the rank list was bounded
+            raise KeyError("timeline.ranks.oversized")
         return cls(
             tool_version=doc["tool_version"],
             store=doc["store"],
@@ -105,7 +108,7 @@ class AnalysisReport:
             skipped=tuple(Skipped(s["detector"], s["reason"]) for s in doc["skipped_detectors"]),
             parse_issues=tuple(doc["parse_issues"]),
             skipped_files=tuple(doc["skipped_files"]),
-            timelines=((main,) if main is not None else ()) + tuple(doc["other_timelines"]),
+            timelines=timelines,
             nccl=doc["nccl"],
             jobs=tuple(doc["jobs"]),
             rank_traces=tuple(doc["rank_traces"]),

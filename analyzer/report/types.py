@@ -127,6 +127,10 @@ class RankNoiseDoc(TypedDict):
 
 class RanksDoc(TypedDict):
     scope: Literal["steady", "first_negotiations", "none"]
+    count: Annotated[Count, Schema({"description": "ranks with ticks; ranks[] lists at most 4,096 of them"})]
+    oversized: Annotated[
+        Count, Schema({"description": "negotiations naming more than 2^20 ranks: left out of the statistics"})
+    ]
     ranks: list[RankDoc]
     noise: RankNoiseDoc | None
 

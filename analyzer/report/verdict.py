@@ -179,7 +179,7 @@ def _too_little(report: Judged) -> str:
     parts = []
     if report.timelines:
         timeline = report.timelines[0]
-        steps, ranks = timeline["steps"]["count"], len(timeline["ranks"]["ranks"])
+        steps, ranks = timeline["steps"]["count"], timeline["ranks"]["count"]
         who = f"{ranks} rank{'s' if ranks != 1 else ''}" if ranks else "ranks unknown"
         parts.append(f"a timeline of {steps} step{'s' if steps != 1 else ''} ({who})")
     nccl = report.nccl
@@ -217,7 +217,7 @@ def evidence_of(report: Judged) -> set[str]:
         have.add("timeline")
         if timeline["steps"]["steady"] >= 2:
             have.add("steps")
-        if len(timeline["ranks"]["ranks"]) >= 2:
+        if timeline["ranks"]["count"] >= 2:
             have.add("ranks")
         have.add("ticks" if timeline["ranks"]["scope"] == "steady" else "unticked")
         if (timeline["fusion"]["tensors_per_step"] or 0) >= 2:

@@ -3,6 +3,7 @@ nor ranks x histogram bins (issue 46, point 2: one negotiation with 300,000 tick
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -10,7 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+import analyzer.report.timeline_section as section
+import analyzer.timeline.lateness as lateness
+from analyzer.cli import cli
 from analyzer.timeline._lateness_loops import order_stats, order_stats_sorted, rank_stats
 from analyzer.timeline.lateness import rank_summary
 from analyzer.timeline.model import InputIdentity, model_from_tables
@@ -96,3 +101,65 @@ def test_300_000_ticks_in_one_negotiation_stay_in_bounded_memory(tmp_path: Path)
         time.sleep(0.02)
     assert proc.wait(120) == 0, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
     assert 0 < peak < 1 << 30, f"{peak >> 20} MiB for {path.stat().st_size >> 20} MB of ticks"
+
+
+def test_rank_rows_come_most_often_last_first_then_by_median_then_rank() -> None:
+    """The rows are built from the statistics in one sort (not one object per rank, then a sort)."""
+    bounds, keep, rank, late, first, twice = _ticks(np.random.default_rng(3), 500, 40)
+    last = np.random.default_rng(4).random(len(rank)) < 0.2
+    n = len(keep)
+    lat = lateness.Lateness(
+        bounds,
+        np.diff(bounds),
+        np.zeros(n, np.int64),
+        np.zeros(n),
+        keep.astype(bool),
+        rank,
+        late,
+        first,
+        twice,
+        last,
+        np.arange(n),
+    )
+    rows = rank_summary(lat)
+    stats = rank_stats(bounds, keep, rank, late, first, twice, last, 40)
+    assert sorted(r.rank for r in rows) == [r for r in range(40) if stats[r, 0] > 0]
+    assert rows == sorted(rows, key=lambda r: (-r.last, -r.median_us, r.rank))
+    assert all(r.negotiations == stats[r.rank, 0] and r.p90_us == stats[r.rank, 3] for r in rows)
+
+
+def test_a_negotiation_naming_more_ranks_than_a_job_has_is_left_out_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above MAX_WORLD ticks (2^20; 300 here) a negotiation is not read as ranks: the report counts
+    it and says so, and a timeline of 10 M such ticks (50 MB gzipped) took 5 s and 0.5 GB, not
+    minutes and gigabytes of rows."""
+    monkeypatch.setattr(lateness, "MAX_WORLD", 300)
+    path = _one_negotiation(tmp_path, list(range(301)), steps=1)
+    res = CliRunner().invoke(cli, ["report", "-f", "json", str(path)])
+    ranks = json.loads(res.stdout)["timeline"]["ranks"]
+    assert (ranks["count"], ranks["oversized"], ranks["ranks"]) == (0, 1, [])
+    text = CliRunner().invoke(cli, ["report", str(path)]).stdout
+    assert "ranks: 1 negotiation(s) naming more than 1,048,576 ranks (more than any Horovod job) are left out" in text
+    (tmp_path / "ok").mkdir()
+    ok = _one_negotiation(tmp_path / "ok", list(range(300)), steps=1)
+    assert (
+        json.loads(CliRunner().invoke(cli, ["report", "-f", "json", str(ok)]).stdout)["timeline"]["ranks"]["count"]
+        == 300
+    )
+
+
+def test_a_report_lists_the_ranks_most_often_last_and_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(section, "LISTED_RANKS", 50)
+    late = [*range(200)]
+    late.remove(137)
+    path = _one_negotiation(tmp_path, [*late, 137], steps=3)  # rank 137 ticks last in every negotiation
+    doc = json.loads(CliRunner().invoke(cli, ["report", "-f", "json", str(path)]).stdout)
+    ranks = doc["timeline"]["ranks"]
+    assert ranks["count"] == 200 and len(ranks["ranks"]) == 50 and ranks["oversized"] == 0
+    listed = [r["rank"] for r in ranks["ranks"]]
+    assert listed == sorted(listed) and 137 in listed
+    text = CliRunner().invoke(cli, ["report", str(path)]).stdout
+    assert "ranks: 150 more rank(s) not listed: the report lists the 50 most often last" in text
