@@ -29,7 +29,7 @@ from parsers.nccl.joblog import attach_work
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.records import clean_paste
-from parsers.nccl.rows import CollCounter, FastColl
+from parsers.nccl.rows import CollCounter, FastColl, LineIssue
 
 
 def chunk_ranges(path: str | Path, size: int, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:
@@ -195,12 +195,12 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p._previous_line = chunk._previous_line
     p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
     p.counts.update(chunk.counts)
-    for code, (severity, template, lineno, count) in chunk.line_issues.items():
+    for code, i in chunk.line_issues.items():
         old = p.line_issues.get(code)
         if old is None:
-            p.line_issues[code] = [severity, template, lineno + base, count]
+            p.line_issues[code] = LineIssue(i.severity, i.template, i.line + base, i.count)
         else:
-            old[3] += count
+            old.count += i.count
     for issue in chunk.sink.issues:  # none while reading; kept general
         p.sink.add(issue.severity, issue.code, issue.message, byte_offset=issue.byte_offset, count=issue.count)
     p.lines = base + chunk.lines

@@ -17,10 +17,10 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
+from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 from parsers.nccl.rows import ErrorLevel, ErrorRow
@@ -69,22 +69,18 @@ class Failures:
         if probing and r.msg.lstrip().startswith("NET/OFI"):
             err["_plugin"] = True  # settled by whether NCCL went on
 
-    def chain(self, r: Record, f: Mapping[str, Any], lineno: int) -> None:
-        frame = (
-            f"{f['src']} -> {f['code']}"
-            + (f" ({f['errno']})" if f["errno"] else "")
-            + (f" [{f['thread']}]" if f["thread"] else "")
-        )
+    def chain(self, r: Record, f: Chain, lineno: int) -> None:
+        frame = f"{f.src} -> {f.code}" + (f" ({f.errno})" if f.errno else "") + (f" [{f.thread}]" if f.thread else "")
         err = self.open_error.get((r.host, r.pid, r.tid))
         if err is None:
             self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
         if err is None or lineno - err["line"] > CHAIN_LINES:
-            cls, fix = classify_chain(f["code"], f["src"])
-            err = self._open(r, lineno, "chain", cls, f["src"], frame, fix)
+            cls, fix = classify_chain(f.code, f.src)
+            err = self._open(r, lineno, "chain", cls, f.src, frame, fix)
         err["chain"].append(frame)
-        err["result_code"] = f["code"]
-        if err["class"] and err["class"].startswith("shm_") and f["errno"]:  # 2.16+ chains carry the errno
-            by_errno = shm_class(f["errno"])
+        err["result_code"] = f.code
+        if err["class"] and err["class"].startswith("shm_") and f.errno:  # 2.16+ chains carry the errno
+            by_errno = shm_class(f.errno)
             if by_errno is not None and by_errno != err["class"]:
                 err["class"], err["remediation"] = by_errno, remediation(by_errno)
 

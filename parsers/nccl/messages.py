@@ -1,7 +1,8 @@
 """What an NCCL INFO message says (``docs/formats/nccl-log.md`` §3, §6).
 
-:func:`classify` turns one message into a ``(kind, fields)`` fact, or None for messages
-that carry nothing the analysis uses (they are still counted as NCCL records). Wording
+:func:`classify` turns one message into a :data:`Fact` (a tagged union of frozen dataclasses, one
+per kind of message, matched by class), or None for messages that carry nothing the analysis uses
+(they are still counted as NCCL records). Wording
 that only some releases print narrows the version of a process that never printed its
 version line: :func:`wording_range`.
 """
@@ -9,7 +10,8 @@ version line: :func:`wording_range`.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from functools import lru_cache
 
 Version = tuple[int, int, int]
 LATEST: Version = (2, 99, 99)
@@ -95,57 +97,206 @@ def wording_range(msg: str) -> tuple[Version, Version] | None:
     return out
 
 
-def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
-    """The fact an INFO message states, as ``(kind, fields)``: each kind has its own fields (hence
-    ``dict[str, Any]``, read by :meth:`parsers.nccl.process.ProcessState.apply` per kind; a tagged
-    union of frozen dataclasses is issue 45's remaining work)."""
+@dataclass(frozen=True, slots=True)
+class Conn:
+    """A connection line (``Channel 00/0 : 0[0] -> 1[1] via NET/IB/0/GDRDMA``): its transport."""
+
+    kind: str  # NET, P2P, SHM, COLLNET, NVLS, ...
+    net: str | None  # the network of a NET or COLLNET connection (IB, Socket, AWS Libfabric, ...)
+    detail: str  # what the report shows: ``NET/IB/GDRDMA``, ``P2P/IPC/read``, ``SHM``
+    gdr: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Coll:
+    """A COLL trace line (``AllReduce: opCount 1f sendbuff ... comm 0x... [nranks=8]``)."""
+
+    op: str
+    opcount: int
+    comm: str
+    nranks: int | None
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A frame of an error chain (``misc/socket.cc:47 -> 3 (Connection reset)``)."""
+
+    src: str  # FILE:LINE
+    code: int  # ncclResult_t
+    errno: str | None
+    thread: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Teardown:
+    """A communicator torn down (``- Abort COMPLETE``, ``- Destroy COMPLETE``, ``CommRevokeAsync START``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Init:
+    """A communicator's init line (``comm 0x... rank 3 nranks 8 cudaDev 3 busId ... - Init COMPLETE``)."""
+
+    api: str | None
+    comm: str
+    rank: int
+    nranks: int
+    cuda_dev: int | None
+    bus_id: str | None
+    comm_id: str | None
+    phase: str | None  # START, COMPLETE, or None (NCCL 2.3's start line, or a cut line)
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """An ``NCCL_*`` variable the process echoed (``NCCL_IB_HCA set by environment to mlx5``)."""
+
+    var: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bootstrap:
+    """The bootstrap's interface and address (``Bootstrap : Using eth0:10.0.0.2<0>``)."""
+
+    interface: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class IbNone:
+    """``NET/IB : No device found``."""
+
+
+@dataclass(frozen=True, slots=True)
+class IbUsing:
+    """The IB HCAs NCCL uses (``NET/IB : Using [0]mlx5_0:1/IB ... ; OOB eth0:...``)."""
+
+    hcas: tuple[str, ...]
+    oob: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SocketUsing:
+    """The interfaces NCCL's socket transport uses (``NET/Socket : Using [0]eth0:10.0.0.2<0>``)."""
+
+    interfaces: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoVerbs:
+    """``Failed to open libibverbs.so[.1]`` (a WARN up to 2.10)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    """``Using network IB`` (or a plugin's name)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class VersionLine:
+    """``NCCL version 2.18.3+cuda12.2``."""
+
+    version: str
+    cuda: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """A network plugin's line (``NET/OFI Using aws-ofi-nccl 1.7.1``, ``P2P plugin IBext``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gdr:
+    """``GPU Direct RDMA Enabled|Disabled for GPU/HCA ...``."""
+
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Nvls:
+    """``NVLS multicast support is [not] available``."""
+
+    available: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """``Connected all rings|trees``: the communicator's connections are up."""
+
+    what: str
+
+
+#: every fact an INFO message can state: a tagged union, matched by class
+Fact = (
+    Conn
+    | Coll
+    | Chain
+    | Teardown
+    | Init
+    | Env
+    | Bootstrap
+    | IbNone
+    | IbUsing
+    | SocketUsing
+    | NoVerbs
+    | Network
+    | VersionLine
+    | Plugin
+    | Gdr
+    | Nvls
+    | Connected
+)
+#: the facts that show NCCL went on choosing its network (a WARN before them was a probe)
+NETWORK_PROGRESS = (Network, IbUsing, SocketUsing, IbNone, NoVerbs)
+_NVLS_CONN = Conn("NVLS", None, "NVLS", False)
+
+
+@lru_cache(maxsize=1 << 16)  # messages repeat across ranks and retries; a fact is immutable, so shared
+def classify(msg: str) -> Fact | None:
+    """The fact an INFO message states, or None for a message the analysis does not use."""
     head = msg[:12]
     if head.startswith(("Channel", "Ring ")):
         m = _CONN.match(msg)
         if m:
-            return "conn", _via(m["via"])
+            return _via(m["via"])
     if "opCount" in msg:
         m = _COLL.match(msg)
         if m:
-            return "coll", {
-                "op": m["op"],
-                "opcount": int(m["opc"], 16),
-                "comm": m["comm"],
-                "nranks": int(m["nranks"]) if m["nranks"] else None,
-                "count": int(m["count"]),
-            }
+            return Coll(
+                m["op"], int(m["opc"], 16), m["comm"], int(m["nranks"]) if m["nranks"] else None, int(m["count"])
+            )
     if " -> " in msg:
         m = _CHAIN.match(msg)
         if m:
-            return "chain", {
-                "src": f"{m['file']}:{m['line']}",
-                "code": int(m["code"]),
-                "errno": m["errno"],
-                "thread": m["thread"],
-            }
+            return Chain(f"{m['file']}:{m['line']}", int(m["code"]), m["errno"], m["thread"])
     if ("Abort" in msg or "Destroy" in msg or "Revoke" in msg) and _TEARDOWN.search(msg):
-        return "teardown", {}
+        return Teardown()
     if "rank " in msg and "nranks " in msg and "comm " in msg:
         m = _INIT.search(msg)
         if m:
-            return "init", {
-                "api": m["api"],
-                "comm": m["comm"],
-                "rank": int(m["rank"]),
-                "nranks": int(m["nranks"]),
-                "cuda_dev": _int(m["cuda"]),
-                "bus_id": m["bus"],
-                "comm_id": m["commid"],
-                "phase": m["phase"],
-            }
+            return Init(
+                m["api"],
+                m["comm"],
+                int(m["rank"]),
+                int(m["nranks"]),
+                _int(m["cuda"]),
+                m["bus"],
+                m["commid"],
+                m["phase"],
+            )
     if msg.startswith("NCCL_"):
         m = _ENV.match(msg)
         if m:
-            return "env", {"var": m["var"], "value": m["val"].strip()}
+            return Env(m["var"], m["val"].strip())
     if msg.startswith(("Bootstrap", "NET : Using interface")):
         m = _BOOTSTRAP.match(msg)
         if m:
-            return "bootstrap", {"interface": m["if"], "address": m["addr"]}
+            return Bootstrap(m["if"], m["addr"])
     if msg.startswith(
         (
             "NET/IB",
@@ -166,54 +317,54 @@ def classify(msg: str) -> tuple[str, dict[str, Any]] | None:
     if "GPU Direct RDMA" in msg:
         m = _GDR.search(msg)
         if m:
-            return "gdr", {"enabled": m["state"] == "Enabled"}
+            return Gdr(m["state"] == "Enabled")
     if msg.startswith(("CollNet", "Coll ")):
         m = _COLLNET.match(msg)
         if m:
-            return "conn", _via(m["via"])
+            return _via(m["via"])
     if msg.startswith("Connected all"):
-        return "connected", {"what": msg[len("Connected all ") :].split(",")[0]}
+        return Connected(msg[len("Connected all ") :].split(",")[0])
     if msg.startswith("Connected NVLS tree"):  # 2.18+: the NVLS tree of a communicator is connected
-        return "conn", {"kind": "NVLS", "net": None, "detail": "NVLS", "gdr": False}
+        return _NVLS_CONN
     return None
 
 
-def _net(msg: str) -> tuple[str, dict[str, Any]] | None:
+def _net(msg: str) -> Fact | None:
     if msg.startswith(("NET/IB : No device found", "NET/IB: No device found")):
-        return "ib_none", {}
+        return IbNone()
     if msg.startswith("NET/IB") and "Using" in msg:
-        devs = [f"{d['name']}:{d['port']}/{d['link']}" for d in _IB_DEV.finditer(msg)]
+        devs = tuple(f"{d['name']}:{d['port']}/{d['link']}" for d in _IB_DEV.finditer(msg))
         oob = re.search(r"OOB (?P<if>[^:\s]+):", msg)
-        return "ib_using", {"hcas": devs, "oob": oob["if"] if oob else None}
+        return IbUsing(devs, oob["if"] if oob else None)
     if msg.startswith("NET/IB: ["):
         m = _IB_DEV_23.match(msg)
         if m:
-            return "ib_using", {"hcas": [f"{m['name']}:{m['port']}/{m['link']}"], "oob": None}
+            return IbUsing((f"{m['name']}:{m['port']}/{m['link']}",), None)
     if msg.startswith("NET/Socket : Using"):
-        return "socket_using", {"interfaces": [f"{m['if']}:{m['addr']}" for m in _SOCK_IF.finditer(msg)]}
+        return SocketUsing(tuple(f"{m['if']}:{m['addr']}" for m in _SOCK_IF.finditer(msg)))
     if msg.startswith("Failed to open libibverbs"):
-        return "no_verbs", {}
+        return NoVerbs()
     m = _NETWORK.match(msg)
     if m:
-        return "network", {"name": m["net"]}
+        return Network(m["net"])
     m = _VERSION.search(msg)
     if m and msg.startswith("NCCL version"):
-        return "version", {"version": m["ver"] + m["sfx"], "cuda": m["cuda"]}
+        return VersionLine(m["ver"] + m["sfx"], m["cuda"])
     if msg.startswith(("P2P plugin", "Plugin Path", "NET/OFI Using", "NET/Plugin: Loaded")):
-        return "plugin", {"text": msg}
+        return Plugin(msg)
     if "GPU Direct RDMA" in msg:
         g = _GDR.search(msg)
         if g:
-            return "gdr", {"enabled": g["state"] == "Enabled"}
+            return Gdr(g["state"] == "Enabled")
     m = _NVLS.match(msg)
     if m:
-        return "nvls", {"available": not m["no"]}
+        return Nvls(not m["no"])
     if msg.startswith("NVLS comm 0x"):  # NVLS buffers set up for a communicator (2.18+)
-        return "conn", {"kind": "NVLS", "net": None, "detail": "NVLS", "gdr": False}
+        return _NVLS_CONN
     return None
 
 
-def _via(via: str) -> dict[str, Any]:
+def _via(via: str) -> Conn:
     """``P2P/IPC/read``, ``NET/IB/0/GDRDMA``, ``NET/AWS Libfabric/0``, ``SHM/direct/direct``,
     ``direct shared memory``, ``COLLNET/SHARP/5/GDRDMA`` -> kind, net name, GDR."""
     via = via.strip()
@@ -221,21 +372,17 @@ def _via(via: str) -> dict[str, Any]:
     if via.startswith("NET/"):
         name = re.match(r"NET/(?P<net>.+?)/\d+", via)
         net = name["net"] if name else via[4:].split("/")[0]
-        return {"kind": "NET", "net": net, "detail": f"NET/{net}" + ("/GDRDMA" if gdr else ""), "gdr": gdr}
+        return Conn("NET", net, f"NET/{net}" + ("/GDRDMA" if gdr else ""), gdr)
     if via.startswith("COLLNET/"):
-        return {
-            "kind": "COLLNET",
-            "net": via.split("/")[1],
-            "detail": "COLLNET/" + via.split("/")[1] + ("/GDRDMA" if gdr else ""),
-            "gdr": gdr,
-        }
+        net = via.split("/")[1]
+        return Conn("COLLNET", net, f"COLLNET/{net}" + ("/GDRDMA" if gdr else ""), gdr)
     if via.startswith(("direct shared memory", "SHM")):
-        return {"kind": "SHM", "net": None, "detail": "SHM", "gdr": False}
+        return Conn("SHM", None, "SHM", False)
     if via.startswith("P2P/"):
         parts = via.split("/")
         detail = "/".join(parts[:3]) if len(parts) > 2 and parts[2] == "read" else "/".join(parts[:2])
-        return {"kind": "P2P", "net": None, "detail": detail.split("(")[0].strip(), "gdr": False}
-    return {"kind": via.split("/")[0], "net": None, "detail": via.split(" ")[0], "gdr": gdr}
+        return Conn("P2P", None, detail.split("(")[0].strip(), False)
+    return Conn(via.split("/")[0], None, via.split(" ")[0], gdr)
 
 
 def _int(s: str | None) -> int | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
@@ -24,7 +23,19 @@ from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import Failures
 from parsers.nccl.jobtexts import JobTexts
-from parsers.nccl.messages import classify, wording_range
+from parsers.nccl.messages import (
+    NETWORK_PROGRESS,
+    Chain,
+    Coll,
+    Conn,
+    Env,
+    Init,
+    NoVerbs,
+    Teardown,
+    VersionLine,
+    classify,
+    wording_range,
+)
 from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
 
@@ -75,7 +86,7 @@ class JobLogParser(JobTexts):
         self.counts: Counter[str] = Counter()
         self.lines = 0
         self._previous_line: str | None = None  # the last line read: an identical next one is a repeat
-        self.line_issues: dict[str, list[Any]] = {}  # code -> severity, template, first line, count
+        self.line_issues: dict[str, rows.LineIssue] = {}  # by code
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
 
@@ -113,8 +124,8 @@ class JobLogParser(JobTexts):
 
     def finish(self, gzip_cut: str | None = None) -> None:
         """End of the input: issues, folded collectives, late verdicts (:meth:`parse` calls it)."""
-        for code, (severity, template, lineno, count) in self.line_issues.items():
-            self.sink.add(severity, code, template.replace("{line}", str(lineno)), count=count)
+        for code, i in self.line_issues.items():
+            self.sink.add(i.severity, code, i.template.replace("{line}", str(i.line)), count=i.count)
         self.line_issues.clear()
         if gzip_cut:
             self.sink.add(
@@ -129,9 +140,9 @@ class JobLogParser(JobTexts):
         :meth:`finish` so that a chunk's issues can be moved to the lines of the whole file."""
         old = self.line_issues.get(code)
         if old is None:
-            self.line_issues[code] = [severity, template, lineno, count]
+            self.line_issues[code] = rows.LineIssue(severity, template, lineno, count)
         else:
-            old[3] += count
+            old.count += count
 
     def _block(self, text: str, lineno: int) -> int:
         """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
@@ -291,8 +302,7 @@ class JobLogParser(JobTexts):
         if r.level == "WARN":
             p.warns += 1
             self.failures.warn(r, lineno, probing=p.network is None and not p.conns)
-            fact = classify(r.msg)  # libibverbs missing is a WARN up to 2.10
-            if fact is not None and fact[0] == "no_verbs":
+            if isinstance(classify(r.msg), NoVerbs):  # libibverbs missing is a WARN up to 2.10
                 p.verbs_missing = True
                 p.progress_line = lineno  # NCCL went on to its own IB transport (and then sockets)
             return
@@ -305,55 +315,48 @@ class JobLogParser(JobTexts):
         fact = classify(msg)
         if p.wording_open():  # version-specific wording shows up early
             p.check_wording(wording_range(msg))
-        if fact is None:
-            return
-        kind, f = fact
-        if kind == "coll":
-            key = (r.host, r.pid, f["comm"], f["op"])
-            c = self.colls.get(key)
-            if c is None:
-                self.colls[key] = rows.CollCounter(f["nranks"], 1, f["opcount"], f["opcount"], lineno, lineno)
-            else:
-                c.calls += 1
-                c.last_opcount = f["opcount"]
-                c.last_line = lineno
-        elif kind == "conn":
-            p.add_conn(f, lineno)
+        match fact:
+            case None:
+                return
+            case Coll():
+                key = (r.host, r.pid, fact.comm, fact.op)
+                c = self.colls.get(key)
+                if c is None:
+                    self.colls[key] = rows.CollCounter(fact.nranks, 1, fact.opcount, fact.opcount, lineno, lineno)
+                else:
+                    c.calls += 1
+                    c.last_opcount = fact.opcount
+                    c.last_line = lineno
+            case Conn():
+                p.add_conn(fact, lineno)
+                p.progress_line = lineno
+            case Chain():
+                self.failures.chain(r, fact, lineno)
+            case Teardown():
+                p.teardown_line = p.teardown_line or lineno
+            case Init():
+                self._init(p, r, fact, lineno)
+            case VersionLine():
+                self.versions.append(rows.VersionRow(r.host, r.pid, lineno, fact.version, fact.cuda, "info"))
+                p.apply(fact)
+            case Env():
+                self.env.append(rows.EnvRow(r.host, r.pid, lineno, fact.var, fact.value))
+            case _:
+                if isinstance(fact, NETWORK_PROGRESS):  # NCCL went on probing
+                    p.progress_line = lineno
+                p.apply(fact)
+
+    def _init(self, p: ProcessState, r: Record, f: Init, lineno: int) -> None:
+        if f.phase == "COMPLETE":
             p.progress_line = lineno
-        elif kind == "chain":
-            self.failures.chain(r, f, lineno)
-        elif kind == "teardown":
-            p.teardown_line = p.teardown_line or lineno
-        elif kind == "init":
-            if f["phase"] == "COMPLETE":
-                p.progress_line = lineno
-            if f["phase"] is None and (f["cuda_dev"] is not None or f["api"] is not None):
-                return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
-            phase = f["phase"] or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
-            self.comm_ranks.append(
-                rows.CommRankRow(
-                    r.host,
-                    r.pid,
-                    lineno,
-                    f["api"],
-                    f["comm"],
-                    f["comm_id"],
-                    f["rank"],
-                    f["nranks"],
-                    f["cuda_dev"],
-                    f["bus_id"],
-                    phase,
-                )
+        if f.phase is None and (f.cuda_dev is not None or f.api is not None):
+            return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
+        phase = f.phase or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
+        self.comm_ranks.append(
+            rows.CommRankRow(
+                r.host, r.pid, lineno, f.api, f.comm, f.comm_id, f.rank, f.nranks, f.cuda_dev, f.bus_id, phase
             )
-        elif kind == "version":
-            self.versions.append(rows.VersionRow(r.host, r.pid, lineno, f["version"], f["cuda"], "info"))
-            p.apply(kind, f)
-        elif kind == "env":
-            self.env.append(rows.EnvRow(r.host, r.pid, lineno, f["var"], f["value"]))
-        else:
-            if kind in ("network", "ib_using", "socket_using", "ib_none", "no_verbs"):  # NCCL went on probing
-                p.progress_line = lineno
-            p.apply(kind, f)
+        )
 
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from parsers.nccl.messages import Version, classify
+from parsers.nccl.messages import (
+    Bootstrap,
+    Conn,
+    Fact,
+    Gdr,
+    IbNone,
+    IbUsing,
+    Network,
+    NoVerbs,
+    Plugin,
+    SocketUsing,
+    Version,
+    VersionLine,
+    classify,
+)
 from parsers.nccl.rows import BareVersion, VersionRow
 
 WORDING_RECORDS = 40  # records of a process whose wording is checked (and more until one matches)
@@ -112,35 +125,37 @@ class ProcessState:
         for c in self.conns.values():
             c[1] += base
 
-    def add_conn(self, f: dict[str, Any], lineno: int) -> None:
-        key = (f["kind"], f["detail"], f["net"], f["gdr"])
+    def add_conn(self, f: Conn, lineno: int) -> None:
+        key = (f.kind, f.detail, f.net, f.gdr)
         c = self.conns.get(key)
         if c is None:
             self.conns[key] = [1, lineno]
         else:
             c[0] += 1
 
-    def apply(self, kind: str, f: dict[str, Any]) -> None:
-        if kind == "version":
-            if self.version is None or self.version_source != "info":
-                self.version, self.cuda, self.version_source = f["version"], f["cuda"], "info"
-        elif kind == "bootstrap":
-            self.bootstrap = f"{f['interface']}:{f['address']}"
-        elif kind == "ib_using":
-            _add_new(self.ib_hcas, f["hcas"])
-        elif kind == "ib_none":
-            self.ib_none = True
-        elif kind == "socket_using":
-            _add_new(self.socket_ifs, f["interfaces"])
-        elif kind == "no_verbs":
-            self.verbs_missing = True
-        elif kind == "network":
-            self.network = f["name"]
-        elif kind == "plugin":
-            text = f["text"]
-            self.plugin = text.split("Using ", 1)[-1] if "NET/OFI" in text else text.split()[-1]
-        elif kind == "gdr" and not f["enabled"]:
-            self.gdr_disabled = True
+    def apply(self, fact: Fact) -> None:
+        """What a fact of this process's INFO records says of its setup (the facts other tables
+        keep, such as connections and COLL lines, change nothing here)."""
+        match fact:
+            case VersionLine(version, cuda):
+                if self.version is None or self.version_source != "info":
+                    self.version, self.cuda, self.version_source = version, cuda, "info"
+            case Bootstrap(interface, address):
+                self.bootstrap = f"{interface}:{address}"
+            case IbUsing(hcas, _):
+                _add_new(self.ib_hcas, hcas)
+            case IbNone():
+                self.ib_none = True
+            case SocketUsing(interfaces):
+                _add_new(self.socket_ifs, interfaces)
+            case NoVerbs():
+                self.verbs_missing = True
+            case Network(name):
+                self.network = name
+            case Plugin(text):
+                self.plugin = text.split("Using ", 1)[-1] if "NET/OFI" in text else text.split()[-1]
+            case Gdr(enabled=False):
+                self.gdr_disabled = True
 
 
 def version_owner(procs: dict[tuple[str | None, int | None], ProcessState], outer: str) -> ProcessState | None:
@@ -165,13 +180,13 @@ def bare_versions(
     out = []
     for lineno, outer, msg in bare:
         fact = classify(msg)
-        if fact is None:
+        if not isinstance(fact, VersionLine):
             continue
         owner = version_owner(procs, outer.strip())
         if owner is not None and owner.version is None:
-            owner.version, owner.cuda, owner.version_source = fact[1]["version"], fact[1]["cuda"], "bare line"
+            owner.version, owner.cuda, owner.version_source = fact.version, fact.cuda, "bare line"
         host, pid = (owner.host, owner.pid) if owner else (None, None)
-        out.append(VersionRow(host, pid, lineno, fact[1]["version"], fact[1]["cuda"], "bare line"))
+        out.append(VersionRow(host, pid, lineno, fact.version, fact.cuda, "bare line"))
     if len({r.version for r in (*out, *info)}) == 1 and out:
         for p in procs.values():
             if p.version is None:
@@ -179,6 +194,6 @@ def bare_versions(
     return out
 
 
-def _add_new(items: list[str], new: list[str]) -> None:
+def _add_new(items: list[str], new: Sequence[str]) -> None:
     """Append the entries of ``new`` not yet in ``items``, keeping NCCL's order."""
     items += [x for x in dict.fromkeys(new) if x not in items]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, NotRequired, TypedDict
 
+from parsers.issues import IssueSeverity
 from parsers.shapes import Count
 
 
@@ -79,10 +80,20 @@ class BareVersion(NamedTuple):
 
 
 @dataclass(slots=True)
+class LineIssue:
+    """The issues of one code a log's lines raised: the first one's line, and how many."""
+
+    severity: IssueSeverity
+    template: str  # the message, ``{line}`` standing for :attr:`line`
+    line: int
+    count: int
+
+
+@dataclass(slots=True)
 class CollCounter:
     """The ``COLL`` lines of one (host, pid, communicator, op) (``nccl_collectives``)."""
 
-    nranks: int
+    nranks: int | None  # None: a COLL line of a release that does not print [nranks=N]
     calls: int
     first_opcount: int
     last_opcount: int
