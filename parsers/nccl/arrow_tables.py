@@ -98,7 +98,9 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
         ]
         cols["nccl_errors"] = _dict_columns(p.failures.errors, names)
     if p.colls:
-        rows = [(*k, c.nranks, c.calls, c.first_opcount, c.last_opcount, c.last_line) for k, c in p.colls.items()]
+        in_order = sorted(p.colls.items(), key=lambda kc: kc[1].first_line)  # as the file first shows each, by
+        # whichever path its lines took (a block dense in COLL lines is read by one regex, others line by line)
+        rows = [(*k, c.nranks, c.calls, c.first_opcount, c.last_opcount, c.last_line) for k, c in in_order]
         cols["nccl_collectives"] = _columns(
             rows, ("host", "pid", "comm", "op", "nranks", "calls", "first_opcount", "last_opcount", "last_line")
         )

@@ -87,9 +87,16 @@ def parse_version(text: str) -> Version:
     return (int(m[1]), int(m[2]), int(m[3])) if m else (0, 0, 0)
 
 
+#: any of :data:`WORDING`: most messages match none, and one search says so
+_ANY_WORDING = re.compile("|".join(f"(?:{rx.pattern})" for rx, _, _ in WORDING))
+
+
+@lru_cache(maxsize=1 << 14)
 def wording_range(msg: str) -> tuple[Version, Version] | None:
     """The release range whose wording ``msg`` is, if it is version-specific (the
     intersection when several clues match)."""
+    if not _ANY_WORDING.search(msg):
+        return None
     out: tuple[Version, Version] | None = None
     for rx, lo, hi in WORDING:
         if rx.search(msg):

@@ -181,9 +181,39 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
             out.append((0, min(end + 1, len(line)), level, h))
 
 
+#: The record most lines are, alone in its line: ``[outer]HOST:PID:TID [DEV] [MS] [FILE:LINE [(FUNC)]] NCCL
+#: LEVEL``, the host right after a space, a launcher's or collector's tag, or the line's start. What it
+#: accepts, :func:`careful_split` reads the same way (a test checks both on every line of the corpus);
+#: anything else (a second record, a host that is a number, a rarer form) takes that careful path.
+_PLAIN = re.compile(
+    r"(?:^|(?<=[\s:\]|`'\"]))(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\](?: \d+\.\d+)?"
+    r"(?: (?P<src>[^\s:\[(][^\s:]*:\d+)(?: \((?P<func>[^\s()]*)\))?)? NCCL (?P<level>INFO|WARN|TRACE)(?: |$)"
+)
+
+
+def _plain(line: str) -> Record | None:
+    """The one record of a line :data:`_PLAIN` finds, with nothing NCCL-like before or after it; else None."""
+    m = _PLAIN.search(line)
+    if m is None:
+        return None
+    at = m.start()
+    if at > HEADER_WINDOW // 2 or "NCCL" in line[:at] or " NCCL " in line[m.end() - 1 :]:
+        return None
+    host, pid, tid, dev, src, func, level = m.groups()
+    return Record(line[:at], host, int(pid), int(tid), int(dev), src, func, level, line[m.end() :].rstrip())
+
+
 def split_records(line: str) -> tuple[list[Record], bool, bool]:
     """The records of ``line``, whether two processes' records were merged in it, and
     whether a repeated copy (CloudWatch ``X | X``) was dropped."""
+    if (plain := _plain(line)) is not None:
+        return [plain], False, False
+    return careful_split(line)
+
+
+def careful_split(line: str) -> tuple[list[Record], bool, bool]:
+    """:func:`split_records` by finding every ``NCCL LEVEL`` marker and reading its header from the
+    right: every form the format allows (the reference :data:`_PLAIN` agrees with)."""
     found = _find_records(line) if " NCCL " in line or _GLUED.match(line) else []
     if not found:
         m = STRIPPED.match(line)
