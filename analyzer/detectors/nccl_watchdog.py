@@ -6,8 +6,9 @@ OpTypes means ranks issued different collectives (desynchronised program); diffe
 SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspect. Each process
 group counts its SeqNums on its own (the group is named on the watchdog's work line, or on the
 timeout line itself since PyTorch 2.3): the reading is made per group, so two groups timing out in
-different collectives is no desync, and a rank is named only in the default group, whose ranks are
-the global ones (in another group ``[Rank N]`` is the rank within it). When NCCL
+different collectives is no desync, and a rank is named in the default group, whose ranks are
+the global ones, and in another group (where ``[Rank N]`` is the rank within it) only when the log
+shows the group's membership (PyTorch's ``ProcessGroupNCCL initialization options: … global rank: G``). When NCCL
 logged an error in the same job, the timeouts are its consequence: a warning that names it (the
 ``nccl.error`` finding is the critical one and cites the timeouts).
 """
@@ -152,6 +153,18 @@ def _by_group(w: pd.DataFrame) -> Iterator[tuple[str | None, pd.DataFrame]]:
         yield None, rest
 
 
+def _job_ranks(rows: pd.DataFrame, ranks: tuple[int, ...]) -> tuple[int, ...]:
+    """The job's ranks of a group's ``ranks``, from the timeouts' ``global_rank`` (the group's membership
+    the log showed): all of them, or none when one is not known."""
+    out = []
+    for r in ranks:
+        known = set(rows.loc[rows["rank"] == r, "global_rank"].dropna().astype(int))
+        if len(known) != 1:
+            return ()
+        out.append(known.pop())
+    return tuple(out)
+
+
 def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
     """The reading of one group's timeouts (the module docstring's)."""
     where = f"process group {pg}: " if pg is not None else ""
@@ -162,12 +175,14 @@ def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
     if len(seqs) > 1 and len(per_rank) > 1:
         low = per_rank["seq"].min()
         suspects = tuple(int(r) for r in per_rank.index[per_rank["seq"] == low])
+        job = _job_ranks(rows, suspects) if local else suspects
+        named = f" (the job's rank(s) {', '.join(map(str, job))})" if local and job else ""
         return _Reading(
             "behind",
-            f"{where}ranks are at different collectives: rank(s) {', '.join(map(str, suspects))}{local} stopped at "
-            f"SeqNum {int(low)}, others reached up to {int(per_rank['seq'].max())}; the lowest is the suspect (it "
-            "stopped issuing collectives or is stuck before one)",
-            suspects if not local else (),
+            f"{where}ranks are at different collectives: rank(s) {', '.join(map(str, suspects))}{local}{named} "
+            f"stopped at SeqNum {int(low)}, others reached up to {int(per_rank['seq'].max())}; the lowest is the "
+            "suspect (it stopped issuing collectives or is stuck before one)",
+            job,
         )
     if len(ops) > 1 and len(seqs) == 1:
         return _Reading(

@@ -108,6 +108,7 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
         names = [
             "line",
             "rank",
+            "global_rank",
             "seq",
             "op",
             "numel_in",

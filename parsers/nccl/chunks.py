@@ -179,6 +179,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         w["line"] += base
     p.watchdog += chunk.watchdog
     p.stalls += [row._replace(line=row.line + base) for row in chunk.stalls]
+    p.pg_members += [row._replace(line=row.line + base) for row in chunk.pg_members]
     p.exits += [row._replace(line=row.line + base) for row in chunk.exits]
     p.autotune += [_moved(row, base) for row in chunk.autotune]
     if p._autotune_layout is None:

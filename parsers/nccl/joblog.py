@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl.rows import ExitRow, WatchdogRow
+from parsers.nccl.rows import ExitRow, PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
     r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<pgrank>\d+)\] "
@@ -28,6 +28,12 @@ WATCHDOG = re.compile(
     r" ran for (?P<ran>\d+) milliseconds"
 )
 _RANK_TAG = re.compile(r"\[rank(?P<rank>\d+)\]:")
+#: ``[PG ID 1 PG GUID 5 Rank 1] ProcessGroupNCCL initialization options: size: 4, global rank: 3, …``
+#: (``[PG 1 Rank 1]`` before PyTorch 2.3; logged at TORCH_CPP_LOG_LEVEL=INFO)
+PG_OPTIONS = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(\]]+)(?:\([^)]*\))?)?(?: \([^)]*\))? Rank (?P<rank>\d+)\] "
+    r"ProcessGroupNCCL initialization options: .*?\bglobal rank: (?P<global>\d+)"
+)
 WATCHDOG_WORK = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<rank>\d+)\] Exception "
     r"\(either an error or timeout\) detected by watchdog at work: (?P<work>\d+), last enqueued NCCL work: "
@@ -98,10 +104,12 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
     # the launcher's "[rankN]:" is the global rank; the message's "[Rank N]" is the rank within the
     # process group that timed out, the global one only in the default group
     tag = _RANK_TAG.search(line, 0, m.start())
-    rank = tag["rank"] if tag else m["rank"] or m["pgrank"]
+    within = m["rank"] or m["pgrank"]
+    rank = within if within is not None else tag["rank"] if tag else None
     return {
         "line": lineno,
         "rank": int(rank) if rank is not None else None,
+        "global_rank": int(tag["rank"]) if tag else None,  # else known at the end (resolve_global_ranks)
         "seq": int(m["seq"]),
         "op": m["op"],
         "numel_in": int(m["nin"]) if m["nin"] else None,
@@ -132,6 +140,40 @@ def parse_watchdog_work(line: str) -> WatchdogWork | None:
     return WatchdogWork(
         int(m["rank"]), _pg(m), int(m["work"]), int(m["enq"]), int(m["done"]), int(tag["rank"]) if tag else None
     )
+
+
+def parse_pg_member(line: str, lineno: int) -> PgMember | None:
+    """A process's place in a process group, from PyTorch's initialization options line."""
+    m = PG_OPTIONS.search(line)
+    if not m:
+        return None
+    return PgMember(lineno, m["pg"], m["guid"], int(m["rank"]), int(m["global"]))
+
+
+def pg_key(pg: str) -> tuple[str, str | None]:
+    """The id and GUID of a process group as :func:`_pg` printed it (``1``, ``0 (default_pg)``, ``11 119``,
+    ``0 0(default_pg)``)."""
+    words = pg.replace("(", " (").split()
+    guid = next((w for w in words[1:] if not w.startswith("(")), None)
+    return words[0], guid
+
+
+def resolve_global_ranks(watchdog: list[WatchdogRow], members: list[PgMember]) -> None:
+    """Each timeout's rank in the job, where its own line does not say it: the default group's ranks are
+    the job's; another group's rank maps through the membership the log shows, when it names one rank."""
+    places: dict[tuple[str, int], set[tuple[str | None, int]]] = {}
+    for m in members:
+        places.setdefault((m.pg, m.rank), set()).add((m.guid, m.global_rank))
+    for w in watchdog:
+        if w["global_rank"] is not None or w["rank"] is None or not w["pg"]:
+            continue
+        pg, guid = pg_key(w["pg"])
+        if pg == "0":
+            w["global_rank"] = w["rank"]
+            continue
+        found = {g for gd, g in places.get((pg, w["rank"]), set()) if guid is None or gd is None or gd == guid}
+        if len(found) == 1:
+            w["global_rank"] = found.pop()
 
 
 def _pg(m: re.Match[str]) -> str:
@@ -220,7 +262,9 @@ def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
     """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
     work" line) describes; False when there is none."""
     for w in reversed(watchdog):
-        same_rank = w["rank"] in (work.rank, work.global_rank)  # a timeout line's rank may be the launcher's
+        same_rank = w["rank"] in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
+            w["global_rank"] is not None and w["global_rank"] == work.global_rank
+        )
         if same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None:
             w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
             return True

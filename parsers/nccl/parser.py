@@ -92,6 +92,7 @@ class JobLogParser(JobTexts):
         self.line_issues: dict[str, rows.LineIssue] = {}  # by code
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
+        self.pg_members: list[rows.PgMember] = []  # process groups' membership (maps group ranks to the job's)
 
     # -- reading --------------------------------------------------------------------
     def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
@@ -244,6 +245,11 @@ class JobLogParser(JobTexts):
             return
         if self._watchdog_text(line, lineno):
             return
+        if "ProcessGroupNCCL initialization options" in line:
+            member = joblog.parse_pg_member(line, lineno)
+            if member is not None:
+                self.pg_members.append(member)
+                return
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
@@ -367,6 +373,7 @@ class JobLogParser(JobTexts):
     def _finish(self) -> None:
         fold_fast_colls(self)
         self.failures.settle(self.procs, min((w["line"] for w in self.watchdog), default=None))
+        joblog.resolve_global_ranks(self.watchdog, self.pg_members)
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:
             self.sink.add(

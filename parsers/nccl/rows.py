@@ -79,6 +79,17 @@ class BareVersion(NamedTuple):
     msg: str
 
 
+class PgMember(NamedTuple):
+    """A process's place in a process group, from PyTorch's ``[PG ID 1 PG GUID 5 Rank 1] ProcessGroupNCCL
+    initialization options: size: 4, global rank: 3, …`` (what maps a group's ranks to the job's)."""
+
+    line: int
+    pg: str  # the group's id
+    guid: str | None  # its GUID (PyTorch 2.3+), which tells apart groups made at the same place
+    rank: int  # within the group
+    global_rank: int
+
+
 @dataclass(slots=True)
 class LineIssue:
     """The issues of one code a log's lines raised: the first one's line, and how many."""
@@ -159,7 +170,10 @@ class WatchdogRow(TypedDict):
     """A ``watchdog_timeouts`` row: a PyTorch watchdog's timeout line, completed by the work line after it."""
 
     line: int
-    rank: int | None  # the rank within the timed-out process group (PyTorch's ``[Rank N]``)
+    rank: (
+        int | None
+    )  # the launcher's ``[rankN]:`` when it tags the line, else PyTorch's ``[Rank N]`` (within the group)
+    global_rank: int | None  # the job's rank: the launcher's tag, the default group's rank, or the group's membership
     seq: int
     op: str
     numel_in: int | None

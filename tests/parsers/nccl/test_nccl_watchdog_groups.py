@@ -1,6 +1,7 @@
 """PyTorch watchdog timeouts of several process groups: each group's SeqNums count on their own, so
 two groups timing out in different collectives is no desync, and a rank named within a group that
-is not the default one is not taken for the global rank (issue 45). Lines of PyTorch 2.1-2.2 (the
+is not the default one is not taken for the job's rank: it maps to it through the launcher's tag or
+the group's membership the log shows (issue 45). Lines of PyTorch 2.1-2.2 (the
 group on the work line only) and 2.4+ (``[PG ID n PG GUID g Rank r]`` on the timeout line)."""
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ WORK = (
 
 
 def _v21(rank: int, pg: int, seq: int, op: str) -> str:
-    """2.1/2.2: ``[Rank r]`` on the timeout line, the group on the work line after it."""
+    """2.1/2.2: ``[Rank r]`` on the timeout line, the group on the work line after it, both behind the
+    launcher's tag of the job's rank (group 0 holds ranks 0-3, any other group ranks 4-7)."""
+    tag = rank if pg == 0 else rank + 4
     return (
-        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] {WD.format(seq=seq, op=op)}\n"
-        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG {pg} Rank {rank}] "
+        f"[rank{tag}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] {WD.format(seq=seq, op=op)}\n"
+        f"[rank{tag}]:[E ProcessGroupNCCL.cpp:1537] [PG {pg} Rank {rank}] "
         f"{WORK.format(seq=seq, enq=seq + 1, done=seq - 1)}\n"
     )
 
@@ -51,15 +54,49 @@ def test_two_groups_timing_out_in_different_collectives_is_no_desync(tmp_path: P
     assert {w["pg"].split()[0] for w in doc["nccl"]["watchdog_timeouts"]} == {"0", "1"}
 
 
+def _members(pg: int, ranks: range, guid: bool) -> str:
+    """PyTorch's initialization options lines of group ``pg`` (its rank r is the job's rank r + 4)."""
+    head = f"PG ID {pg} PG GUID {pg}" if guid else f"PG {pg}"
+    return "".join(
+        f"[I ProcessGroupNCCL.cpp:968] [{head} Rank {r}] ProcessGroupNCCL initialization options: size: "
+        f"{len(ranks)}, global rank: {r + 4}, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0\n"
+        for r in ranks
+    )
+
+
 @pytest.mark.parametrize("line", [_v21, _v24], ids=["2.1", "2.4"])
-def test_one_group_with_a_rank_behind_names_it_only_in_the_default_group(tmp_path: Path, line: object) -> None:
-    for pg, named in ((0, [3]), (2, [])):
-        text = "".join(line(r, pg, 100 if r != 3 else 99, "ALLREDUCE") for r in range(4))  # type: ignore[operator]
-        doc = report(tmp_path, text, name=f"pg{pg}.log")
+def test_a_rank_behind_is_named_by_its_job_rank_where_the_log_tells_it(tmp_path: Path, line: object) -> None:
+    """In the default group the rank is the job's; in group 2, rank 3 is the job's rank 7 when the
+    launcher tags the line (2.1 here) or the log shows the group's membership, and unnamed otherwise."""
+    cases = [(0, "", [3]), (2, "", [7] if line is _v21 else []), (2, _members(2, range(4), line is _v24), [7])]
+    for i, (pg, members, named) in enumerate(cases):
+        text = members + "".join(line(r, pg, 100 if r != 3 else 99, "ALLREDUCE") for r in range(4))  # type: ignore[operator]
+        doc = report(tmp_path, text, name=f"case{i}.log")
         (f,) = [f for f in doc["findings"] if f["code"] == "nccl.watchdog_timeout"]
-        assert f["labels"]["verdict"] == "behind" and f["ranks"] == named
-        if not named:  # rank 3 of group 2 is not global rank 3
-            assert "ranks within the group" in f["summary"]
+        assert f["labels"]["verdict"] == "behind" and f["ranks"] == named, (i, f["summary"])
+        if pg:  # rank 3 of group 2 is not the job's rank 3
+            assert "rank(s) 3 (ranks within the group)" in f["summary"]
+            assert ("(the job's rank(s) 7)" in f["summary"]) is bool(named)
+        rows = doc["nccl"]["watchdog_timeouts"]
+        assert {(w["rank"], w["global_rank"]) for w in rows if w["rank"] == 3} == {(3, named[0] if named else None)}
+
+
+def test_membership_of_a_group_made_twice_at_one_place_names_no_one() -> None:
+    """Two groups with PG ID 11 (made at the same place on different ranks) whose rank 1 is the job's 5
+    in one and 9 in the other: without the GUID a timeout's rank 1 cannot be mapped; with it, it can."""
+    members = [
+        joblog.parse_pg_member(_members(11, range(2), guid=False).splitlines()[1], 1),
+        joblog.PgMember(2, "11", None, 1, 9),
+    ]
+    rows = [joblog.parse_watchdog(f"[PG 11 Rank 1] {WD.format(seq=5, op='X')}", 3)]
+    assert all(m is not None for m in members) and rows[0] is not None
+    joblog.resolve_global_ranks(rows, members)  # type: ignore[arg-type]
+    assert rows[0]["global_rank"] is None
+    guided = [joblog.PgMember(1, "11", "11", 1, 5), joblog.PgMember(2, "11", "12", 1, 9)]
+    row = joblog.parse_watchdog(f"[PG ID 11 PG GUID 12 Rank 1] {WD.format(seq=5, op='X')}", 3)
+    assert row is not None
+    joblog.resolve_global_ranks([row], guided)
+    assert row["global_rank"] == 9
 
 
 def test_the_timeout_line_names_its_group_and_rank_and_the_work_line_still_completes_it() -> None:
@@ -70,7 +107,7 @@ def test_the_timeout_line_names_its_group_and_rank_and_the_work_line_still_compl
     )
     assert work is not None and work.global_rank == 13 and work.rank == 5
     tagged = joblog.parse_watchdog(f"[rank13]:[E ProcessGroupNCCL.cpp:563] [Rank 5] {WD.format(seq=9141, op='X')}", 1)
-    assert tagged is not None and tagged["rank"] == 13  # the launcher's tag is the global rank
+    assert tagged is not None and (tagged["rank"], tagged["global_rank"]) == (5, 13)  # the tag is the job's rank
     assert joblog.attach_work([tagged], work) and tagged["pg"] == "3" and tagged["last_completed"] == 9140
 
 
