@@ -12,7 +12,6 @@ ahead: a big timeline's ranges, tokenized on threads or Dask workers and paired 
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import (
@@ -171,21 +170,19 @@ def _pool_map(fn: Callable[[list[T]], list[R]], groups: list[list[T]], jobs: int
 #: cost a fifth of the parsing rate; glibc's trim threshold of 64 KB, which Dask sets for its
 #: workers, turned every large allocation into mmap/munmap page faults (8% of the worker time);
 #: work stealing, 100 ms memory polls and 20 ms ticks took ~40% of the coordinating process's CPU,
-#: which shares the machine's cores with the workers. Workers are forked from this process, which
-#: has imported distributed and the parsers already: the cluster is up in 0.1 s instead of 0.5 s
-#: (a spawned worker imports all of it again) and closes in 0.03 s instead of 0.15 s. The fork
-#: happens while this process only waits for the cluster (no parsing or hashing threads yet), with
-#: the garbage collector's view of the heap frozen (``gc.freeze``): a worker's collections then
-#: skip the ~90,000 objects it inherited (this process after importing distributed; a process of
-#: the pool has 40,000), and do not write to, and so copy, their pages (a quarter fewer page
-#: faults).
+#: which shares the machine's cores with the workers. Workers start from a fork server
+#: (``forkserver``), a process that imported distributed and its libraries and runs no thread: they
+#: used to be forked from this process, which is up 0.4 s sooner, but this process runs the
+#: cluster's event loop thread (and, in a CLI ingest, the early hash's), and a fork taken while
+#: another thread holds a lock leaves the child waiting on it for ever (seen twice in the tests:
+#: an idle forked worker, and the run hung).
 _LOCAL_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.scheduler.work-stealing": False,  # tasks are handed out from the scheduler's queue
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.admin.tick.interval": "500ms",
-    "distributed.worker.multiprocessing-method": "fork",
+    "distributed.worker.multiprocessing-method": "forkserver",
 }
 
 
@@ -203,12 +200,8 @@ def _dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
             for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
             if k != "MALLOC_TRIM_THRESHOLD_"
         }
-        gc.freeze()  # see _LOCAL_CLUSTER_CONFIG: the workers forked now inherit a frozen heap
-        try:
-            with dask.config.set({**_LOCAL_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": env}):
-                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        finally:
-            gc.unfreeze()
+        with dask.config.set({**_LOCAL_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": env}):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(scheduler or cluster)
     try:
         yield client
