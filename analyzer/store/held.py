@@ -70,6 +70,11 @@ class HeldPart:
     def replace(self, table: pa.Table) -> None:
         self._batches = [table]
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes its rows take in memory."""
+        return sum(t.nbytes for t in self._batches)
+
     def read(self, columns: list[str], where: pc.Expression | None = None) -> pa.Table:
         """``columns`` of the rows for which ``where`` holds (a Parquet file's read, in memory)."""
         self._check(columns)
@@ -143,6 +148,11 @@ class HeldParts:
         """A held part for the part file ``path`` of table ``name``."""
         part = self._parts[path] = HeldPart(arrow_schema(name, self.keep.get(name)), name)
         return part
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes every part held takes in memory (what an analysis beside them has not got)."""
+        return sum(p.nbytes for p in self._parts.values())
 
     def get(self, path: Path) -> HeldPart | None:
         """The held part of part file ``path``, if it is one."""

@@ -82,11 +82,13 @@ def model_bytes(entry: ManifestEntry) -> int:
     return int(rows.get("spans", 0)) * SPAN_BYTES + int(rows.get("ticks", 0)) * TICK_BYTES
 
 
-def model_room(budget: int) -> int:
-    """The bytes of ``budget`` a model may take: what the process's baseline leaves, and at least half
-    the budget. A budget under the baseline (the interpreter and its libraries, which no window
-    shrinks) still bounds the model by the input's size, not by a constant that the input never reaches."""
-    return max(budget - BASELINE_BYTES, budget // 2)
+def model_room(budget: int, held: int = 0) -> int:
+    """The bytes of ``budget`` a model may take beside ``held`` bytes of tables kept in memory (a
+    ``report FILE``'s store): what the process's baseline leaves, and at least half of the rest. A
+    budget under the baseline (the interpreter and its libraries, which no window shrinks) still
+    bounds the model by the input's size, not by a constant that the input never reaches."""
+    free = max(budget - held, 1)
+    return max(free - BASELINE_BYTES, free // 2)
 
 
 def budget_for_room(room: int) -> int:
@@ -100,17 +102,19 @@ def analysed_model(
     budget: int = DEFAULT_MEMORY_BUDGET,
     thresholds: Thresholds | None = None,
     pool: Executor | None = None,
+    held: int = 0,
 ) -> TimelineModel:
-    """The model of a timeline input: whole when the analysis fits ``budget`` bytes, else windowed;
-    its analyses decide by ``thresholds`` (the defaults when None); ``pool``: threads its tick
-    passes run on beside the span tables' (None: one after the other, here)."""
-    model = _sized_model(store, entry, budget, pool)
+    """The model of a timeline input: whole when the analysis fits ``budget`` bytes beside ``held``
+    bytes of tables kept in memory, else windowed; its analyses decide by ``thresholds`` (the
+    defaults when None); ``pool``: threads its tick passes run on beside the span tables' (None:
+    one after the other, here)."""
+    model = _sized_model(store, entry, budget, pool, held)
     return model if thresholds is None else replace(model, thresholds=thresholds)
 
 
-def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Executor | None) -> TimelineModel:
+def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Executor | None, held: int) -> TimelineModel:
     need = model_bytes(entry)
-    room = model_room(budget)
+    room = model_room(budget, held)
     if need <= room:
         return build_model(store, entry, pool)
     input_id = entry["id"]
@@ -119,12 +123,12 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Execu
     cost = _step_costs(store, input_id, starts, need / max(int(entry["rows"].get("spans", 0)), 1))
     k = _head_steps(cost, room * DETAIL_SHARE)
     if k < 1:
-        raise _over_budget(entry, "the first step with the start-up", float(cost[:2].sum()), DETAIL_SHARE, budget)
+        raise _over_budget(entry, "the first step with the start-up", float(cost[:2].sum()), DETAIL_SHARE, budget, held)
     if k >= n:  # too few steps to leave any out: the head would be the whole timeline
         return build_model(store, entry, pool)
     windows = _windows(cost[1:], k, room * (1 - DETAIL_SHARE))
     if isinstance(windows, int):
-        raise _over_budget(entry, f"step {windows:,}", float(cost[1 + windows]), 1 - DETAIL_SHARE, budget)
+        raise _over_budget(entry, f"step {windows:,}", float(cost[1 + windows]), 1 - DETAIL_SHARE, budget, held)
     head = read_spans(store, input_id, pc.field("start_us") < int(starts[k]))
     ids = head.loc[head["kind"] == "negotiate", "span_id"]
     tick_range = _span_range(ids)
@@ -150,7 +154,7 @@ def _sized_model(store: RunStore, entry: ManifestEntry, budget: int, pool: Execu
         run_steps=n,
         spans=len(head),
         run_spans=int(entry["rows"]["spans"]),
-        estimate_bytes=need + BASELINE_BYTES,
+        estimate_bytes=need + BASELINE_BYTES + held,
         budget_bytes=budget,
     )
     return replace(model, run_steps=pd.concat(tables, ignore_index=True), window=window)
@@ -199,16 +203,18 @@ def _windows(cost: np.ndarray, first: int, room: float) -> list[tuple[int, int]]
     return out
 
 
-def _over_budget(entry: ManifestEntry, piece: str, cost: float, share: float, budget: int) -> OverBudget:
+def _over_budget(entry: ManifestEntry, piece: str, cost: float, share: float, budget: int, held: int) -> OverBudget:
     """The error of a timeline whose ``piece`` alone costs ``cost`` bytes of model, more than the
-    ``share`` of the budget's room it may take."""
+    ``share`` of the budget's room it may take beside ``held`` bytes of tables in memory."""
     spans = int(entry["rows"].get("spans", 0))
-    held = int(cost / max(model_bytes(entry), 1) * spans)
-    need = budget_for_room(int(cost / share) + 1)
+    its = int(cost / max(model_bytes(entry), 1) * spans)
+    need = budget_for_room(int(cost / share) + 1) + held
+    beside = f" beside the {_size(held)} of tables held in memory" if held else ""
     return OverBudget(
-        f"{entry['path']}: {piece} alone holds {held:,} of its {spans:,} spans, about {_size(cost)} to analyse: "
-        f"more than the {_size(budget)} memory budget leaves for one window of whole steps "
-        f"({_size(model_room(budget) * share)}); analyse it with --memory-budget {-(-need // (1 << 30))}G or more"
+        f"{entry['path']}: {piece} alone holds {its:,} of its {spans:,} spans, about {_size(cost)} to analyse: "
+        f"more than the {_size(budget)} memory budget leaves for one window of whole steps{beside} "
+        f"({_size(model_room(budget, held) * share)}); analyse it with --memory-budget {-(-need // (1 << 30))}G "
+        "or more"
     )
 
 
@@ -223,6 +229,7 @@ def lateness_of_steps(
     first: int,
     last: int,
     budget: int = DEFAULT_MEMORY_BUDGET,
+    held: int = 0,
 ) -> Lateness:
     """Rank lateness of the negotiations of steps ``first..last`` of the run (numbered as in
     :attr:`TimelineModel.all_steps`), read from the store: what a windowed model's detail lacks
@@ -230,7 +237,7 @@ def lateness_of_steps(
     run = model.all_steps
     starts = run["start_us"].to_numpy(dtype=np.int64)
     per_step = model_bytes(entry) / max(len(run), 1)
-    room = model_room(budget) * (1 - DETAIL_SHARE)
+    room = model_room(budget, held) * (1 - DETAIL_SHARE)
     last = min(last, first + max(MIN_DETAIL_STEPS, int(room / max(per_step, 1.0))) - 1)
     where = (pc.field("kind") == "negotiate") & (pc.field("start_us") >= int(starts[first]))
     if last + 1 < len(starts):
