@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from parsers.inputs import CHUNK_BYTES
 from parsers.nccl.arrow_tables import log_tables
-from parsers.nccl.failures import CHAIN_LINES
+from parsers.nccl.failures import CHAIN_LINES, ERROR_LIMIT
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import JobLogParser
@@ -170,7 +170,9 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         attach_work(p.watchdog, work)
     for err in chunk.failures.errors:
         err["line"] += base  # open_error holds the same dicts
-    p.failures.errors += chunk.failures.errors
+    kept = chunk.failures.errors[: max(ERROR_LIMIT - len(p.failures.errors), 0)]  # the first, as one pass keeps
+    p.failures.errors += kept
+    p.failures.unkept += chunk.failures.unkept + len(chunk.failures.errors) - len(kept)
     p.failures.open_error.update(chunk.failures.open_error)
     p.comm_ranks += [row._replace(line=row.line + base) for row in chunk.comm_ranks]
     p.versions += [row._replace(line=row.line + base) for row in chunk.versions]

@@ -21,7 +21,7 @@ from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
-from parsers.nccl.failures import Failures
+from parsers.nccl.failures import ERROR_LIMIT, Failures
 from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.messages import (
     NETWORK_PROGRESS,
@@ -382,6 +382,15 @@ class JobLogParser(JobTexts):
                 f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
                 "(application output, launcher banners): counted, not analysed",
                 count=self.counts["foreign"],
+            )
+        if self.failures.unkept:
+            self.sink.add(
+                IssueSeverity.DATA_LOSS,
+                "log.errors_not_kept",
+                f"{self.failures.unkept:,} NCCL error record(s) after the first {ERROR_LIMIT:,} were counted, not "
+                "kept (a retry loop or every rank repeating one failure): the report reads the first ones, where "
+                "the causes are",
+                count=self.failures.unkept,
             )
         if self.counts["doubled"]:
             self.sink.add(

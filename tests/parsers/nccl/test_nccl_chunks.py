@@ -155,3 +155,27 @@ def test_corpus_logs_cut_anywhere(corpus: Path) -> None:
     for path in logs:
         for chunk_bytes in (1, 333, 4096):
             assert_same(path, chunk_bytes)
+
+
+def test_a_flood_of_errors_keeps_the_first_and_counts_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """64 ranks repeating one IB completion error in turn (no line repeats the one before it): past
+    ERROR_LIMIT (2 M such lines took 7.5 GB) a WARN is counted, not kept, in one pass and in chunks alike."""
+    import parsers.nccl.chunks as chunks_module
+    import parsers.nccl.failures as failures
+    import parsers.nccl.parser as parser_module
+
+    for module in (failures, chunks_module, parser_module):
+        monkeypatch.setattr(module, "ERROR_LIMIT", 50)
+    lines = [
+        f"node{p % 8}:{1000 + p}:{2000 + p} [{p % 8}] transport/net_ib.cc:1294 NCCL WARN NET/IB : Got completion "
+        f"from peer 10.0.0.{p} with error 12, opcode 0, len 0, vendor err 129\n"
+        for p in range(64)
+    ]
+    path = tmp_path / "flood.log"
+    path.write_text("".join(lines[i % 64] for i in range(640)))
+    tables, issues, _ = single(path)
+    assert len(tables["nccl_errors"]) == 50 and tables["nccl_errors"][-1]["line"] == 50
+    (flood,) = [i for i in issues if i.code == "log.errors_not_kept"]
+    assert flood.count == 590 and "after the first 50 were counted" in flood.message
+    for chunk_bytes in (3000, 20_000):
+        assert_same(path, chunk_bytes, random.Random(chunk_bytes))
