@@ -27,7 +27,7 @@ from parsers.nccl.arrow_tables import log_tables
 from parsers.nccl.failures import CHAIN_LINES, ERROR_LIMIT
 from parsers.nccl.joblog import attach_work
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
-from parsers.nccl.parser import JobLogParser
+from parsers.nccl.parser import ROW_LIMIT, JobLogParser
 from parsers.nccl.records import clean_paste
 from parsers.nccl.rows import CollCounter, FastColl, LineIssue
 
@@ -129,6 +129,8 @@ class ChunkMerger:
 
     def _merge(self, index: int, chunk: JobLogParser) -> None:
         p = self.parser
+        if p.stopped:  # past its row limit: the chunks after are not read, as one pass stops
+            return
         base = p.lines
         if index and not _independent(p, chunk, base):
             self.rereads += 1
@@ -137,6 +139,10 @@ class ChunkMerger:
                 p.feed(_Range(f, start, end))
             return
         _absorb(p, chunk, base)
+        if chunk.stopped:  # its own limit: its issue came with its line issues
+            p.stopped = True
+        elif p.kept_rows() > ROW_LIMIT:  # at a chunk's end (one pass stops at the block's)
+            p.stop(p.lines)
 
 
 def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:

@@ -43,6 +43,9 @@ BLOCK = 4 << 20
 #: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
 #: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host). The host starts where
 #: a run of host characters starts, so that a long line of them is read in linear time.
+#: the rows a log keeps for its tables (~0.2-1 KB each) before its reading stops (:meth:`JobLogParser.stop`):
+#: 1 GB of the corpus's real lines keeps ~1.5 M; a flood of distinct INFO records would grow without end
+ROW_LIMIT = 4_000_000
 #: a block is searched for COLL trace lines when it holds one per this many characters or fewer (a COLL
 #: line is ~200 characters: when they are about half its lines)
 COLL_SHARE = 400
@@ -93,6 +96,7 @@ class JobLogParser(JobTexts):
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
         self.pg_members: list[rows.PgMember] = []  # process groups' membership (maps group ranks to the job's)
+        self.stopped = False  # the kept rows passed ROW_LIMIT: the rest of the log is not read (stop)
 
     # -- reading --------------------------------------------------------------------
     def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
@@ -103,10 +107,11 @@ class JobLogParser(JobTexts):
 
     def feed(self, stream: ByteSource) -> None:
         """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
-        starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends."""
+        starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends.
+        Nothing more is read once the log's kept rows passed :data:`ROW_LIMIT` (:meth:`stop`)."""
         rest = b""
         lineno = self.lines
-        while block := stream.read(BLOCK):
+        while not self.stopped and (block := stream.read(BLOCK)):
             data = rest + block
             cut = data.rfind(b"\n")
             if cut < 0:
@@ -114,7 +119,9 @@ class JobLogParser(JobTexts):
                 continue
             rest = data[cut + 1 :]
             lineno = self._block(clean_paste(data[: cut + 1].decode("utf-8", "replace")), lineno)
-        if rest:
+            if self.kept_rows() > ROW_LIMIT:
+                self.stop(lineno)
+        if rest and not self.stopped:
             lineno += 1
             self._issue_at(
                 lineno,
@@ -125,6 +132,34 @@ class JobLogParser(JobTexts):
             )
             self._line(clean_paste(rest.decode("utf-8", "replace")).rstrip("\r"), lineno)
         self.lines = lineno
+
+    def kept_rows(self) -> int:
+        """The rows this log keeps for its tables until it ends (what its memory grows with)."""
+        return (
+            len(self.failures.errors)
+            + len(self.comm_ranks)
+            + len(self.versions)
+            + len(self._bare_versions)
+            + len(self.env)
+            + len(self.watchdog)
+            + len(self.stalls)
+            + len(self.exits)
+            + len(self.autotune)
+            + len(self.pg_members)
+        )
+
+    def stop(self, lineno: int) -> None:
+        """Read no more of this log (its kept rows passed :data:`ROW_LIMIT` at line ``lineno``): what was
+        read is analysed, and the report says where the reading stopped."""
+        self.stopped = True
+        self._issue_at(
+            lineno,
+            IssueSeverity.DATA_LOSS,
+            "log.row_limit",
+            f"line {{line}}: the records this log keeps for the analysis (errors, communicator inits, settings, "
+            f"versions, timeouts) passed {ROW_LIMIT:,}, about what the memory budget holds: the lines after it are "
+            "not read, and the report covers the log up to there",
+        )
 
     def finish(self, gzip_cut: str | None = None) -> None:
         """End of the input: issues, folded collectives, late verdicts (:meth:`parse` calls it)."""

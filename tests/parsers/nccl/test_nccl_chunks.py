@@ -179,3 +179,30 @@ def test_a_flood_of_errors_keeps_the_first_and_counts_the_rest(tmp_path: Path, m
     assert flood.count == 590 and "after the first 50 were counted" in flood.message
     for chunk_bytes in (3000, 20_000):
         assert_same(path, chunk_bytes, random.Random(chunk_bytes))
+
+
+def test_a_log_past_its_row_limit_is_read_up_to_there_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood of distinct records the analysis keeps (communicator inits here) stops the reading once
+    ROW_LIMIT rows are kept: what was read is analysed, the issue names the line, in one pass and in chunks."""
+    import parsers.nccl.chunks as chunks_module
+    import parsers.nccl.parser as parser_module
+
+    for module in (parser_module, chunks_module):
+        monkeypatch.setattr(module, "ROW_LIMIT", 100)
+    monkeypatch.setattr(parser_module, "BLOCK", 4096)
+    path = tmp_path / "inits.log"
+    path.write_text(
+        "".join(
+            f"node{r % 4}:{100 + r}:{100 + r} [0] NCCL INFO comm 0x{r:x} rank {r % 8} nranks 8 cudaDev 0 busId 1000 "
+            "commId 0x5 - Init COMPLETE\n"
+            for r in range(2000)
+        )
+    )
+    for tables, issues, info in (single(path), chunked(path, 20_000)[:3]):
+        (stop,) = [i for i in issues if i.code == "log.row_limit"]
+        assert "the lines after it are not read" in stop.message
+        read = len(tables["nccl_comm_ranks"])
+        assert 100 < read < 400 and info["records"] == read  # up to the block (or chunk) that passed it
+        assert f"line {read}:" in stop.message
