@@ -7,10 +7,11 @@ SeqNums mean some rank fell behind: the rank whose SeqNum is lowest is the suspe
 group counts its SeqNums on its own (the group is named on the watchdog's work line, or on the
 timeout line itself since PyTorch 2.3): the reading is made per group, so two groups timing out in
 different collectives is no desync, and a rank is named in the default group, whose ranks are
-the global ones, and in another group (where ``[Rank N]`` is the rank within it) only when the log
-shows the group's membership (PyTorch's ``ProcessGroupNCCL initialization options: … global rank: G``). When NCCL
-logged an error in the same job, the timeouts are its consequence: a warning that names it (the
-``nccl.error`` finding is the critical one and cites the timeouts).
+the global ones, and in another group (where ``[Rank N]`` is the rank within it) only when the
+line's launcher tag or the group's membership (PyTorch's ``ProcessGroupNCCL initialization
+options: … global rank: G``) gives its rank in the job. When NCCL logged an error in the same
+job, the timeouts are its consequence: a warning that names it (the ``nccl.error`` finding is the
+critical one and cites the timeouts).
 """
 
 from __future__ import annotations

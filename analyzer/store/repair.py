@@ -1,7 +1,8 @@
 """Repairing a store whose Parquet parts are damaged (``hvd-analyze ingest --repair``).
 
 A part can be cut (a full disk, a copy stopped half-way), emptied, replaced by another table's
-file, or hold flipped bytes (its pages' checksums, or its strings' UTF-8, say so). :func:`drop_damaged` finds every part the manifest lists that cannot be read as its table,
+file, or hold flipped bytes (its pages' checksums, or its strings' UTF-8, say so).
+:func:`drop_damaged` finds every part the manifest lists that cannot be read as its table,
 removes the buckets that hold one (a bucket's inputs share its parts) and their inputs' entries,
 and returns those inputs' files that are still where they were ingested from, unchanged in size,
 so that an ingest puts them back. Inputs whose files are gone are lost to the store, and said so.

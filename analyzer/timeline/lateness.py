@@ -182,6 +182,12 @@ def span_ticks(chunks: Chunks, first: int = 0, last: int | None = None) -> SpanT
     return SpanTicks(first, counts, top)
 
 
+#: the most ranks a negotiation's ticks are read as: 2^20, beyond any Horovod job run (the largest
+#: published ran on 27,360 GPUs). A negotiation naming more is left out of the ranks' statistics and
+#: counted (:func:`oversized`): at 3 M ranks their rows alone took 24 s and 1.6 GB, and grow linearly
+MAX_WORLD = 1 << 20
+
+
 def tick_lateness(
     chunks: Chunks,
     span_ids: np.ndarray,
@@ -231,12 +237,6 @@ def tick_lateness(
         last,
         lut,
     )
-
-
-#: the most ranks a negotiation's ticks are read as: 2^20, beyond any Horovod job run (the largest
-#: known ran on ~27,000 GPUs). A negotiation naming more is left out of the ranks' statistics and
-#: counted (:func:`oversized`): at 3 M ranks their rows alone took 24 s and 1.6 GB, and grow linearly
-MAX_WORLD = 1 << 20
 
 
 def oversized(lat: Lateness) -> int:

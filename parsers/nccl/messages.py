@@ -2,9 +2,8 @@
 
 :func:`classify` turns one message into a :data:`Fact` (a tagged union of frozen dataclasses, one
 per kind of message, matched by class), or None for messages that carry nothing the analysis uses
-(they are still counted as NCCL records). Wording
-that only some releases print narrows the version of a process that never printed its
-version line: :func:`wording_range`.
+(they are still counted as NCCL records). Wording that only some releases print narrows the
+version of a process that never printed its version line: :func:`wording_range`.
 """
 
 from __future__ import annotations
