@@ -23,32 +23,21 @@ from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import ERROR_LIMIT, Failures
 from parsers.nccl.jobtexts import JobTexts
-from parsers.nccl.messages import (
-    NETWORK_PROGRESS,
-    Chain,
-    Coll,
-    Conn,
-    Env,
-    Init,
-    NoVerbs,
-    Teardown,
-    VersionLine,
-    classify,
-    wording_range,
-)
+from parsers.nccl.messages import classify
 from parsers.nccl.process import ProcessState, bare_versions
-from parsers.nccl.records import PREFIX_ONLY, Record, clean_paste, split_records
+from parsers.nccl.recordfacts import RecordFacts
+from parsers.nccl.records import PREFIX_ONLY, clean_paste, split_records
 
 BLOCK = 4 << 20
-#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
-#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host). The host starts where
-#: a run of host characters starts, so that a long line of them is read in linear time.
 #: the rows a log keeps for its tables (~0.2-1 KB each) before its reading stops (:meth:`JobLogParser.stop`):
 #: 1 GB of the corpus's real lines keeps ~1.5 M; a flood of distinct INFO records would grow without end
 ROW_LIMIT = 4_000_000
 #: a block is searched for COLL trace lines when it holds one per this many characters or fewer (a COLL
 #: line is ~200 characters: when they are about half its lines)
 COLL_SHARE = 400
+#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
+#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host). The host starts where
+#: a run of host characters starts, so that a long line of them is read in linear time.
 COLL_LINE = re.compile(
     r"^(?P<outer>\[\d+,\d+\]<\w+>:|[^\n]*?)(?<![^\s:\[\]|])(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
@@ -67,7 +56,7 @@ REPEATED = (
 LINE_DAMAGE = (ValueError, OverflowError, IndexError)
 
 
-class JobLogParser(JobTexts):
+class JobLogParser(RecordFacts, JobTexts):
     """Parses one text log. Use :meth:`parse` once; read :attr:`sink` and :attr:`info` after."""
 
     def __init__(self, path: str | Path, display_name: str | None = None) -> None:
@@ -326,83 +315,6 @@ class JobLogParser(JobTexts):
             )
         else:
             self.counts["foreign"] += 1
-
-    # -- records --------------------------------------------------------------------
-    def _proc(self, r: Record, lineno: int) -> ProcessState:
-        key = (r.host, r.pid)
-        p = self.procs.get(key)
-        if p is None:
-            p = self.procs[key] = ProcessState(r.host, r.pid, lineno, r.outer.strip() or None)
-        p.last_line = lineno
-        p.records += 1
-        if r.dev is not None:
-            p.devs.add(r.dev)
-        return p
-
-    def _record(self, r: Record, lineno: int) -> None:
-        self.counts["records"] += 1
-        if r.level == "VERSION":
-            self._bare_versions.append(rows.BareVersion(lineno, r.outer, r.msg))
-            return
-        p = self._proc(r, lineno)
-        if r.level == "WARN":
-            p.warns += 1
-            self.failures.warn(r, lineno, probing=p.network is None and not p.conns)
-            if isinstance(classify(r.msg), NoVerbs):  # libibverbs missing is a WARN up to 2.10
-                p.verbs_missing = True
-                p.progress_line = lineno  # NCCL went on to its own IB transport (and then sockets)
-            return
-        if r.level != "INFO":
-            return
-        self._info(p, r, lineno)
-
-    def _info(self, p: ProcessState, r: Record, lineno: int) -> None:
-        msg = r.msg
-        fact = classify(msg)
-        if p.wording_open():  # version-specific wording shows up early
-            p.check_wording(wording_range(msg))
-        match fact:
-            case None:
-                return
-            case Coll():
-                key = (r.host, r.pid, fact.comm, fact.op)
-                c = self.colls.get(key)
-                if c is None:
-                    self.colls[key] = rows.CollCounter(fact.nranks, 1, fact.opcount, fact.opcount, lineno, lineno)
-                else:
-                    c.calls += 1
-                    c.last_opcount = fact.opcount
-                    c.last_line = lineno
-            case Conn():
-                p.add_conn(fact, lineno)
-                p.progress_line = lineno
-            case Chain():
-                self.failures.chain(r, fact, lineno)
-            case Teardown():
-                p.teardown_line = p.teardown_line or lineno
-            case Init():
-                self._init(p, r, fact, lineno)
-            case VersionLine():
-                self.versions.append(rows.VersionRow(r.host, r.pid, lineno, fact.version, fact.cuda, "info"))
-                p.apply(fact)
-            case Env():
-                self.env.append(rows.EnvRow(r.host, r.pid, lineno, fact.var, fact.value))
-            case _:
-                if isinstance(fact, NETWORK_PROGRESS):  # NCCL went on probing
-                    p.progress_line = lineno
-                p.apply(fact)
-
-    def _init(self, p: ProcessState, r: Record, f: Init, lineno: int) -> None:
-        if f.phase == "COMPLETE":
-            p.progress_line = lineno
-        if f.phase is None and (f.cuda_dev is not None or f.api is not None):
-            return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
-        phase = f.phase or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
-        self.comm_ranks.append(
-            rows.CommRankRow(
-                r.host, r.pid, lineno, f.api, f.comm, f.comm_id, f.rank, f.nranks, f.cuda_dev, f.bus_id, phase
-            )
-        )
 
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:

@@ -1,0 +1,116 @@
+"""An NCCL record's facts folded into the log's state, read by :class:`~parsers.nccl.parser.JobLogParser`
+through this mixin: its process (devices, records, WARNs), the fact its INFO message states
+(:func:`parsers.nccl.messages.classify`) dispatched by class, and the rows kept for the tables
+(communicator inits, versions, settings, collectives, errors).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from parsers.nccl import rows
+from parsers.nccl.failures import Failures
+from parsers.nccl.messages import (
+    NETWORK_PROGRESS,
+    Chain,
+    Coll,
+    Conn,
+    Env,
+    Init,
+    NoVerbs,
+    Teardown,
+    VersionLine,
+    classify,
+    wording_range,
+)
+from parsers.nccl.process import ProcessState
+from parsers.nccl.records import Record
+
+
+class RecordFacts:
+    """The parser's steps for one NCCL record (mixed into the job-log parser, which owns the state)."""
+
+    procs: dict[tuple[str | None, int | None], ProcessState]
+    comm_ranks: list[rows.CommRankRow]
+    env: list[rows.EnvRow]
+    versions: list[rows.VersionRow]
+    failures: Failures
+    colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter]
+    counts: Counter[str]
+    _bare_versions: list[rows.BareVersion]
+
+    def _proc(self, r: Record, lineno: int) -> ProcessState:
+        key = (r.host, r.pid)
+        p = self.procs.get(key)
+        if p is None:
+            p = self.procs[key] = ProcessState(r.host, r.pid, lineno, r.outer.strip() or None)
+        p.last_line = lineno
+        p.records += 1
+        if r.dev is not None:
+            p.devs.add(r.dev)
+        return p
+
+    def _record(self, r: Record, lineno: int) -> None:
+        self.counts["records"] += 1
+        if r.level == "VERSION":
+            self._bare_versions.append(rows.BareVersion(lineno, r.outer, r.msg))
+            return
+        p = self._proc(r, lineno)
+        if r.level == "WARN":
+            p.warns += 1
+            self.failures.warn(r, lineno, probing=p.network is None and not p.conns)
+            if isinstance(classify(r.msg), NoVerbs):  # libibverbs missing is a WARN up to 2.10
+                p.verbs_missing = True
+                p.progress_line = lineno  # NCCL went on to its own IB transport (and then sockets)
+            return
+        if r.level != "INFO":
+            return
+        self._info(p, r, lineno)
+
+    def _info(self, p: ProcessState, r: Record, lineno: int) -> None:
+        msg = r.msg
+        fact = classify(msg)
+        if p.wording_open():  # version-specific wording shows up early
+            p.check_wording(wording_range(msg))
+        match fact:
+            case None:
+                return
+            case Coll():
+                key = (r.host, r.pid, fact.comm, fact.op)
+                c = self.colls.get(key)
+                if c is None:
+                    self.colls[key] = rows.CollCounter(fact.nranks, 1, fact.opcount, fact.opcount, lineno, lineno)
+                else:
+                    c.calls += 1
+                    c.last_opcount = fact.opcount
+                    c.last_line = lineno
+            case Conn():
+                p.add_conn(fact, lineno)
+                p.progress_line = lineno
+            case Chain():
+                self.failures.chain(r, fact, lineno)
+            case Teardown():
+                p.teardown_line = p.teardown_line or lineno
+            case Init():
+                self._init(p, r, fact, lineno)
+            case VersionLine():
+                self.versions.append(rows.VersionRow(r.host, r.pid, lineno, fact.version, fact.cuda, "info"))
+                p.apply(fact)
+            case Env():
+                self.env.append(rows.EnvRow(r.host, r.pid, lineno, fact.var, fact.value))
+            case _:
+                if isinstance(fact, NETWORK_PROGRESS):  # NCCL went on probing
+                    p.progress_line = lineno
+                p.apply(fact)
+
+    def _init(self, p: ProcessState, r: Record, f: Init, lineno: int) -> None:
+        if f.phase == "COMPLETE":
+            p.progress_line = lineno
+        if f.phase is None and (f.cuda_dev is not None or f.api is not None):
+            return  # a cut init line (NCCL 2.4+ always ends it with "- Init START|COMPLETE")
+        phase = f.phase or "START"  # NCCL 2.3: "comm %p rank %d nranks %d" at start, "- COMPLETE" at the end
+        self.comm_ranks.append(
+            rows.CommRankRow(
+                r.host, r.pid, lineno, f.api, f.comm, f.comm_id, f.rank, f.nranks, f.cuda_dev, f.bus_id, phase
+            )
+        )
