@@ -126,7 +126,7 @@ n, out = int(sys.argv[2]), sys.argv[3]
 rng = random.Random(26)
 worst, kinds = 0.0, {}
 for i in range(n):
-    src = large[i % len(large)] if large and i % 10 == 9 else small[i % len(small)]  # 1 in 10: a big one
+    src = large[i % len(large)] if large and i % 20 == 19 else small[i % len(small)]  # 1 in 20: a big one
     data = bytearray(open(src, "rb").read())
     for _ in range(rng.choice((1, 1, 2, 8))):
         data[rng.randrange(len(data))] = rng.randrange(256)
