@@ -261,7 +261,9 @@ def issues_table(issues: list[ParseIssue]) -> pa.Table:
 @contextlib.contextmanager
 def reading(path: Path, name: str, held: HeldParts | None = None) -> Iterator[None]:
     """Read a part file of table ``name`` (held in memory when ``held`` has it): a damaged one (cut,
-    emptied, another table's) is a :class:`StoreError` naming it.
+    emptied, another table's) is a :class:`StoreError` naming it. A part without a nullable column
+    (one a later release added, such as ``watchdog_timeouts.global_rank``) is an older store's:
+    a read with the table's schema gives that column nulls.
 
     Raises:
         StoreError: the part cannot be read as this table's Parquet file.
@@ -272,9 +274,12 @@ def reading(path: Path, name: str, held: HeldParts | None = None) -> Iterator[No
     import pyarrow.parquet as pq
 
     try:
-        missing = set(file_schema(name).names) - {"input_id"} - set(pq.read_schema(path).names)
-        if missing:
-            raise ValueError(f"it lacks the {name} column(s) {', '.join(sorted(missing))}: another table's file?")
+        schema = file_schema(name)
+        missing = set(schema.names) - set(pq.read_schema(path).names)
+        # a nullable column added by a later release reads as nulls from an older store's part
+        required = sorted(c for c in missing if not schema.field(c).nullable)
+        if required:
+            raise ValueError(f"it lacks the {name} column(s) {', '.join(required)}: another table's file?")
         yield
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise StoreError(

@@ -167,3 +167,19 @@ def test_a_part_with_invalid_utf8_strings_is_damage_even_without_checksums(tmp_p
     fixed = CliRunner().invoke(cli, ["ingest", "--repair", "-o", str(store)])
     assert fixed.exit_code == 0 and "damaged: " in fixed.stdout and "added " in fixed.stdout, fixed.output
     assert CliRunner().invoke(cli, ["report", str(store)]).exit_code == 0
+
+
+def test_an_older_stores_part_without_a_newer_nullable_column_reads_it_as_nulls(tmp_path: Path) -> None:
+    """A store written before ``watchdog_timeouts.global_rank`` existed: its part lacks the column, and
+    the report reads it as unknown instead of calling the part damaged."""
+    import pyarrow.parquet as pq
+
+    log = ROOT / "sample_traces" / "synthetic" / "watchdog_behind" / "job.log"
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["ingest", "-q", str(log), "-o", str(store)]).exit_code == 0
+    part = _part(store, "watchdog_timeouts")
+    pq.write_table(pq.read_table(part).drop_columns(["global_rank"]), part)
+    res = CliRunner().invoke(cli, ["report", "-f", "json", str(store)])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["nccl"]["watchdog_timeouts"]
+    assert rows and all(r["global_rank"] is None for r in rows)
