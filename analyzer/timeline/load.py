@@ -50,6 +50,7 @@ from analyzer.timeline.model import (
     TimelineModel,
     model_of,
     negotiation_lateness,
+    size_text,
     ticks_counted,
     typed_spans,
 )
@@ -209,17 +210,13 @@ def _over_budget(entry: ManifestEntry, piece: str, cost: float, share: float, bu
     spans = int(entry["rows"].get("spans", 0))
     its = int(cost / max(model_bytes(entry), 1) * spans)
     need = budget_for_room(int(cost / share) + 1) + held
-    beside = f" beside the {_size(held)} of tables held in memory" if held else ""
+    beside = f" beside the {size_text(held)} of tables held in memory" if held else ""
     return OverBudget(
-        f"{entry['path']}: {piece} alone holds {its:,} of its {spans:,} spans, about {_size(cost)} to analyse: "
-        f"more than the {_size(budget)} memory budget leaves for one window of whole steps{beside} "
-        f"({_size(model_room(budget, held) * share)}); analyse it with --memory-budget {-(-need // (1 << 30))}G "
+        f"{entry['path']}: {piece} alone holds {its:,} of its {spans:,} spans, about {size_text(cost)} to analyse: "
+        f"more than the {size_text(budget)} memory budget leaves for one window of whole steps{beside} "
+        f"({size_text(model_room(budget, held) * share)}); analyse it with --memory-budget {-(-need // (1 << 30))}G "
         "or more"
     )
-
-
-def _size(n: float) -> str:
-    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
 def lateness_of_steps(

@@ -85,12 +85,13 @@ class AnalysisWindow:
         return (
             f"span-level findings, phases, fusion, cycle and rank lateness read the first {self.steps:,} of "
             f"{self.run_steps:,} steps ({self.spans:,} of {self.run_spans:,} spans): analysing the whole "
-            f"timeline would take about {_bytes(self.estimate_bytes)}, over the {_bytes(self.budget_bytes)} "
+            f"timeline would take about {size_text(self.estimate_bytes)}, over the {size_text(self.budget_bytes)} "
             "memory budget (--memory-budget). Step times and the step histogram cover every step."
         )
 
 
-def _bytes(n: int) -> str:
+def size_text(n: float) -> str:
+    """``n`` bytes as a message says it: GiB from 1 GiB up, else MiB."""
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
