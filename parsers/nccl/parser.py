@@ -146,8 +146,8 @@ class JobLogParser(RecordFacts, JobTexts):
             IssueSeverity.DATA_LOSS,
             "log.row_limit",
             f"line {{line}}: the records this log keeps for the analysis (errors, communicator inits, settings, "
-            f"versions, timeouts) passed {ROW_LIMIT:,}, about what the memory budget holds: the lines after it are "
-            "not read, and the report covers the log up to there",
+            f"versions, timeouts) passed {ROW_LIMIT:,}, the bound on what one log's reading may hold in memory: "
+            "the lines after it are not read, and the report covers the log up to there",
         )
 
     def finish(self, gzip_cut: str | None = None) -> None:

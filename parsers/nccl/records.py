@@ -197,7 +197,7 @@ def _plain(line: str) -> Record | None:
     if m is None:
         return None
     at = m.start()
-    if at > HEADER_WINDOW // 2 or "NCCL" in line[:at] or " NCCL " in line[m.end() - 1 :]:
+    if at > HEADER_WINDOW // 2 or line.find("NCCL", 0, at) >= 0 or line.find(" NCCL ", m.end() - 1) >= 0:
         return None
     host, pid, tid, dev, src, func, level = m.groups()
     return Record(line[:at], host, int(pid), int(tid), int(dev), src, func, level, line[m.end() :].rstrip())
