@@ -9,6 +9,7 @@ from setuptools import setup
 KERNELS = [
     "parsers/timeline/_tokenize.py",
     "parsers/timeline/_pair.py",
+    "parsers/nccl/_lines.py",
     "analyzer/timeline/_kernels.py",
     "analyzer/timeline/_lateness_loops.py",
 ]

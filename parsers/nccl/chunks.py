@@ -25,7 +25,6 @@ import pyarrow as pa
 from parsers.inputs import CHUNK_BYTES
 from parsers.nccl.arrow_tables import log_tables
 from parsers.nccl.failures import CHAIN_LINES, ERROR_LIMIT
-from parsers.nccl.joblog import attach_work
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import ROW_LIMIT, JobLogParser
 from parsers.nccl.records import clean_paste
@@ -173,7 +172,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     _absorb_counters(p.colls, chunk.colls, base)
     _absorb_counters(p._fast_colls, chunk._fast_colls, base)
     for _, work in chunk.work_orphans:  # "detected by watchdog at work" of a timeout of an earlier chunk
-        attach_work(p.watchdog, work)
+        p.open_timeouts.attach(p.watchdog, work)
     for err in chunk.failures.errors:
         err["line"] += base  # open_error holds the same dicts
     kept = chunk.failures.errors[: max(ERROR_LIMIT - len(p.failures.errors), 0)]  # the first, as one pass keeps

@@ -77,6 +77,9 @@ EXITS = (
 )
 EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
 
+#: the fewest field separators (``,`` or a Markdown table's ``|``) an autotune header has: a line with fewer is none
+HEADER_SEPARATORS = min(h.count(",") for h in AUTOTUNE_LAYOUTS)
+
 
 def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
     """A launcher's report that a worker ended, with the signal that ended it when the report or the
@@ -260,15 +263,42 @@ def _csv_body(line: str) -> str:
 
 def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
     """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
-    work" line) describes; False when there is none."""
-    for w in reversed(watchdog):
-        same_rank = w["rank"] in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
-            w["global_rank"] is not None and w["global_rank"] == work.global_rank
-        )
-        if same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None:
-            w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
-            return True
-    return False
+    work" line) describes; False when there is none (a log's parser asks :class:`OpenTimeouts`)."""
+    return OpenTimeouts().attach(watchdog, work)
+
+
+def _describes(work: WatchdogWork, w: WatchdogRow) -> bool:
+    same_rank = w["rank"] in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
+        w["global_rank"] is not None and w["global_rank"] == work.global_rank
+    )
+    return same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None
+
+
+class OpenTimeouts:
+    """The timeouts of a log's ``watchdog`` rows no work line completed yet, by sequence number: a work
+    line is matched among those of its number, not against every timeout before it (a log of a job
+    timing out again and again holds tens of thousands)."""
+
+    def __init__(self) -> None:
+        self._seen = 0  # the rows of ``watchdog`` indexed so far (rows are only appended)
+        self._by_seq: dict[int, list[WatchdogRow]] = {}
+
+    def attach(self, watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
+        """Complete the latest timeout of ``watchdog`` that ``work`` describes; False when there is none."""
+        for k in range(self._seen, len(watchdog)):
+            w = watchdog[k]
+            if w["last_completed"] is None:
+                self._by_seq.setdefault(w["seq"], []).append(w)
+        self._seen = len(watchdog)
+        rows = self._by_seq.get(work.work, [])
+        for k in range(len(rows) - 1, -1, -1):
+            w = rows[k]
+            if _describes(work, w):
+                w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
+                if w["last_completed"] is not None:
+                    del rows[k]
+                return True
+        return False
 
 
 #: PyTorch's NCCL version texts: ``ProcessGroupNCCL environments: NCCL version: 2.21.5, …`` and the end

@@ -19,14 +19,14 @@ import pyarrow as pa
 
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
-from parsers.nccl import joblog, rows
+from parsers.nccl import _lines, joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import ERROR_LIMIT, Failures
 from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.messages import classify
 from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.recordfacts import RecordFacts
-from parsers.nccl.records import PREFIX_ONLY, clean_paste, split_records
+from parsers.nccl.records import PREFIX_ONLY, careful_split, clean_bytes, clean_paste, split_records
 
 BLOCK = 4 << 20
 #: the rows a log keeps for its tables (~0.2-1 KB each) before its reading stops (:meth:`JobLogParser.stop`):
@@ -43,12 +43,6 @@ COLL_LINE = re.compile(
     r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
     r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
     re.MULTILINE,
-)
-
-
-REPEATED = (
-    "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
-    "new, and reading each again cost minutes on a log of one line repeated"
 )
 
 
@@ -84,8 +78,11 @@ class JobLogParser(RecordFacts, JobTexts):
         self.line_issues: dict[str, rows.LineIssue] = {}  # by code
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
+        self.open_timeouts = joblog.OpenTimeouts()  # the watchdog rows no work line completed yet
         self.pg_members: list[rows.PgMember] = []  # process groups' membership (maps group ranks to the job's)
         self.stopped = False  # the kept rows passed ROW_LIMIT: the rest of the log is not read (stop)
+        #: lines read by the compiled reader (:mod:`parsers.nccl._lines`) when it was built; the same tables
+        self.compiled = _lines.COMPILED
 
     # -- reading --------------------------------------------------------------------
     def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
@@ -107,7 +104,7 @@ class JobLogParser(RecordFacts, JobTexts):
                 rest = data
                 continue
             rest = data[cut + 1 :]
-            lineno = self._block(clean_paste(data[: cut + 1].decode("utf-8", "replace")), lineno)
+            lineno = self._block(data[: cut + 1], lineno)
             if self.kept_rows() > ROW_LIMIT:
                 self.stop(lineno)
         if rest and not self.stopped:
@@ -172,15 +169,21 @@ class JobLogParser(RecordFacts, JobTexts):
         else:
             old.count += count
 
-    def _block(self, text: str, lineno: int) -> int:
-        """Lines of ``text`` (ending with a newline): COLL trace lines, which make up nearly all of
-        a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one."""
-        pos = 0
-        fast = self._fast_colls
+    def _block(self, data: bytes, lineno: int) -> int:
+        """Lines of ``data`` (UTF-8, ending with a newline): COLL trace lines, which make up nearly all
+        of a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one, by
+        the compiled reader when it was built."""
         # the regex tries every line start, and every position of a line that is not one: it pays only where
         # COLL trace lines are most of the block (a log of WARNs: 5x; 30 MB of the corpus's mixed lines,
         # 1,008 COLL lines among 325 k: 2.3 s of 9); elsewhere they take the careful path, one by one
-        for m in COLL_LINE.finditer(text) if text.count(" opCount ") * COLL_SHARE > len(text) else ():
+        if data.count(b" opCount ") * COLL_SHARE <= len(data):
+            if self.compiled:
+                return int(_lines.read_lines(self, clean_bytes(data), lineno))
+            return self._lines(clean_paste(data.decode("utf-8", "replace")), lineno)
+        text = clean_paste(data.decode("utf-8", "replace"))
+        pos = 0
+        fast = self._fast_colls
+        for m in COLL_LINE.finditer(text):
             start = m.start()
             if start > pos:
                 self._in_stall = self._in_stall and pos == 0  # a record line ends a stall warning's rank list
@@ -221,26 +224,30 @@ class JobLogParser(RecordFacts, JobTexts):
         self._previous_line = previous
         self.counts["blank"] += blank
         if repeated:
-            self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", REPEATED, count=repeated)
+            self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", _lines.REPEATED, count=repeated)
         return lineno
 
-    def _line(self, line: str, lineno: int) -> None:
+    def _line(self, line: str, lineno: int, not_plain: bool = False) -> None:
         """One line; a value it cannot hold (a number out of range, a field cut short: a shape no release
         prints) costs that line, counted. Any other exception is a bug of this code and is raised: it must
         fail the tests, not pass for damaged input."""
         try:
-            self._read_line(line, lineno)
+            self._read_line(line, lineno, not_plain)
         except LINE_DAMAGE:
-            self._issue_at(
-                lineno,
-                IssueSeverity.DATA_LOSS,
-                "log.unreadable_line",
-                "line {line}: a line of a shape hvd-analyze could not read; skipped",
-            )
+            self._damaged(lineno)
 
-    def _read_line(self, line: str, lineno: int) -> None:
+    def _damaged(self, lineno: int) -> None:
+        self._issue_at(
+            lineno,
+            IssueSeverity.DATA_LOSS,
+            "log.unreadable_line",
+            "line {line}: a line of a shape hvd-analyze could not read; skipped",
+        )
+
+    def _read_line(self, line: str, lineno: int, not_plain: bool) -> None:
+        """``not_plain``: the compiled reader found no plain record in ``line`` (the careful path only)."""
         if "NCCL" in line:
-            records, merged, doubled = split_records(line)
+            records, merged, doubled = careful_split(line) if not_plain else split_records(line)
             if records:
                 if merged:
                     self.counts["merged"] += 1
@@ -277,7 +284,7 @@ class JobLogParser(RecordFacts, JobTexts):
         if "detected by watchdog at work" in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
-                if not joblog.attach_work(self.watchdog, work):
+                if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return
         if any(h in line for h in joblog.STALL_HEADS) or joblog.STALL_WARNING in line:
@@ -292,7 +299,9 @@ class JobLogParser(RecordFacts, JobTexts):
                 return
             self._in_stall = False
         if self._autotune_layout is None:
-            layout = joblog.autotune_header(line)
+            layout = (
+                joblog.autotune_header(line) if line.count(",") + line.count("|") >= joblog.HEADER_SEPARATORS else None
+            )
             if layout is not None:
                 self._autotune_layout = layout
                 return

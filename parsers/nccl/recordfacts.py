@@ -16,6 +16,7 @@ from parsers.nccl.messages import (
     Coll,
     Conn,
     Env,
+    Fact,
     Init,
     NoVerbs,
     Teardown,
@@ -25,6 +26,10 @@ from parsers.nccl.messages import (
 )
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record
+
+#: the facts kept with their record's host, pid or thread (rows, counters, error chains): the others
+#: change only their process (:meth:`RecordFacts._setup`)
+RECORD_FACTS = frozenset({Coll, Chain, Init, VersionLine, Env})
 
 
 class RecordFacts:
@@ -72,6 +77,10 @@ class RecordFacts:
         fact = classify(msg)
         if p.wording_open():  # version-specific wording shows up early
             p.check_wording(wording_range(msg))
+        self._fact(p, r, fact, lineno)
+
+    def _fact(self, p: ProcessState, r: Record, fact: Fact | None, lineno: int) -> None:
+        """What INFO record ``r`` of process ``p`` states (its message's ``fact``), kept."""
         match fact:
             case None:
                 return
@@ -84,13 +93,8 @@ class RecordFacts:
                     c.calls += 1
                     c.last_opcount = fact.opcount
                     c.last_line = lineno
-            case Conn():
-                p.add_conn(fact, lineno)
-                p.progress_line = lineno
             case Chain():
                 self.failures.chain(r, fact, lineno)
-            case Teardown():
-                p.teardown_line = p.teardown_line or lineno
             case Init():
                 self._init(p, r, fact, lineno)
             case VersionLine():
@@ -98,6 +102,18 @@ class RecordFacts:
                 p.apply(fact)
             case Env():
                 self.env.append(rows.EnvRow(r.host, r.pid, lineno, fact.var, fact.value))
+            case _:
+                self._setup(p, fact, lineno)
+
+    def _setup(self, p: ProcessState, fact: Fact, lineno: int) -> None:
+        """A fact of the process alone, not of :data:`RECORD_FACTS`: a connection, its setup, its teardown
+        (:mod:`parsers.nccl._lines` calls this without building the record)."""
+        match fact:
+            case Conn():
+                p.add_conn(fact, lineno)
+                p.progress_line = lineno
+            case Teardown():
+                p.teardown_line = p.teardown_line or lineno
             case _:
                 if isinstance(fact, NETWORK_PROGRESS):  # NCCL went on probing
                     p.progress_line = lineno

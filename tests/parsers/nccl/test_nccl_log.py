@@ -13,7 +13,9 @@ from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
+from parsers.nccl.messages import Fact
 from parsers.nccl.parser import JobLogParser
+from parsers.nccl.process import ProcessState
 from parsers.nccl.records import split_records
 
 
@@ -338,20 +340,29 @@ def test_connect_warn_is_a_socket_error_even_cut(msg: str) -> None:
     assert classify_warn(msg)[0] == "socket_error"
 
 
-def test_a_line_that_fails_to_read_is_a_counted_issue_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = JobLogParser._read_line
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled reader", "python path"])
+def test_a_line_that_fails_to_read_is_a_counted_issue_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    real = JobLogParser._setup
 
-    def fragile(self: JobLogParser, line: str, lineno: int) -> None:
-        if "boom" in line:
+    def fragile(self: JobLogParser, p: ProcessState, fact: Fact, lineno: int) -> None:
+        if lineno == 2:
             raise ValueError("a shape no release prints")
-        real(self, line, lineno)
+        real(self, p, fact, lineno)
 
-    monkeypatch.setattr(JobLogParser, "_read_line", fragile)
-    p, t = parse(
-        "h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO boom\nh:1:2 [0] NCCL INFO Using network IB\n"
+    monkeypatch.setattr(JobLogParser, "_setup", fragile)
+    p = JobLogParser("t.log")
+    p.compiled = compiled
+    t = p.parse(
+        io.BytesIO(
+            b"h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Using network Boom\n"
+            b"h:1:2 [0] NCCL INFO Using network IB\n"
+        )
     )
     assert [(i.code, i.count) for i in p.sink.issues] == [("log.unreadable_line", 1)]
-    assert "line 2" in p.sink.issues[0].message and t["nccl_processes"][0]["network"] == "IB"
+    assert "line 2" in p.sink.issues[0].message
+    assert t["nccl_processes"].to_pylist()[0]["network"] == "IB"
 
 
 STALL_TEXT = (
@@ -425,20 +436,23 @@ def test_dev_shm_failures_are_told_by_their_errno(warn: str, frame_errno: str | 
     assert "NCCL_SHM_DISABLE=1" in err["remediation"]  # every /dev/shm remediation offers the way around it
 
 
-def test_a_damaged_line_costs_that_line_but_a_bug_is_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only what a damaged line can raise is counted as an unreadable line; a bug of the reader fails loudly."""
-    from parsers.nccl.parser import JobLogParser
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled reader", "python path"])
+def test_a_damaged_line_costs_that_line_but_a_bug_is_raised(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+    """Only what a damaged line can raise is counted as an unreadable line; a bug of the reader fails loudly,
+    on both paths, for a process's first record and its later ones."""
+    log = b"h:1:1 [0] NCCL INFO Using network IB\nh:1:1 [0] NCCL INFO Using network Socket\n"
 
-    def damaged(self: JobLogParser, line: str, lineno: int) -> None:
-        raise ValueError("invalid literal for int()")
+    def read(raised: Exception) -> JobLogParser:
+        def failing(self: JobLogParser, p: ProcessState, fact: Fact, lineno: int) -> None:
+            raise raised
 
-    monkeypatch.setattr(JobLogParser, "_read_line", damaged)
-    p, _ = parse("h:1:1 [0] NCCL INFO Using network IB\n")
-    assert "log.unreadable_line" in [i.code for i in p.sink.issues]
+        monkeypatch.setattr(JobLogParser, "_setup", failing)
+        p = JobLogParser("t.log")
+        p.compiled = compiled
+        p.parse(io.BytesIO(log))
+        return p
 
-    def bug(self: JobLogParser, line: str, lineno: int) -> None:
-        raise KeyError("a column the code forgot")
-
-    monkeypatch.setattr(JobLogParser, "_read_line", bug)
+    p = read(ValueError("invalid literal for int()"))
+    assert [(i.code, i.count) for i in p.sink.issues if i.code == "log.unreadable_line"] == [("log.unreadable_line", 2)]
     with pytest.raises(KeyError):
-        parse("h:1:1 [0] NCCL INFO Using network IB\n")
+        read(KeyError("a column the code forgot"))

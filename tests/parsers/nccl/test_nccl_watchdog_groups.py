@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from parsers.nccl import joblog
+from parsers.nccl.rows import WatchdogRow
 from tests.parsers.nccl.test_nccl_log import report
 
 WD = (
@@ -131,3 +132,57 @@ def test_a_chain_after_the_watchdog_timed_out_is_its_teardown_not_a_cause(tmp_pa
     wd = codes["nccl.watchdog_timeout"]
     assert wd["severity"] == "critical" and wd["labels"]["verdict"] == "groups" and wd["ranks"] == []
     assert "11 119" in wd["summary"] and "11 112" in wd["summary"]
+
+
+def _linear_attach(watchdog: list[WatchdogRow], work: joblog.WatchdogWork) -> bool:
+    """The scan :class:`joblog.OpenTimeouts` replaces: every timeout, latest first."""
+    for w in reversed(watchdog):
+        same_rank = w["rank"] in (work.rank, work.global_rank) or (
+            w["global_rank"] is not None and w["global_rank"] == work.global_rank
+        )
+        if same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None:
+            w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
+            return True
+    return False
+
+
+def test_open_timeouts_complete_the_rows_the_linear_scan_completes() -> None:
+    """Timeouts and work lines of few ranks, sequence numbers and groups, interleaved at random (work lines
+    without a timeout, several timeouts a work line could complete)."""
+    import copy
+    import random
+
+    rng = random.Random(47)
+    for _ in range(200):
+        rows: list[WatchdogRow] = []
+        open_timeouts = joblog.OpenTimeouts()
+        reference: list[WatchdogRow] = []
+        for step in range(60):
+            if rng.random() < 0.5:
+                row: WatchdogRow = {
+                    "line": step,
+                    "rank": rng.choice([0, 1, 2, None]),
+                    "global_rank": rng.choice([None, 0, 5]),
+                    "seq": rng.randrange(4),
+                    "op": "ALLREDUCE",
+                    "numel_in": None,
+                    "numel_out": None,
+                    "timeout_ms": 1000,
+                    "ran_ms": 1001,
+                    "pg": rng.choice([None, "0", "1"]),
+                    "last_enqueued": None,
+                    "last_completed": None,
+                }
+                rows.append(row)
+                reference.append(copy.deepcopy(row))
+            else:
+                work = joblog.WatchdogWork(
+                    rank=rng.choice([0, 1, 2]),
+                    pg=rng.choice(["0", "1"]),
+                    work=rng.randrange(4),
+                    last_enqueued=7,
+                    last_completed=rng.randrange(3),
+                    global_rank=rng.choice([None, 0, 5]),
+                )
+                assert open_timeouts.attach(rows, work) == _linear_attach(reference, work)
+        assert rows == reference

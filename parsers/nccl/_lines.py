@@ -1,0 +1,407 @@
+# cython: infer_types=True, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled reading of an NCCL log's lines: the plain record found by C code, its INFO fact applied here.
+
+Why compiled: most lines of a real log are one NCCL record each, ``[outer]HOST:PID:TID [DEV] [MS]
+[FILE:LINE [(FUNC)]] NCCL LEVEL MSG``, and most of their messages change nothing but counters (a ring
+or tree line, a buffer size) or add one connection. The regex that finds such a record and the Python
+steps around it cost ~15 us a line; here a record is found by a scan of its bytes and an INFO record of
+a known process is applied without building a :class:`~parsers.nccl.records.Record`.
+
+:func:`plain_fields` finds what :func:`parsers.nccl.records._plain` finds (the same leftmost match
+of :data:`~parsers.nccl.records._PLAIN`, the same refusals), for a line of ASCII characters; a line
+with any other character, a number past 18 digits or anything it does not find takes the careful,
+regex path of :meth:`~parsers.nccl.parser.JobLogParser._line`. :func:`read_lines` is
+:meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables it gives are the
+same, on every log of the corpus and on mutated lines (``tests/parsers/nccl/test_nccl_compiled.py``).
+Cython's pure-Python mode: uncompiled, the parser does not use this module (its Python loop is
+quicker than this one interpreted); the tests run both modes of :func:`plain_fields` against the regex.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cython
+import numpy as np
+
+from parsers.issues import IssueSeverity
+from parsers.nccl.messages import Conn, classify, wording_range
+from parsers.nccl.process import WORDING_RECORDS
+from parsers.nccl.recordfacts import RECORD_FACTS
+from parsers.nccl.records import HEADER_WINDOW, Record
+
+#: the compiled module (False: this file runs as plain Python)
+COMPILED = cython.compiled
+
+Buf = cython.typedef(cython.pointer(cython.const[cython.uchar]))
+Ints = cython.typedef(cython.longlong[::1])
+
+#: :func:`plain_fields`'s output: where the header starts, the host ends, the numbers, the source and
+#: function spans (-1: absent), the level and where the message starts
+F_AT, F_HOST_END, F_PID, F_TID, F_DEV, F_SRC, F_SRC_END, F_FUNC, F_FUNC_END, F_LEVEL, F_MSG = range(11)
+N_FIELDS = 11
+LEVELS = ("INFO", "WARN", "TRACE")
+LV_INFO = cython.declare(cython.longlong, 0)
+MAX_DIGITS = cython.declare(cython.Py_ssize_t, 18)  # within int64; more: the careful path
+WINDOW = cython.declare(cython.Py_ssize_t, HEADER_WINDOW // 2)
+WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
+
+REPEATED = (
+    "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
+    "new, and reading each again cost minutes on a log of one line repeated"
+)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _space(c: cython.longlong) -> cython.bint:
+    """Python's ``\\s`` among ASCII characters (``str.isspace``)."""
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _word(c: cython.longlong) -> cython.bint:
+    """``[\\w.-]`` among ASCII characters."""
+    return 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 or c == 46 or c == 45
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _digits(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """The end of the run of digits at ``i`` (``i``: none)."""
+    while i < n and 48 <= buf[i] <= 57:
+        i += 1
+    return i
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _number(buf: Buf, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> cython.longlong:
+    v: cython.longlong = 0
+    while i < j:
+        v = v * 10 + (buf[i] - 48)
+        i += 1
+    return v
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _marker(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+    """`` NCCL (INFO|WARN|TRACE)( |$)`` at ``i``: where the message starts (its level in ``f``), or -1."""
+    if i + 10 > n or buf[i] != 32 or buf[i + 1] != 78 or buf[i + 2] != 67 or buf[i + 3] != 67:
+        return -1
+    if buf[i + 4] != 76 or buf[i + 5] != 32:
+        return -1
+    j = i + 6
+    if buf[j] == 73 and buf[j + 1] == 78 and buf[j + 2] == 70 and buf[j + 3] == 79:  # INFO
+        f[F_LEVEL] = 0
+        j += 4
+    elif buf[j] == 87 and buf[j + 1] == 65 and buf[j + 2] == 82 and buf[j + 3] == 78:  # WARN
+        f[F_LEVEL] = 1
+        j += 4
+    elif (
+        j + 5 <= n and buf[j] == 84 and buf[j + 1] == 82 and buf[j + 2] == 65 and buf[j + 3] == 67 and buf[j + 4] == 69
+    ):
+        f[F_LEVEL] = 2  # TRACE
+        j += 5
+    else:
+        return -1
+    if j == n:
+        return j
+    return j + 1 if buf[j] == 32 else -1
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _after_src(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+    """``(?: SRC(?: \\(FUNC\\))?)? NCCL LEVEL`` at ``i`` (the regex's order: with a source, with a function,
+    then without): the message's start, or -1."""
+    f[F_SRC] = f[F_SRC_END] = f[F_FUNC] = f[F_FUNC_END] = -1
+    if i + 1 < n and buf[i] == 32:
+        s = i + 1
+        c = buf[s]
+        if not (_space(c) or c == 58 or c == 91 or c == 40):  # [^\s:\[(]
+            j = s + 1
+            while j < n and not (_space(buf[j]) or buf[j] == 58):  # [^\s:]*
+                j += 1
+            if j < n and buf[j] == 58:
+                e = _digits(buf, j + 1, n)
+                if e > j + 1:
+                    if e + 1 < n and buf[e] == 32 and buf[e + 1] == 40:  # (?: \((FUNC)\))
+                        k = e + 2
+                        while k < n and not (_space(buf[k]) or buf[k] == 40 or buf[k] == 41):
+                            k += 1
+                        if k < n and buf[k] == 41:
+                            m = _marker(buf, k + 1, n, f)
+                            if m >= 0:
+                                f[F_SRC], f[F_SRC_END], f[F_FUNC], f[F_FUNC_END] = s, e, e + 2, k
+                                return m
+                    m = _marker(buf, e, n, f)
+                    if m >= 0:
+                        f[F_SRC], f[F_SRC_END] = s, e
+                        return m
+    return _marker(buf, i, n, f)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+    """The plain record's header from ``i``: where its message starts, -1 if none, -2 if a number of it is
+    past :data:`MAX_DIGITS` (the careful path reads it)."""
+    c = buf[i]
+    if not (65 <= c <= 90 or 97 <= c <= 122):
+        return -1
+    j = i + 1
+    while j < n and _word(buf[j]):
+        j += 1
+    if j >= n or buf[j] != 58:
+        return -1
+    host_end = j
+    a = j + 1
+    j = _digits(buf, a, n)
+    if j == a or j >= n or buf[j] != 58:
+        return -1
+    pid_a, pid_b = a, j
+    a = j + 1
+    j = _digits(buf, a, n)
+    if j == a or j + 1 >= n or buf[j] != 32 or buf[j + 1] != 91:
+        return -1
+    tid_a, tid_b = a, j
+    a = j + 2
+    j = _digits(buf, a, n)
+    if j == a or j >= n or buf[j] != 93:
+        return -1
+    if pid_b - pid_a > MAX_DIGITS or tid_b - tid_a > MAX_DIGITS or j - a > MAX_DIGITS:
+        return -2
+    f[F_AT], f[F_HOST_END] = i, host_end
+    f[F_PID], f[F_TID], f[F_DEV] = _number(buf, pid_a, pid_b), _number(buf, tid_a, tid_b), _number(buf, a, j)
+    j += 1
+    # (?: \d+\.\d+)? first, then without it
+    if j + 3 < n and buf[j] == 32:
+        d = _digits(buf, j + 1, n)
+        if d > j + 1 and d < n and buf[d] == 46:
+            e = _digits(buf, d + 1, n)
+            if e > d + 1:
+                m = _after_src(buf, e, n, f)
+                if m >= 0:
+                    return m
+    return _after_src(buf, j, n, f)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _find(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+    """The leftmost plain record's message start (``f`` filled), -1 if none starts within the header
+    window, -2 if one holds an over-long number."""
+    i: cython.Py_ssize_t = 0
+    while i < n and i <= WINDOW:
+        c = buf[i - 1] if i > 0 else 32
+        if _space(c) or c == 58 or c == 93 or c == 124 or c == 96 or c == 39 or c == 34:  # [\s:\]|`'"]
+            m = _match_at(buf, i, n, f)
+            if m != -1:
+                return m
+        i += 1
+    return -1
+
+
+def plain_fields(line: str, f: Any) -> int:
+    """Whether ``line`` (without its newline) is one plain record as ``_plain`` reads it: 1 (its fields in
+    ``f``, an int64 array of :data:`N_FIELDS`), 0 not, -1 not read here (a character other than ASCII
+    before its message, a number past 18 digits: the careful path decides)."""
+    raw = line.encode("utf-8", "surrogatepass")
+    return _plain_fields(raw, 0, len(raw), f)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _has(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, spaced: cython.bint) -> cython.bint:
+    """Whether ``NCCL`` (`` NCCL `` when ``spaced``) occurs within ``buf[a:b]``."""
+    if spaced:
+        a2 = a
+        while a2 + 6 <= b:
+            if (
+                buf[a2] == 32
+                and buf[a2 + 1] == 78
+                and buf[a2 + 2] == 67
+                and buf[a2 + 3] == 67
+                and buf[a2 + 4] == 76
+                and buf[a2 + 5] == 32
+            ):
+                return True
+            a2 += 1
+        return False
+    while a + 4 <= b:
+        if buf[a] == 78 and buf[a + 1] == 67 and buf[a + 2] == 67 and buf[a + 3] == 76:
+            return True
+        a += 1
+    return False
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Ints) -> cython.int:
+    """:func:`plain_fields` of the line ``buf[a:b]`` (UTF-8): offsets in ``out`` count from ``a``."""
+    n = b - a
+    line: Buf = buf + a if cython.compiled else buf[a:b]
+    m = _find(line, n, out)
+    if m == -2:
+        return -1
+    # a character other than ASCII before the message (or anywhere, when none was found): Python's
+    # \s and \w decide (the regex's ``\s`` and ``\w`` take Unicode's spaces and letters)
+    if not _ascii(line, 0, m if m >= 0 else n):
+        return -1
+    if m < 0:
+        return 0
+    if _has(line, 0, out[F_AT], False) or _has(line, m - 1, n, True):
+        return 0
+    out[F_MSG] = m
+    return 1
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _ascii(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.bint:
+    while a < b:
+        if buf[a] >= 128:
+            return False
+        a += 1
+    return True
+
+
+def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.longlong:
+    """:meth:`JobLogParser._lines <parsers.nccl.parser.JobLogParser._lines>` over the UTF-8 lines of
+    ``data`` (whole lines, cleaned of what a paste added: :func:`clean_bytes`), with the plain records
+    read here: returns the number of the last line. A line is decoded as the block would have been
+    (invalid bytes replaced): only where a line has no plain record, and a record's host and message."""
+    blank: cython.longlong = 0
+    repeated: cython.longlong = 0
+    first_repeat: cython.longlong = 0
+    records: cython.longlong = 0
+    previous: str | None = parser._previous_line  # while prev_a < 0: the line before this block
+    prev_a: cython.Py_ssize_t = -1
+    prev_b: cython.Py_ssize_t = -1
+    procs: dict[Any, Any] = parser.procs
+    fa = np.zeros(N_FIELDS, np.int64)
+    f: Ints = fa
+    buf: Buf = data
+    pos: cython.Py_ssize_t = 0
+    end: cython.Py_ssize_t = len(data)
+    while pos < end:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        lineno += 1
+        a, b = pos, nl
+        pos = nl + 1
+        if _same(data, buf, a, b, prev_a, prev_b, previous) and _has(buf, a, b, True):
+            repeated += 1
+            if first_repeat == 0:
+                first_repeat = lineno
+        elif b > a and not (b == a + 1 and buf[a] == 13):
+            e = b
+            while e > a and buf[e - 1] == 13:
+                e -= 1
+            found = _plain_fields(buf, a, e, f)
+            if found == 1:
+                records += _record(parser, procs, data, a, e, f, lineno)
+            else:
+                parser._line(data[a:e].decode("utf-8", "replace"), lineno, found == 0)
+        else:
+            blank += 1
+            parser._in_stall = False
+        prev_a, prev_b = a, b
+    if prev_a >= 0:
+        parser._previous_line = data[prev_a:prev_b].decode("utf-8", "replace")
+    parser.counts["blank"] += blank
+    parser.counts["records"] += records
+    if repeated:
+        parser._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", REPEATED, count=repeated)
+    return lineno
+
+
+@cython.cfunc
+def _same(
+    data: bytes,
+    buf: Buf,
+    a: cython.Py_ssize_t,
+    b: cython.Py_ssize_t,
+    prev_a: cython.Py_ssize_t,
+    prev_b: cython.Py_ssize_t,
+    previous: str | None,
+) -> cython.bint:
+    """Whether line ``buf[a:b]`` reads as the line before it (``buf[prev_a:prev_b]``, or ``previous`` before
+    the block's first line): the same bytes, or other bytes decoded to the same text (invalid ones)."""
+    if prev_a < 0:
+        return previous is not None and data[a:b].decode("utf-8", "replace") == previous
+    if b - a == prev_b - prev_a:
+        k = 0
+        while k < b - a and buf[a + k] == buf[prev_a + k]:
+            k += 1
+        if k == b - a:
+            return True
+    if _ascii(buf, a, b) and _ascii(buf, prev_a, prev_b):
+        return False
+    return data[a:b].decode("utf-8", "replace") == data[prev_a:prev_b].decode("utf-8", "replace")
+
+
+@cython.cfunc
+def _record(
+    parser: Any,
+    procs: dict[Any, Any],
+    data: bytes,
+    a: cython.Py_ssize_t,
+    e: cython.Py_ssize_t,
+    f: Ints,
+    lineno: cython.longlong,
+) -> cython.longlong:
+    """The plain record of line ``data[a:e]`` (fields in ``f``): an INFO record of a process already seen is
+    applied here, any other through the parser's steps. Returns the records counted here (those steps
+    count their own)."""
+    at = a + f[F_AT]
+    host = data[at : a + f[F_HOST_END]].decode("ascii")
+    pid = f[F_PID]
+    level = f[F_LEVEL]
+    msg = data[a + f[F_MSG] : e].decode("utf-8", "replace").rstrip()
+    p = procs.get((host, pid)) if level == LV_INFO else None
+    counted: cython.longlong = 0
+    try:
+        if p is None:
+            parser._record(_whole(data, a, f, host, msg), lineno)
+        else:
+            counted = 1
+            p.last_line = lineno
+            p.records += 1
+            dev = f[F_DEV]
+            devs = p.devs
+            if dev not in devs:
+                devs.add(dev)
+            fact = classify(msg)
+            if p.wording is None or p.wording_checked < WORDING_N:
+                p.check_wording(wording_range(msg))
+            if fact is None:
+                pass
+            elif type(fact) is Conn:
+                p.add_conn(fact, lineno)
+                p.progress_line = lineno
+            elif type(fact) in RECORD_FACTS:
+                parser._fact(p, _whole(data, a, f, host, msg), fact, lineno)
+            else:
+                parser._setup(p, fact, lineno)
+        if parser._in_stall:
+            parser._in_stall = False
+    except (ValueError, OverflowError, IndexError):
+        parser._damaged(lineno)
+    return counted
+
+
+@cython.cfunc
+def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str, msg: str) -> Record:
+    """The :class:`Record` of the plain record at ``data[a:]`` whose fields are in ``f``."""
+    src = data[a + f[F_SRC] : a + f[F_SRC_END]].decode("ascii") if f[F_SRC] >= 0 else None
+    func = data[a + f[F_FUNC] : a + f[F_FUNC_END]].decode("ascii") if f[F_FUNC] >= 0 else None
+    outer = data[a : a + f[F_AT]].decode("ascii")
+    return Record(outer, host, f[F_PID], f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg)
