@@ -25,6 +25,7 @@ import cython
 import numpy as np
 
 from parsers.issues import IssueSeverity
+from parsers.nccl import joblog
 from parsers.nccl.messages import Conn, classify, wording_range
 from parsers.nccl.process import WORDING_RECORDS
 from parsers.nccl.recordfacts import RECORD_FACTS
@@ -35,6 +36,7 @@ COMPILED = cython.compiled
 
 Buf = cython.typedef(cython.pointer(cython.const[cython.uchar]))
 Ints = cython.typedef(cython.longlong[::1])
+U8 = cython.typedef(cython.uchar[::1])
 
 #: :func:`plain_fields`'s output: where the header starts, the host ends, the numbers, the source and
 #: function spans (-1: absent), the level and where the message starts
@@ -45,6 +47,18 @@ LV_INFO = cython.declare(cython.longlong, 0)
 MAX_DIGITS = cython.declare(cython.Py_ssize_t, 18)  # within int64; more: the careful path
 WINDOW = cython.declare(cython.Py_ssize_t, HEADER_WINDOW // 2)
 WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
+
+#: what the reader tells the parser's Python path of a line it hands it (``JobLogParser._line``): nothing,
+#: that it holds no plain record (the careful path only), that it holds no record and no job-log signal
+UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
+#: the job-log signals' texts, one after the other, with (start, length) of each and a table of their first bytes
+SIGNAL_TEXTS = b"".join(h.encode("ascii") for h in joblog.SIGNAL_HINTS)
+SIGNAL_SPANS = np.array(
+    [(sum(len(x) for x in joblog.SIGNAL_HINTS[:k]), len(h)) for k, h in enumerate(joblog.SIGNAL_HINTS)], np.int64
+).ravel()
+SIGNAL_FIRST = np.zeros(256, np.uint8)
+SIGNAL_FIRST[[ord(h[0]) for h in joblog.SIGNAL_HINTS]] = 1
+SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
 
 REPEATED = (
     "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
@@ -92,9 +106,7 @@ def _number(buf: Buf, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> cython.long
 @cython.exceptval(check=False)
 def _marker(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """`` NCCL (INFO|WARN|TRACE)( |$)`` at ``i``: where the message starts (its level in ``f``), or -1."""
-    if i + 10 > n or buf[i] != 32 or buf[i + 1] != 78 or buf[i + 2] != 67 or buf[i + 3] != 67:
-        return -1
-    if buf[i + 4] != 76 or buf[i + 5] != 32:
+    if i + 10 > n or buf[i] != 32 or not _nccl_at(buf, i + 1) or buf[i + 5] != 32:
         return -1
     j = i + 6
     if buf[j] == 73 and buf[j + 1] == 78 and buf[j + 2] == 70 and buf[j + 3] == 79:  # INFO
@@ -149,14 +161,18 @@ def _after_src(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) ->
 
 @cython.cfunc
 @cython.exceptval(check=False)
-def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints, other: cython.bint) -> cython.Py_ssize_t:
     """The plain record's header from ``i``: where its message starts, -1 if none, -2 if a number of it is
-    past :data:`MAX_DIGITS` (the careful path reads it)."""
+    past :data:`MAX_DIGITS` (the careful path reads it). ``other``: a host that starts with a digit or
+    ``<`` (a container's id, a redacted ``<cluster_name>``), of ``[\\w.<>-]``, instead of a letter."""
     c = buf[i]
-    if not (65 <= c <= 90 or 97 <= c <= 122):
+    if other:
+        if not (48 <= c <= 57 or c == 60):
+            return -1
+    elif not (65 <= c <= 90 or 97 <= c <= 122):
         return -1
     j = i + 1
-    while j < n and _word(buf[j]):
+    while j < n and (_word(buf[j]) or other and (buf[j] == 60 or buf[j] == 62)):
         j += 1
     if j >= n or buf[j] != 58:
         return -1
@@ -196,12 +212,23 @@ def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> 
 @cython.exceptval(check=False)
 def _find(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """The leftmost plain record's message start (``f`` filled), -1 if none starts within the header
-    window, -2 if one holds an over-long number."""
+    window, -2 if one holds an over-long number.
+
+    Where the regex finds none, a host starting with a digit or ``<`` at the line's start or after a space
+    (the careful path reads those: its header read from the right gives the same fields for them, as
+    GLUED_TS cannot move a timestamp's digits out of a host after a space)."""
     i: cython.Py_ssize_t = 0
     while i < n and i <= WINDOW:
         c = buf[i - 1] if i > 0 else 32
         if _space(c) or c == 58 or c == 93 or c == 124 or c == 96 or c == 39 or c == 34:  # [\s:\]|`'"]
-            m = _match_at(buf, i, n, f)
+            m = _match_at(buf, i, n, f, False)
+            if m != -1:
+                return m
+        i += 1
+    i = 0
+    while i < n and i <= WINDOW:
+        if i == 0 or buf[i - 1] == 32:
+            m = _match_at(buf, i, n, f, True)
             if m != -1:
                 return m
         i += 1
@@ -217,25 +244,19 @@ def plain_fields(line: str, f: Any) -> int:
 
 
 @cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _nccl_at(buf: Buf, i: cython.Py_ssize_t) -> cython.bint:
+    return buf[i] == 78 and buf[i + 1] == 67 and buf[i + 2] == 67 and buf[i + 3] == 76
+
+
+@cython.cfunc
 @cython.exceptval(check=False)
 def _has(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, spaced: cython.bint) -> cython.bint:
     """Whether ``NCCL`` (`` NCCL `` when ``spaced``) occurs within ``buf[a:b]``."""
-    if spaced:
-        a2 = a
-        while a2 + 6 <= b:
-            if (
-                buf[a2] == 32
-                and buf[a2 + 1] == 78
-                and buf[a2 + 2] == 67
-                and buf[a2 + 3] == 67
-                and buf[a2 + 4] == 76
-                and buf[a2 + 5] == 32
-            ):
-                return True
-            a2 += 1
-        return False
-    while a + 4 <= b:
-        if buf[a] == 78 and buf[a + 1] == 67 and buf[a + 2] == 67 and buf[a + 3] == 76:
+    k: cython.Py_ssize_t = 1 if spaced else 0
+    while a + 4 + 2 * k <= b:
+        if _nccl_at(buf, a + k) and (not spaced or buf[a] == 32 and buf[a + 5] == 32):
             return True
         a += 1
     return False
@@ -256,10 +277,69 @@ def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Int
         return -1
     if m < 0:
         return 0
-    if _has(line, 0, out[F_AT], False) or _has(line, m - 1, n, True):
+    at = out[F_AT]
+    if _has(line, 0, at, False):
         return 0
+    if _has(line, m - 1, n, True):
+        # ``NCCL`` again in the message ("NCCL version", "NCCL Dev 0"): the regex refuses the line, and the
+        # careful path reads the same record from it when the host follows a space (its tokens split there)
+        # and no second record's marker follows
+        if not (at == 0 or line[at - 1] == 32) or _second_marker(line, m - 1, n):
+            return 0
     out[F_MSG] = m
     return 1
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _second_marker(buf: Buf, a: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.bint:
+    """Whether ``buf[a:n]`` holds a record's marker as the careful path finds one: `` NCCL `` and a level
+    (``INFO``, ``WARN``, ``TRACE``, ``CALL``, ``ABORT``) that ends the line or a space follows."""
+    while a + 6 <= n:
+        if buf[a] == 32 and _nccl_at(buf, a + 1) and buf[a + 5] == 32:
+            k = _level_end(buf, a + 6, n)
+            if k > a + 6 and (k == n or buf[k] == 32):
+                return True
+        a += 1
+    return False
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _level_end(buf: Buf, j: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """The end of the level at ``j`` (one of the careful path's), or ``j``."""
+    for level in (b"INFO", b"WARN", b"TRACE", b"CALL", b"ABORT"):
+        size: cython.Py_ssize_t = len(level)
+        if j + size <= n:
+            k: cython.Py_ssize_t = 0
+            while k < size and buf[j + k] == level[k]:
+                k += 1
+            if k == size:
+                return j + size
+    return j
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: U8) -> cython.bint:
+    """Whether ``buf[a:b]`` holds one of :data:`joblog.SIGNAL_HINTS`, or an autotune header's separators."""
+    seps: cython.longlong = 0
+    n_texts: cython.Py_ssize_t = spans.shape[0] // 2
+    for i in range(a, b):
+        c = buf[i]
+        if c == 44 or c == 124:  # , |
+            seps += 1
+        if first[c]:
+            for k in range(n_texts):
+                s = spans[2 * k]
+                n = spans[2 * k + 1]
+                if texts[s] == c and i + n <= b:
+                    j = 1
+                    while j < n and buf[i + j] == texts[s + j]:
+                        j += 1
+                    if j == n:
+                        return True
+    return seps >= SEPARATORS
 
 
 @cython.cfunc
@@ -287,6 +367,9 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
     procs: dict[Any, Any] = parser.procs
     fa = np.zeros(N_FIELDS, np.int64)
     f: Ints = fa
+    texts: Buf = SIGNAL_TEXTS
+    spans: Ints = SIGNAL_SPANS
+    first: U8 = SIGNAL_FIRST
     buf: Buf = data
     pos: cython.Py_ssize_t = 0
     end: cython.Py_ssize_t = len(data)
@@ -309,7 +392,10 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
             if found == 1:
                 records += _record(parser, procs, data, a, e, f, lineno)
             else:
-                parser._line(data[a:e].decode("utf-8", "replace"), lineno, found == 0)
+                known = NOT_PLAIN if found == 0 else UNREAD
+                if not _has(buf, a, e, False) and not _signal(buf, a, e, texts, spans, first) and parser.job_idle():
+                    known = NO_SIGNAL  # no NCCL, no job-log signal: blank, cut from its header, or foreign
+                parser._line(data[a:e].decode("utf-8", "replace"), lineno, known)
         else:
             blank += 1
             parser._in_stall = False
@@ -370,7 +456,7 @@ def _record(
     counted: cython.longlong = 0
     try:
         if p is None:
-            parser._record(_whole(data, a, f, host, msg), lineno)
+            parser._record(_whole(data, a, f, host, pid, msg), lineno)
         else:
             counted = 1
             p.last_line = lineno
@@ -388,7 +474,7 @@ def _record(
                 p.add_conn(fact, lineno)
                 p.progress_line = lineno
             elif type(fact) in RECORD_FACTS:
-                parser._fact(p, _whole(data, a, f, host, msg), fact, lineno)
+                parser._fact(p, _whole(data, a, f, p.host, p.pid, msg), fact, lineno)  # its rows share them
             else:
                 parser._setup(p, fact, lineno)
         if parser._in_stall:
@@ -399,9 +485,9 @@ def _record(
 
 
 @cython.cfunc
-def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str, msg: str) -> Record:
-    """The :class:`Record` of the plain record at ``data[a:]`` whose fields are in ``f``."""
+def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str, pid: object, msg: str) -> Record:
+    """The :class:`Record` of the plain record at ``data[a:]`` whose other fields are in ``f``."""
     src = data[a + f[F_SRC] : a + f[F_SRC_END]].decode("ascii") if f[F_SRC] >= 0 else None
     func = data[a + f[F_FUNC] : a + f[F_FUNC_END]].decode("ascii") if f[F_FUNC] >= 0 else None
     outer = data[a : a + f[F_AT]].decode("ascii")
-    return Record(outer, host, f[F_PID], f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg)
+    return Record(outer, host, pid, f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg)

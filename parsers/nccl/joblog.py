@@ -76,8 +76,28 @@ EXITS = (
     ),
 )
 EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
+#: what a line holds when it is part of a framework's report of a failed NCCL call (jobtexts)
+VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
+WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
+PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
+WORK_HINT = "detected by watchdog at work"  # the work a timed-out collective was
+#: every text one of which a line must hold to be read as a job-log signal (unless a signal of the lines
+#: before it goes on: a report's Last error, a wrapped timeout, a stall's rank list), or else an autotune
+#: header's or row's separators (:data:`HEADER_SEPARATORS`): the compiled reader passes the other lines by
+SIGNAL_HINTS = (
+    VERSION_HINT,
+    RESULT_HINT,
+    LAST_ERROR_HINT,
+    WATCHDOG_HINT,
+    PG_OPTIONS_HINT,
+    WORK_HINT,
+    *EXIT_HINTS,
+    *STALL_HEADS,
+    STALL_WARNING,
+)
 
-#: the fewest field separators (``,`` or a Markdown table's ``|``) an autotune header has: a line with fewer is none
+#: the fewest field separators (``,`` or a Markdown table's ``|``) an autotune header or row has: a line with fewer
+#: is neither
 HEADER_SEPARATORS = min(h.count(",") for h in AUTOTUNE_LAYOUTS)
 
 

@@ -44,7 +44,7 @@ class JobTexts:
         """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version)."""
         if self._await_last is not None and self._last_error_text(line, lineno):
             return True
-        if "NCCL version" in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
+        if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
             version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
             if version is not None:
                 self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
@@ -52,14 +52,14 @@ class JobTexts:
                 self._framework_error(err, line, lineno, None)
             if version is not None or err is not None:
                 return True
-        if "Error" in line and (named := joblog.parse_result_name(line)) is not None:
+        if joblog.RESULT_HINT in line and (named := joblog.parse_result_name(line)) is not None:
             # "ncclSystemError: …" after PyTorch's "NCCL error in:" line (the same report), or alone
             recent = self._recent_framework(lineno)
             if recent is None:
                 self.framework_orphans.append(lineno)
             self._framework_error(named, line, lineno, recent)
             return True
-        if "Last error:" not in line:
+        if joblog.LAST_ERROR_HINT not in line:
             return False
         recent = self._recent_framework(lineno)
         if recent is None:
@@ -104,7 +104,7 @@ class JobTexts:
         """Whether ``line`` was a watchdog timeout, or the start or rest of a hard-wrapped one."""
         if self._wrapped is not None and self._unwrap(line, lineno):
             return True
-        if "Watchdog caught" not in line:
+        if joblog.WATCHDOG_HINT not in line:
             return False
         w = joblog.parse_watchdog(line, lineno)
         if w is not None:

@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
-from parsers.nccl import _lines, joblog, rows
+from parsers.nccl import _lines as reader
+from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import ERROR_LIMIT, Failures
 from parsers.nccl.jobtexts import JobTexts
@@ -82,7 +83,7 @@ class JobLogParser(RecordFacts, JobTexts):
         self.pg_members: list[rows.PgMember] = []  # process groups' membership (maps group ranks to the job's)
         self.stopped = False  # the kept rows passed ROW_LIMIT: the rest of the log is not read (stop)
         #: lines read by the compiled reader (:mod:`parsers.nccl._lines`) when it was built; the same tables
-        self.compiled = _lines.COMPILED
+        self.compiled = reader.COMPILED
 
     # -- reading --------------------------------------------------------------------
     def parse(self, stream: ByteSource) -> dict[str, pa.Table]:
@@ -178,7 +179,7 @@ class JobLogParser(RecordFacts, JobTexts):
         # 1,008 COLL lines among 325 k: 2.3 s of 9); elsewhere they take the careful path, one by one
         if data.count(b" opCount ") * COLL_SHARE <= len(data):
             if self.compiled:
-                return int(_lines.read_lines(self, clean_bytes(data), lineno))
+                return int(reader.read_lines(self, clean_bytes(data), lineno))
             return self._lines(clean_paste(data.decode("utf-8", "replace")), lineno)
         text = clean_paste(data.decode("utf-8", "replace"))
         pos = 0
@@ -224,15 +225,15 @@ class JobLogParser(RecordFacts, JobTexts):
         self._previous_line = previous
         self.counts["blank"] += blank
         if repeated:
-            self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", _lines.REPEATED, count=repeated)
+            self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", reader.REPEATED, count=repeated)
         return lineno
 
-    def _line(self, line: str, lineno: int, not_plain: bool = False) -> None:
+    def _line(self, line: str, lineno: int, known: int = reader.UNREAD) -> None:
         """One line; a value it cannot hold (a number out of range, a field cut short: a shape no release
         prints) costs that line, counted. Any other exception is a bug of this code and is raised: it must
         fail the tests, not pass for damaged input."""
         try:
-            self._read_line(line, lineno, not_plain)
+            self._read_line(line, lineno, known)
         except LINE_DAMAGE:
             self._damaged(lineno)
 
@@ -244,10 +245,14 @@ class JobLogParser(RecordFacts, JobTexts):
             "line {line}: a line of a shape hvd-analyze could not read; skipped",
         )
 
-    def _read_line(self, line: str, lineno: int, not_plain: bool) -> None:
-        """``not_plain``: the compiled reader found no plain record in ``line`` (the careful path only)."""
+    def _read_line(self, line: str, lineno: int, known: int) -> None:
+        """``known``: what the compiled reader found of ``line`` (:data:`~parsers.nccl._lines.NOT_PLAIN`: no plain record,
+        the careful path only; :data:`~parsers.nccl._lines.NO_SIGNAL`: no record and no job-log signal either)."""
+        if known == reader.NO_SIGNAL:
+            self._other_line(line, lineno)
+            return
         if "NCCL" in line:
-            records, merged, doubled = careful_split(line) if not_plain else split_records(line)
+            records, merged, doubled = careful_split(line) if known == reader.NOT_PLAIN else split_records(line)
             if records:
                 if merged:
                     self.counts["merged"] += 1
@@ -269,34 +274,45 @@ class JobLogParser(RecordFacts, JobTexts):
         self._job_line(line, lineno)
 
     def _job_line(self, line: str, lineno: int) -> None:
+        if not self._job_signal(line, lineno):
+            self._other_line(line, lineno)
+
+    def job_idle(self) -> bool:
+        """Whether no job-log signal of the lines before goes on into the next: a line without any of
+        :data:`joblog.SIGNAL_HINTS` and with fewer separators than an autotune header or row has is then no
+        signal."""
+        return self._await_last is None and self._wrapped is None and not self._in_stall
+
+    def _job_signal(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was a job-log signal (read here), or part of one."""
         if self._framework_text(line, lineno):
-            return
+            return True
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
-            return
+            return True
         if self._watchdog_text(line, lineno):
-            return
-        if "ProcessGroupNCCL initialization options" in line:
+            return True
+        if joblog.PG_OPTIONS_HINT in line:
             member = joblog.parse_pg_member(line, lineno)
             if member is not None:
                 self.pg_members.append(member)
-                return
-        if "detected by watchdog at work" in line:
+                return True
+        if joblog.WORK_HINT in line:
             work = joblog.parse_watchdog_work(line)
             if work is not None:
                 if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
-                return
+                return True
         if any(h in line for h in joblog.STALL_HEADS) or joblog.STALL_WARNING in line:
             self._in_stall = True
             if "[missing ranks:" not in line:
-                return
+                return True
         if self._in_stall:
             one = joblog.parse_stall_rank(line)
             found = [one] if one is not None else joblog.parse_stall_ops(line)
             self.stalls += [rows.StallRow(lineno, s.rank, s.shutdown, list(s.tensors), s.more) for s in found]
             if found:
-                return
+                return True
             self._in_stall = False
         if self._autotune_layout is None:
             layout = (
@@ -304,12 +320,17 @@ class JobLogParser(RecordFacts, JobTexts):
             )
             if layout is not None:
                 self._autotune_layout = layout
-                return
+                return True
         else:
             row = joblog.parse_autotune_row(line, self._autotune_layout, lineno)
             if row is not None:
                 self.autotune.append(row)
-                return
+                return True
+        return False
+
+    def _other_line(self, line: str, lineno: int) -> None:
+        """A line with no NCCL record and no job-log signal: blank, an NCCL message cut from its header, or
+        foreign (application output)."""
         if not line.strip() or PREFIX_ONLY.match(line):
             self.counts["blank"] += 1
         elif classify(line.strip()) is not None:

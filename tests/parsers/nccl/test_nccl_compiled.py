@@ -22,7 +22,7 @@ import pytest
 import parsers.nccl._lines as compiled_lines
 import parsers.nccl.parser as parser_module
 from parsers.nccl.parser import JobLogParser
-from parsers.nccl.records import Record, _plain, clean_bytes, clean_paste
+from parsers.nccl.records import Record, _plain, clean_bytes, clean_paste, split_records
 from tests.conftest import CORPUS, ROOT
 from tests.kernels.reference import load_source
 from tests.parsers.nccl.test_nccl_fast_records import EDGES
@@ -48,12 +48,12 @@ class _Trickle:
 
 @contextmanager
 def _reader(module: Any) -> Iterator[None]:
-    saved = parser_module._lines
-    parser_module._lines = module
+    saved = parser_module.reader
+    parser_module.reader = module
     try:
         yield
     finally:
-        parser_module._lines = saved
+        parser_module.reader = saved
 
 
 def _read(data: bytes, mode: str, step: int = 1 << 30) -> dict[str, object]:
@@ -131,17 +131,37 @@ UNICODE_EDGES = [
     "node-1:11:12 [0] misc/s\u00e9cket.cc:47 NCCL WARN a source other than ASCII",
     "node-1:1234567890123456789:12 [0] NCCL INFO a pid past 18 digits",
     "node-1:11:12 [1234567890123456789] NCCL INFO a device past 18 digits",
+    "10-90-43-152:120890:121560 [0] NCCL INFO a host that starts with a digit",
+    "[1,0]<stdout>:5873af64cf59:10158:10560 [0] NCCL INFO a container's id after a launcher tag",
+    "<cluster_name>:919:1150 [0] NCCL INFO a redacted host",
+    "x <cluster_name>:919:1150 [0] misc/socket.cc:47 (f) NCCL WARN a redacted host after a word",
+    "2025-05-16T16:39:51.208-07:0010-36-29-253:79:79 [0] NCCL INFO a timestamp glued to a host of digits",
+    "2025-05-16T16:39:51.208-07:00 10-36-29-253:79:79 [0] NCCL INFO a timestamp, a space, a host of digits",
+    "1:2:3 [0] a:5 NCCL INFO a source that reads as a host",
+    "52: 10.0.0.1:2:3 [0] NCCL INFO an address for a host after a rank tag",
+    "host-2:38610:38610 [0] NCCL INFO NCCL version 2.18.3+cuda12.2",
+    "x host-2:38610:38610 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1",
+    "a\thost-2:38610:38610 [0] NCCL INFO NCCL version 2.18.3: a tab before the host",
+    "[1,0]<stdout>:host-2:38610:38610 [0] NCCL INFO NCCL version 2.18.3: a tag glued to the host",
+    "host-2:38610:38610 [0] NCCL INFO x NCCL CALL y: a second record's marker",
+    "host-2:38610:38610 [0] NCCL INFO x NCCL ABORT",
+    "host-2:38610:38610 [0] NCCL INFO x NCCL INFOx NCCL TRACEs: no second marker",
 ]
 
 
-def test_the_plain_fields_are_the_regex_s_on_real_mutated_and_edge_lines() -> None:
+def test_the_plain_fields_are_the_record_split_records_finds_on_real_mutated_and_edge_lines() -> None:
+    """What the regex finds (``_plain``) and, where it finds nothing, the one record of a host that starts with
+    a digit or ``<`` after a space, as the careful path reads it from the right."""
     lines = [line.rstrip("\r") for p in _logs() for line in p.read_text(errors="replace").splitlines()]
     assert len(lines) > 2000
     every = lines + _mutated(lines, random.Random(45)) + EDGES + UNICODE_EDGES
     for line in every:
         for module in (compiled_lines, REFERENCE):
             got = _fields(module, line)
-            assert got == "careful" or got == _plain(line), (module.__name__, line)
+            if got is None:  # the careful path alone reads it: what split_records does when the regex finds none
+                assert _plain(line) is None, (module.__name__, line)
+            elif got != "careful":  # the whole path reads it
+                assert split_records(line) == ([got], False, False), (module.__name__, line)
     careful = sum(_fields(compiled_lines, line) == "careful" for line in lines)
     assert careful < len(lines) // 50  # on real lines the careful path stays the exception
     assert _fields(compiled_lines, "node-1:11:12 [0] NCCL INFO x") is not None
@@ -221,3 +241,19 @@ def test_cleaning_bytes_decodes_as_cleaning_the_text() -> None:
     for _ in range(2000):
         data = b"".join(rng.choice(parts) for _ in range(rng.randrange(1, 9)))
         assert clean_bytes(data).decode("utf-8", "replace") == clean_paste(data.decode("utf-8", "replace")), data
+
+
+def test_job_log_signals_read_the_same_by_every_path() -> None:
+    """Framework reports with their Last error on the next line, a hard-wrapped watchdog timeout, a stall
+    warning with its rank list, an autotune CSV, worker exits, work lines: the lines the compiled reader
+    passes by as neither record nor signal are only those the Python path reads as neither."""
+    from tests.parsers.nccl.test_nccl_chunks import KITCHEN_SINK
+
+    data = (KITCHEN_SINK + "\nProcess 3 exit with status code 137.\nplain application output, 1 | 2\n").encode()
+    data += b"| hierarchical_allreduce | hierarchical_allgather | cycle_time_ms | tensor_fusion_threshold | score |\n"
+    data += b"| 0 | 0 | 5 | 64 | 120.5 |\n"
+    python = _read(data, "python")
+    assert python["info"]["autotune_rows"] and python["info"]["stall_ranks"]  # type: ignore[index]
+    for step in (1 << 30, 61):
+        assert _read(data, "compiled", step) == _read(data, "python", step), step
+    assert _read(data, "source", 61) == python
