@@ -29,7 +29,7 @@ def version_text(v: Version) -> str:
     return f"{v[0]}.{v[1]}.{v[2]}" if v[1] < 99 else f"{v[0]}.x"
 
 
-@dataclass
+@dataclass(slots=True)  # attributes read and set on every record: no instance dict
 class ProcessState:
     """What one NCCL process (host, pid) said about itself."""
 
