@@ -3,18 +3,22 @@
 
 Why compiled: most lines of a real log are one NCCL record each, ``[outer]HOST:PID:TID [DEV] [MS]
 [FILE:LINE [(FUNC)]] NCCL LEVEL MSG``, and most of their messages change nothing but counters (a ring
-or tree line, a buffer size) or add one connection. The regex that finds such a record and the Python
+or tree line, a buffer size) or add one connection. The regex that found such a record and the Python
 steps around it cost ~15 us a line; here a record is found by a scan of its bytes and an INFO record of
 a known process is applied without building a :class:`~parsers.nccl.records.Record`.
 
-:func:`plain_fields` finds what :func:`parsers.nccl.records._plain` finds (the same leftmost match
-of :data:`~parsers.nccl.records._PLAIN`, the same refusals), for a line of ASCII characters; a line
-with any other character, a number past 18 digits or anything it does not find takes the careful,
-regex path of :meth:`~parsers.nccl.parser.JobLogParser._line`. :func:`read_lines` is
-:meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables it gives are the
-same, on every log of the corpus and on mutated lines (``tests/parsers/nccl/test_nccl_compiled.py``).
-Cython's pure-Python mode: uncompiled, the parser does not use this module (its Python loop is
-quicker than this one interpreted); the tests run both modes of :func:`plain_fields` against the regex.
+:func:`plain_fields` finds what :func:`parsers.nccl.records.split_records` finds in a line of one record:
+the leftmost match of :data:`~parsers.nccl.records._PLAIN` with the same refusals, and where the regex
+finds none, two forms the careful path reads the same way (a host starting with a digit or ``<`` after a
+space; ``NCCL`` again in the message with no second record's marker). A character other than ASCII
+before the message, a number past 18 digits, or anything else goes to the careful, regex path of
+:meth:`~parsers.nccl.parser.JobLogParser._line`. A line with neither ``NCCL`` nor any of
+:data:`~parsers.nccl.joblog.SIGNAL_HINTS` is handed over as such (no job-log signal to look for).
+
+:func:`read_lines` is :meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables
+are the same, on every log of the corpus, in blocks of any size, and on lines built at the edges
+(``tests/parsers/nccl/test_nccl_compiled.py``, which also runs this source uncompiled). Cython's
+pure-Python mode: uncompiled, the parser keeps to its Python loop (quicker than this one interpreted).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ NATIVE_TS = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\] $")
 
 class Record(NamedTuple):
     """One NCCL record. ``host`` and ``pid`` are None when the user stripped the prefix. (A named tuple:
-    built for every record of a log, in a tenth of a frozen dataclass's time.)"""
+    built for every record of a log, in a quarter of a frozen dataclass's time.)"""
 
     outer: str
     host: str | None
