@@ -146,7 +146,9 @@ class ChunkMerger:
 
 def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
     """Whether ``chunk``, read alone, read its lines as a continuation of ``p`` would have."""
-    if p._in_stall or p._autotune_layout is not None:  # a rank list or CSV may go on across the cut
+    if p._in_stall:  # a rank list may go on across the cut
+        return False
+    if p._autotune_layout is not None and chunk.autotune_lines:  # lines the CSV before the cut would read
         return False
     if p._await_last is not None or p._wrapped is not None:  # the cut's last line goes on in the next one
         return False

@@ -80,6 +80,9 @@ class JobLogParser(RecordFacts, JobTexts):
         # what a later chunk's parser could not resolve alone (parsers.nccl.chunks merges chunks):
         self.work_orphans: list[tuple[int, joblog.WatchdogWork]] = []  # watchdog work, no timeout line
         self.open_timeouts = joblog.OpenTimeouts()  # the watchdog rows no work line completed yet
+        #: lines an autotune header before them would read as its rows (or as a header): a chunk without one
+        #: reads the same whether a header came before it or not
+        self.autotune_lines = 0
         self.pg_members: list[rows.PgMember] = []  # process groups' membership (maps group ranks to the job's)
         self.stopped = False  # the kept rows passed ROW_LIMIT: the rest of the log is not read (stop)
         #: lines read by the compiled reader (:mod:`parsers.nccl._lines`) when it was built; the same tables
@@ -314,10 +317,10 @@ class JobLogParser(RecordFacts, JobTexts):
             if found:
                 return True
             self._in_stall = False
+        separated = line.count(",") + line.count("|") >= joblog.HEADER_SEPARATORS
+        self.autotune_lines += separated
         if self._autotune_layout is None:
-            layout = (
-                joblog.autotune_header(line) if line.count(",") + line.count("|") >= joblog.HEADER_SEPARATORS else None
-            )
+            layout = joblog.autotune_header(line) if separated else None
             if layout is not None:
                 self._autotune_layout = layout
                 return True

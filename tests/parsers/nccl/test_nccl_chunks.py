@@ -206,3 +206,19 @@ def test_a_log_past_its_row_limit_is_read_up_to_there_and_says_so(
         read = len(tables["nccl_comm_ranks"])
         assert 100 < read < 400 and info["records"] == read  # up to the block (or chunk) that passed it
         assert f"line {read}:" in stop.message
+
+
+def test_an_autotune_header_makes_only_the_chunks_with_rows_be_read_again(tmp_path: Path) -> None:
+    """A header near the log's start used to make every later chunk be read again in the coordinator (the
+    whole log read twice, once on one core). Now only a chunk holding a line the CSV could read as its row
+    is: NCCL records, plain output and lines of few separators read the same either way."""
+    header = "hierarchical_allreduce,hierarchical_allgather,cycle_time_ms,tensor_fusion_threshold,score\n"
+    body = "".join(
+        f"h:1:5 [0] NCCL INFO Channel {i:02d}/0 : 0[0] -> 1[1] via P2P/IPC\nepoch {i}, loss 0.5\n" for i in range(40)
+    )
+    path = tmp_path / "job.log"
+    path.write_text(header + "0,0,5,64,100.5\n" + body + "1,0,2.5,32,90\n" + body + "a,b,c,d,e\n" + body)
+    n, rereads = assert_same(path, 200, random.Random(5))
+    assert n > 30
+    assert 1 <= rereads <= 3  # the chunks of "1,0,2.5,32,90" and "a,b,c,d,e" (and the header's, if cut there)
+    assert single(path)[2]["autotune_rows"] == 2
