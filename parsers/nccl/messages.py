@@ -335,6 +335,13 @@ def classify(msg: str) -> Fact | None:
     return None
 
 
+def classify_once(text: str) -> Fact | None:
+    """:func:`classify` of a text that is unlikely to come again (a line of application output checked
+    for an NCCL message cut from its header), not cached: a log's output must not push its NCCL
+    messages, which repeat, out of :func:`classify`'s cache."""
+    return classify.__wrapped__(text)
+
+
 def _net(msg: str) -> Fact | None:
     if msg.startswith(("NET/IB : No device found", "NET/IB: No device found")):
         return IbNone()

@@ -24,7 +24,7 @@ from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.failures import ERROR_LIMIT, Failures
 from parsers.nccl.jobtexts import JobTexts
-from parsers.nccl.messages import classify
+from parsers.nccl.messages import classify_once
 from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.recordfacts import RecordFacts
 from parsers.nccl.records import PREFIX_ONLY, careful_split, clean_bytes, clean_paste, split_records
@@ -336,7 +336,7 @@ class JobLogParser(RecordFacts, JobTexts):
         foreign (application output)."""
         if not line.strip() or PREFIX_ONLY.match(line):
             self.counts["blank"] += 1
-        elif classify(line.strip()) is not None:
+        elif classify_once(line.strip()) is not None:
             self.counts["orphan"] += 1
             self._issue_at(
                 lineno,
