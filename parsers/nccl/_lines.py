@@ -378,8 +378,10 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
     pos: cython.Py_ssize_t = 0
     end: cython.Py_ssize_t = len(data)
     while pos < end:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
+        nl: cython.Py_ssize_t = pos
+        while nl < end and buf[nl] != 10:  # the line's end, without a Python call per line
+            nl += 1
+        if nl == end:
             break
         lineno += 1
         a, b = pos, nl
