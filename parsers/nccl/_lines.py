@@ -33,7 +33,7 @@ from parsers.nccl import joblog
 from parsers.nccl.messages import Conn, classify, wording_range
 from parsers.nccl.process import WORDING_RECORDS
 from parsers.nccl.recordfacts import RECORD_FACTS
-from parsers.nccl.records import HEADER_WINDOW, Record
+from parsers.nccl.records import HEADER_WINDOW, MARKER_LEVELS, Record
 
 #: the compiled module (False: this file runs as plain Python)
 COMPILED = cython.compiled
@@ -63,6 +63,8 @@ SIGNAL_SPANS = np.array(
 SIGNAL_FIRST = np.zeros(256, np.uint8)
 SIGNAL_FIRST[[ord(h[0]) for h in joblog.SIGNAL_HINTS]] = 1
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
+#: the careful path's record levels, as bytes (:func:`_second_marker`)
+MARKER_BYTES = tuple(level.encode("ascii") for level in MARKER_LEVELS)
 
 REPEATED = (
     "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
@@ -312,7 +314,7 @@ def _second_marker(buf: Buf, a: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cyth
 @cython.exceptval(check=False)
 def _level_end(buf: Buf, j: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
     """The end of the level at ``j`` (one of the careful path's), or ``j``."""
-    for level in (b"INFO", b"WARN", b"TRACE", b"CALL", b"ABORT"):
+    for level in MARKER_BYTES:
         size: cython.Py_ssize_t = len(level)
         if j + size <= n:
             k: cython.Py_ssize_t = 0

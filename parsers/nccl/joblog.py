@@ -120,7 +120,7 @@ def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
 
 def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
     """The ``watchdog_timeouts`` row of a timeout line (``lineno``); the work line that follows completes
-    it (:func:`attach_work`)."""
+    it (:meth:`OpenTimeouts.attach`)."""
     m = WATCHDOG.search(line)
     if not m:
         return None
@@ -281,12 +281,6 @@ def _csv_body(line: str) -> str:
     return _PASTE_NOISE.sub("", line, count=1).strip().strip("|").replace("|", ",").replace(" ", "")
 
 
-def attach_work(watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
-    """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at
-    work" line) describes; False when there is none (a log's parser asks :class:`OpenTimeouts`)."""
-    return OpenTimeouts().attach(watchdog, work)
-
-
 def _describes(work: WatchdogWork, w: WatchdogRow) -> bool:
     same_rank = w["rank"] in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
         w["global_rank"] is not None and w["global_rank"] == work.global_rank
@@ -304,7 +298,8 @@ class OpenTimeouts:
         self._by_seq: dict[int, list[WatchdogRow]] = {}
 
     def attach(self, watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
-        """Complete the latest timeout of ``watchdog`` that ``work`` describes; False when there is none."""
+        """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at work" line)
+        describes; False when there is none."""
         for k in range(self._seen, len(watchdog)):
             w = watchdog[k]
             if w["last_completed"] is None:
@@ -315,8 +310,7 @@ class OpenTimeouts:
             w = rows[k]
             if _describes(work, w):
                 w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
-                if w["last_completed"] is not None:
-                    del rows[k]
+                del rows[k]  # completed: no later work line describes it
                 return True
         return False
 

@@ -74,7 +74,8 @@ class Record(NamedTuple):
     msg: str
 
 
-_LEVELS = ("INFO", "WARN", "TRACE", "CALL", "ABORT")
+#: the levels after ``NCCL`` that mark a record (the careful path, and the compiled reader's second-record check)
+MARKER_LEVELS = ("INFO", "WARN", "TRACE", "CALL", "ABORT")
 _DEV = re.compile(r"\[(\d+)\]$")
 _SRC = re.compile(r"(?P<src>\S+?):(?P<line>\d+)$")
 _MS = re.compile(r"\d+\.\d+$")
@@ -177,7 +178,7 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
         if at < 0:
             return out
         rest = line[at + 6 : at + 12]
-        level = next((lv for lv in _LEVELS if rest.startswith(lv)), None)
+        level = next((lv for lv in MARKER_LEVELS if rest.startswith(lv)), None)
         pos = at + 6
         if level is None:
             continue

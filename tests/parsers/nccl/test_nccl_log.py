@@ -340,31 +340,6 @@ def test_connect_warn_is_a_socket_error_even_cut(msg: str) -> None:
     assert classify_warn(msg)[0] == "socket_error"
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled reader", "python path"])
-def test_a_line_that_fails_to_read_is_a_counted_issue_not_a_traceback(
-    monkeypatch: pytest.MonkeyPatch, compiled: bool
-) -> None:
-    real = JobLogParser._setup
-
-    def fragile(self: JobLogParser, p: ProcessState, fact: Fact, lineno: int) -> None:
-        if lineno == 2:
-            raise ValueError("a shape no release prints")
-        real(self, p, fact, lineno)
-
-    monkeypatch.setattr(JobLogParser, "_setup", fragile)
-    p = JobLogParser("t.log")
-    p.compiled = compiled
-    t = p.parse(
-        io.BytesIO(
-            b"h:1:2 [0] NCCL INFO Using network IB\nh:1:2 [0] NCCL INFO Using network Boom\n"
-            b"h:1:2 [0] NCCL INFO Using network IB\n"
-        )
-    )
-    assert [(i.code, i.count) for i in p.sink.issues] == [("log.unreadable_line", 1)]
-    assert "line 2" in p.sink.issues[0].message
-    assert t["nccl_processes"].to_pylist()[0]["network"] == "IB"
-
-
 STALL_TEXT = (
     "[2019-01-01 10:00:00.000000: W /horovod/common/operations.cc:588] One or more tensors were submitted to be "
     "reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
@@ -438,21 +413,28 @@ def test_dev_shm_failures_are_told_by_their_errno(warn: str, frame_errno: str | 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled reader", "python path"])
 def test_a_damaged_line_costs_that_line_but_a_bug_is_raised(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
-    """Only what a damaged line can raise is counted as an unreadable line; a bug of the reader fails loudly,
-    on both paths, for a process's first record and its later ones."""
-    log = b"h:1:1 [0] NCCL INFO Using network IB\nh:1:1 [0] NCCL INFO Using network Socket\n"
+    """Only what a damaged line can raise is counted as an unreadable line, and the lines after it are read;
+    a bug of the reader fails loudly. On both paths, for a process's first record and its later ones."""
+    log = (
+        b"h:1:1 [0] NCCL INFO Using network IB\nh:1:1 [0] NCCL INFO Using network Boom\n"
+        b"h:1:1 [0] NCCL INFO Using network Socket\nh:1:1 [0] NCCL INFO Using network IB\n"
+    )
+    real = JobLogParser._setup
 
-    def read(raised: Exception) -> JobLogParser:
+    def read(raised: Exception) -> tuple[JobLogParser, dict[str, Any]]:
         def failing(self: JobLogParser, p: ProcessState, fact: Fact, lineno: int) -> None:
-            raise raised
+            if lineno <= 2:
+                raise raised
+            real(self, p, fact, lineno)
 
         monkeypatch.setattr(JobLogParser, "_setup", failing)
         p = JobLogParser("t.log")
         p.compiled = compiled
-        p.parse(io.BytesIO(log))
-        return p
+        return p, p.parse(io.BytesIO(log))
 
-    p = read(ValueError("invalid literal for int()"))
-    assert [(i.code, i.count) for i in p.sink.issues if i.code == "log.unreadable_line"] == [("log.unreadable_line", 2)]
+    p, t = read(ValueError("invalid literal for int()"))
+    assert [(i.code, i.count) for i in p.sink.issues] == [("log.unreadable_line", 2)]
+    assert "line 1" in p.sink.issues[0].message
+    assert t["nccl_processes"].to_pylist()[0]["network"] == "IB"
     with pytest.raises(KeyError):
         read(KeyError("a column the code forgot"))

@@ -109,7 +109,7 @@ def test_the_timeout_line_names_its_group_and_rank_and_the_work_line_still_compl
     assert work is not None and work.global_rank == 13 and work.rank == 5
     tagged = joblog.parse_watchdog(f"[rank13]:[E ProcessGroupNCCL.cpp:563] [Rank 5] {WD.format(seq=9141, op='X')}", 1)
     assert tagged is not None and (tagged["rank"], tagged["global_rank"]) == (5, 13)  # the tag is the job's rank
-    assert joblog.attach_work([tagged], work) and tagged["pg"] == "3" and tagged["last_completed"] == 9140
+    assert joblog.OpenTimeouts().attach([tagged], work) and tagged["pg"] == "3" and tagged["last_completed"] == 9140
 
 
 @pytest.mark.parametrize("prefix", ["", "2025-02-18 12:54 "], ids=["plain", "timestamped"])
