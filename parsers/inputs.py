@@ -291,7 +291,10 @@ _LOG_SIGNALS = (
     (
         re.compile(
             rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:System call|"
-            rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)"
+            rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
+            rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
+            rb"\bnccl[A-Z]\w* failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
+            rb"remote process exited)"  # Horovod's
         ),
         "a framework's report of a failed NCCL call",
     ),

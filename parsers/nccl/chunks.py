@@ -150,7 +150,7 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
         return False
     if p._autotune_layout is not None and chunk.autotune_lines:  # lines the CSV before the cut would read
         return False
-    if p._await_last is not None or p._wrapped is not None:  # the cut's last line goes on in the next one
+    if p._await_last is not None or p._wrapped is not None or p._torch_cut is not None:  # the cut's last line goes on
         return False
     recent = p._framework
     if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
@@ -202,6 +202,9 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     if chunk._await_last is not None:
         at, prefix, err = chunk._await_last
         p._await_last = (at + base, prefix, err)
+    if chunk._torch_cut is not None:  # its row was shifted with the errors above
+        at, first, row = chunk._torch_cut
+        p._torch_cut = (at + base, first, row)
     p._previous_line = chunk._previous_line
     p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
     p.counts.update(chunk.counts)

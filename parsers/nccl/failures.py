@@ -17,6 +17,7 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
@@ -24,6 +25,9 @@ from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 from parsers.nccl.rows import ErrorLevel, ErrorRow
+
+if TYPE_CHECKING:
+    from parsers.nccl.joblog import FrameworkError
 
 CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
 PROBE_NOTE = (
@@ -103,6 +107,14 @@ class Failures:
         if last_error:
             self.last_error(err, last_error)
         return err
+
+    def reread(self, err: ErrorRow, report: FrameworkError) -> None:
+        """Framework report ``err`` read again, whole: its line was hard-wrapped and the next one completes it."""
+        cls = CODE_CLASS.get(report.result_code) if report.result_code is not None else None
+        err["src"], err["message"], err["result_code"] = report.src, report.message, report.result_code
+        err["class"], err["remediation"] = cls, remediation(cls) if cls else None
+        if report.last_error:
+            self.last_error(err, report.last_error)
 
     @staticmethod
     def last_error(err: ErrorRow, text: str) -> None:

@@ -78,6 +78,7 @@ EXITS = (
 EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
 #: what a line holds when it is part of a framework's report of a failed NCCL call (jobtexts)
 VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
+CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
 WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
 PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
 WORK_HINT = "detected by watchdog at work"  # the work a timed-out collective was
@@ -88,6 +89,7 @@ SIGNAL_HINTS = (
     VERSION_HINT,
     RESULT_HINT,
     LAST_ERROR_HINT,
+    CALL_FAILED_HINT,
     WATCHDOG_HINT,
     PG_OPTIONS_HINT,
     WORK_HINT,
@@ -329,6 +331,18 @@ _RESULT_TEXTS = (
     ("invalid usage", 5),
     ("remote process exited or there was a network error", 6),
 )
+#: PyTorch's report without NCCL's version (releases before ≈1.6 printed ``NCCL error in: FILE:LINE, <text>``
+#: only), or a report whose version a hard wrap cut off: the text must be a result code's
+TORCH_ERROR_BARE = re.compile(
+    r"NCCL error in: (?P<src>\S+?:\d+), (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+)
+#: Horovod's report of a failed NCCL call (``NCCLContext::ErrorCheck``: ``<call> failed: <ncclGetErrorString text>``,
+#: raised as ``HorovodInternalError`` or TensorFlow's ``UnknownError``); the text must be a result code's
+CALL_FAILED = re.compile(
+    r"\b(?P<src>nccl[A-Z]\w*) failed: (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+)
+#: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
+TORCH_ERROR_HINT = "NCCL error in:"
 
 
 #: ``ncclSystemError: System call …`` (PyTorch's and NCCL's result code names, before ``Last error:``)
@@ -379,11 +393,41 @@ def parse_torch_version(line: str) -> str | None:
     return m["ver"]
 
 
-def parse_torch_error(line: str) -> FrameworkError | None:
-    """PyTorch's ``NCCL error in: …`` line: the failed call's text and its result code."""
-    m = TORCH_ERROR.search(line)
+def parse_call_failed(line: str) -> FrameworkError | None:
+    """Horovod's ``<nccl call> failed: <text>``: the call's text and its result code (no source location:
+    the call's name stays in the message)."""
+    m = CALL_FAILED.search(line)
     if m is None:
         return None
     text = m["text"].lower()
     code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
-    return FrameworkError(m["src"], line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.end())))
+    return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+
+
+def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:
+    """PyTorch's ``NCCL error in: …`` line: the failed call's text and its result code; ``bare``: also a
+    report without NCCL's version (:data:`TORCH_ERROR_BARE`)."""
+    m = TORCH_ERROR.search(line)
+    if m is None and bare:
+        m = TORCH_ERROR_BARE.search(line)
+    if m is None:
+        return None
+    text = m["text"].lower()
+    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
+    return FrameworkError(
+        m["src"], line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text")))
+    )
+
+
+#: the header of PyTorch's report, whatever follows it (a report hard-wrapped after its source location)
+TORCH_ERROR_HEAD = re.compile(r"NCCL error in: (?P<src>\S+?:\d+)")
+
+
+def torch_error_head(line: str) -> FrameworkError | None:
+    """PyTorch's report as far as ``line`` holds it: whole, without NCCL's version, or only its header
+    (``NCCL error in: FILE:LINE,`` and the rest hard-wrapped onto the next line: no result code yet)."""
+    whole = parse_torch_error(line)
+    if whole is not None:
+        return whole
+    m = TORCH_ERROR_HEAD.search(line)
+    return None if m is None else FrameworkError(m["src"], line[m.start() :].strip(), None)

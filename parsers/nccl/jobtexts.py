@@ -1,6 +1,8 @@
 """The job-log texts that span lines, read by :class:`~parsers.nccl.parser.JobLogParser` through this mixin.
 
-* A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line, the result code's
+* A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line (with NCCL's version, or
+  without it as releases before ≈1.6 printed it, or hard-wrapped before it: the next line completes it),
+  Horovod's ``ncclAllReduce failed: <text>``, the result code's
   name on the next line (``ncclSystemError: System call …``) or alone, and ``Last error:`` with the
   text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
   The report is classified by that text (:meth:`parsers.nccl.failures.Failures.last_error`).
@@ -38,12 +40,23 @@ class JobTexts:
         self._await_last: tuple[int, str, rows.ErrorRow] | None = None  # "Last error:" ended a line: its text next
         self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
         self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
+        #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
+        self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
     # -- framework reports -------------------------------------------------------------
     def _framework_text(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version)."""
         if self._await_last is not None and self._last_error_text(line, lineno):
             return True
+        if self._torch_cut is not None and self._torch_rest(line, lineno):
+            return True
+        if joblog.TORCH_ERROR_HINT in line and joblog.TORCH_ERROR.search(line) is None:
+            head = joblog.torch_error_head(line)  # older PyTorch's report, or one hard-wrapped before its version
+            if head is not None:
+                self._framework_error(head, line, lineno, None)
+                if self._framework is not None:
+                    self._torch_cut = (lineno, line.rstrip(), self._framework)
+                return True
         if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
             version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
             if version is not None:
@@ -59,6 +72,9 @@ class JobTexts:
                 self.framework_orphans.append(lineno)
             self._framework_error(named, line, lineno, recent)
             return True
+        if joblog.CALL_FAILED_HINT in line and (failed := joblog.parse_call_failed(line)) is not None:
+            self._framework_error(failed, line, lineno, None)  # Horovod's report: one per failed call
+            return True
         if joblog.LAST_ERROR_HINT not in line:
             return False
         recent = self._recent_framework(lineno)
@@ -70,6 +86,29 @@ class JobTexts:
             self.failures.last_error(recent, last["text"].strip())
         elif last is not None:
             self._await_last = (lineno, line[: last.start()], recent)
+        return True
+
+    def _torch_rest(self, line: str, lineno: int) -> bool:
+        """The line after a framework report without NCCL's version: its rest when the two, joined as a hard
+        wrap cuts (mid-token, at a space, after the comma), read as PyTorch's whole report (its text and
+        version); the report kept from the first line is then completed. Else the report stays as it was."""
+        at, first, row = self._torch_cut or (0, "", None)
+        self._torch_cut = None
+        if row is None or lineno != at + 1:
+            return False
+        tag = _LINE_TAG.match(first)
+        piece = (line[tag.end() :] if tag and line.startswith(tag.group(0)) else line).strip()
+        if joblog.TORCH_ERROR_HINT in piece:  # a report of its own (the next rank's, the next call's)
+            return False
+        readings = [first + sep + piece for sep in ("", " ", ", ")] if piece else []
+        whole = [(text, w) for text in readings if (w := joblog.parse_torch_error(text, bare=False)) is not None]
+        if not whole:
+            return False
+        text, report = next(((t, w) for t, w in whole if w.result_code is not None), whole[0])
+        self.failures.reread(row, report)
+        version = joblog.parse_torch_version(text)
+        if version is not None:
+            self.versions.append(rows.VersionRow(None, None, at, version, "", "pytorch"))
         return True
 
     def _recent_framework(self, lineno: int) -> rows.ErrorRow | None:

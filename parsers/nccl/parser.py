@@ -284,7 +284,7 @@ class JobLogParser(RecordFacts, JobTexts):
         """Whether no job-log signal of the lines before goes on into the next: a line without any of
         :data:`joblog.SIGNAL_HINTS` and with fewer separators than an autotune header or row has is then no
         signal."""
-        return self._await_last is None and self._wrapped is None and not self._in_stall
+        return self._await_last is None and self._wrapped is None and self._torch_cut is None and not self._in_stall
 
     def _job_signal(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was a job-log signal (read here), or part of one."""

@@ -60,6 +60,9 @@ KITCHEN_SINK = (
     "[rank3]:[E1206 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
     "WorkNCCL(SeqNum=12, OpType=ALLRE\n"
     "[rank3]:DUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n"
+    # a framework's report hard-wrapped before NCCL's version: the next line completes it
+    "[rank0]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL versi\n"
+    "[rank0]:on 2.10.3\n"
     "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
 )
 

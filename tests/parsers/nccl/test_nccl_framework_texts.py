@@ -5,7 +5,9 @@ kept of the call that failed (``Last error: …``). The wrapper's code is generi
 the cause: ``Bootstrap : no socket interface found`` is a configuration error, not an internal one. The
 report arrives flattened onto one line (older PyTorch's crash text), as a block behind a launcher's
 prefix (``[trainer0|0]:``, TorchX; ``[rank1]:``, torchrun), or as a result code's name without
-PyTorch's ``NCCL error in:`` header. NCCL 2.14 and 2.19 texts.
+PyTorch's ``NCCL error in:`` header. NCCL 2.14 and 2.19 texts; PyTorch's report without NCCL's version
+(releases before ≈1.6, NCCL 2.4-2.7) and hard-wrapped by a terminal (NCCL 2.7, 2.10); Horovod's
+``<call> failed: <text>`` under PyTorch and TensorFlow.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from parsers.inputs import InputKind, sniff
+from parsers.nccl.parser import JobLogParser
 
 ONE_LINE = (
     "terminate called after throwing an instance of 'std::runtime_error'\n"
@@ -97,4 +100,117 @@ def test_prose_naming_a_result_code_is_no_report(tmp_path: Path) -> None:
         "A framework's report (a bare `ncclSystemError: …`) takes its class from the `Last error:`\n"
         "text it carries, not from the wrapper's result code.\n"
     )
+    assert sniff(notes).kind is not InputKind.JOB_LOG
+
+
+# PyTorch before ≈1.6 printed its report without NCCL's version (two real tracebacks' last lines)
+BARE = [
+    (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 50, in <module>\n'
+        "    dist._broadcast_coalesced(self.process_group, tensors, buffer_size)\n"
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:290, internal error\n",
+        "internal_error",
+        4,
+    ),
+    (
+        "[1,0]<stderr>:RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, unhandled "
+        "system error\n",
+        "system_error",
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "cls", "line"), BARE)
+def test_a_report_without_nccls_version_is_read(tmp_path: Path, text: str, cls: str, line: int) -> None:
+    """A log whose only evidence is such a report is an input, and the report its failure."""
+    errors, findings = _errors(tmp_path, text)
+    (err,) = errors
+    assert (err["class"], err["line"], err["level"]) == (cls, line, "framework")
+    assert err["src"] == "/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:" + ("290" if line == 4 else "911")
+    assert [f["code"] for f in findings] == ["nccl.error"]
+
+
+# a terminal's or a paste's hard wrap cuts the report: after its comma, where a comma was, or mid-token
+WRAPPED = [
+    (
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, \n"
+        "unhandled system error, NCCL version 2.7.8\n",
+        "system_error",
+        "2.7.8",
+        825,
+    ),
+    (
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825\n"
+        "internal error, NCCL version 2.10.3\n",
+        "internal_error",
+        "2.10.3",
+        825,
+    ),
+    (
+        "[rank0]: RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1656352465323/work/torch/csrc/distributed/"
+        "c10d/ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL versi\n"
+        "[rank0]: on 2.10.3\n"
+        "[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n",
+        "system_error",
+        "2.10.3",
+        1191,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "cls", "version", "src_line"), WRAPPED)
+def test_a_hard_wrapped_report_is_read_whole(tmp_path: Path, text: str, cls: str, version: str, src_line: int) -> None:
+    errors, _ = _errors(tmp_path, text)
+    (err,) = errors  # one report: its wrapped rest and its result code's name belong to it
+    assert (err["class"], err["line"], err["message"].endswith(f"NCCL version {version}")) == (cls, 1, True)
+    assert err["src"].rsplit("/", 1)[-1] == f"ProcessGroupNCCL.cpp:{src_line}"
+    log = tmp_path / "job.log"
+    p = JobLogParser(log)
+    with open(log, "rb") as f:
+        versions = p.parse(f)["nccl_versions"].to_pylist()
+    assert [(v["line"], v["version"], v["source"]) for v in versions] == [(1, version, "pytorch")]
+
+
+def test_reports_on_consecutive_lines_stay_apart(tmp_path: Path) -> None:
+    """A report without a version followed by another report (bare, or with its version) is two failed
+    calls, not one report wrapped onto the next line."""
+    first = "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:290, internal error\n"
+    versioned = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:38, unhandled cuda error, NCCL version 2.7.8\n"
+    errors, _ = _errors(tmp_path, first + first.replace("290", "291") + versioned)
+    assert [(e["line"], e["class"]) for e in errors] == [
+        (1, "internal_error"),
+        (2, "internal_error"),
+        (3, "cuda_error"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        (
+            "horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled system error\n",
+            "system_error",
+        ),
+        (
+            "[1,0]<stderr>:tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: unhandled "
+            "cuda error\n",
+            "cuda_error",
+        ),
+    ],
+)
+def test_horovods_report_of_a_failed_call_is_read(tmp_path: Path, text: str, cls: str) -> None:
+    """Horovod raises ``<call> failed: <result text>`` (PyTorch and TensorFlow alike)."""
+    errors, findings = _errors(tmp_path, text)
+    (err,) = errors
+    assert (err["class"], err["level"], err["src"]) == (cls, "framework", None)
+    assert err["message"].split(" failed:")[0] in ("ncclAllReduce", "ncclCommInitRank")
+    assert [f["code"] for f in findings] == ["nccl.error"]
+
+
+def test_prose_about_a_failed_call_is_no_report(tmp_path: Path) -> None:
+    """The result text anchors Horovod's form: a sentence saying a call failed is no report."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("If ncclAllReduce failed: check the network. NCCL error in the docs.\n")
     assert sniff(notes).kind is not InputKind.JOB_LOG
