@@ -294,7 +294,8 @@ _LOG_SIGNALS = (
             rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
             rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
             rb"\bnccl[A-Z]\w* failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
-            rb"remote process exited)"  # Horovod's
+            rb"remote process exited)|"  # Horovod's
+            rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
         ),
         "a framework's report of a failed NCCL call",
     ),

@@ -37,6 +37,7 @@ CLASSES = (
     "shm_missing",
     "config_error",
     "plugin_probe",
+    "unique_id_exchange",
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -309,6 +310,12 @@ _CODE_REMEDIATION = {
     "NCCL_IB_HCA or NCCL_OOB_NET_IFNAME naming no interface or device that exists here, a malformed NCCL_COMM_ID, "
     "NCCL_ALGO / NCCL_PROTO leaving nothing usable, two ranks given one GPU, or one unique id reused by two jobs; "
     "fix the setting the message names.",
+    "unique_id_exchange": "A rank waited for its communicator's unique id, which the group's first rank "
+    "publishes in the c10d store (MASTER_ADDR:MASTER_PORT), and gave up before NCCL started: that rank did not "
+    "reach the communicator's setup in time. Read its own log first: it failed earlier, or it is still busy before "
+    "its first collective (data loading, preprocessing or a prompt done on one rank only: move it before "
+    "init_process_group, or raise the process group's timeout); else the store is not reachable from this rank "
+    "(MASTER_ADDR, MASTER_PORT, a firewall).",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

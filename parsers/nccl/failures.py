@@ -27,7 +27,7 @@ from parsers.nccl.records import Record, timestamp
 from parsers.nccl.rows import ErrorLevel, ErrorRow
 
 if TYPE_CHECKING:
-    from parsers.nccl.joblog import FrameworkError
+    from parsers.nccl.reports import FrameworkError
 
 CHAIN_LINES = 200  # a FILE:LINE frame this many lines after its thread's WARN starts a chain of its own
 PROBE_NOTE = (
@@ -94,12 +94,19 @@ class Failures:
                 err["class"], err["remediation"] = by_errno, remediation(by_errno)
 
     def framework(
-        self, lineno: int, src: str | None, message: str, result_code: int | None, last_error: str | None = None
+        self,
+        lineno: int,
+        src: str | None,
+        message: str,
+        result_code: int | None,
+        last_error: str | None = None,
+        named: str | None = None,
     ) -> ErrorRow:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
-        result code, until :meth:`settle` knows whether NCCL's own records name the cause."""
-        cls = CODE_CLASS.get(result_code) if result_code is not None else None
+        result code (or the class its text ``named``), until :meth:`settle` knows whether NCCL's own
+        records name the cause."""
+        cls = named or (CODE_CLASS.get(result_code) if result_code is not None else None)
         fix = remediation(cls) if cls else None
         err = _row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
         err["consequence"] = True

@@ -2,7 +2,8 @@
 
 * A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line (with NCCL's version, or
   without it as releases before ≈1.6 printed it, or hard-wrapped before it: the next line completes it),
-  Horovod's ``ncclAllReduce failed: <text>``, the result code's
+  Horovod's ``ncclAllReduce failed: <text>``, PyTorch's failure to fetch a communicator's unique id from
+  the c10d store (``[5] is setting up NCCL communicator and retrieving ncclUniqueId …``), the result code's
   name on the next line (``ncclSystemError: System call …``) or alone, and ``Last error:`` with the
   text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
   The report is classified by that text (:meth:`parsers.nccl.failures.Failures.last_error`).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.nccl import joblog, rows
+from parsers.nccl import joblog, reports, rows
 from parsers.nccl.failures import Failures
 
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
@@ -50,30 +51,33 @@ class JobTexts:
             return True
         if self._torch_cut is not None and self._torch_rest(line, lineno):
             return True
-        if joblog.TORCH_ERROR_HINT in line and joblog.TORCH_ERROR.search(line) is None:
-            head = joblog.torch_error_head(line)  # older PyTorch's report, or one hard-wrapped before its version
+        if reports.TORCH_ERROR_HINT in line and reports.TORCH_ERROR.search(line) is None:
+            head = reports.torch_error_head(line)  # older PyTorch's report, or one hard-wrapped before its version
             if head is not None:
                 self._framework_error(head, line, lineno, None)
                 if self._framework is not None:
                     self._torch_cut = (lineno, line.rstrip(), self._framework)
                 return True
         if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
-            version, err = joblog.parse_torch_version(line), joblog.parse_torch_error(line)
+            version, err = reports.parse_torch_version(line), reports.parse_torch_error(line)
             if version is not None:
                 self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))
             if err is not None:  # each "NCCL error in:" is a report of its own (one per failed call)
                 self._framework_error(err, line, lineno, None)
             if version is not None or err is not None:
                 return True
-        if joblog.RESULT_HINT in line and (named := joblog.parse_result_name(line)) is not None:
+        if joblog.RESULT_HINT in line and (named := reports.parse_result_name(line)) is not None:
             # "ncclSystemError: …" after PyTorch's "NCCL error in:" line (the same report), or alone
             recent = self._recent_framework(lineno)
             if recent is None:
                 self.framework_orphans.append(lineno)
             self._framework_error(named, line, lineno, recent)
             return True
-        if joblog.CALL_FAILED_HINT in line and (failed := joblog.parse_call_failed(line)) is not None:
+        if joblog.CALL_FAILED_HINT in line and (failed := reports.parse_call_failed(line)) is not None:
             self._framework_error(failed, line, lineno, None)  # Horovod's report: one per failed call
+            return True
+        if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
+            self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
             return True
         if joblog.LAST_ERROR_HINT not in line:
             return False
@@ -81,7 +85,7 @@ class JobTexts:
         if recent is None:
             self.framework_orphans.append(lineno)
             return False
-        last = joblog.LAST_ERROR.search(line)
+        last = reports.LAST_ERROR.search(line)
         if last is not None and last["text"].strip():
             self.failures.last_error(recent, last["text"].strip())
         elif last is not None:
@@ -98,15 +102,15 @@ class JobTexts:
             return False
         tag = _LINE_TAG.match(first)
         piece = (line[tag.end() :] if tag and line.startswith(tag.group(0)) else line).strip()
-        if joblog.TORCH_ERROR_HINT in piece:  # a report of its own (the next rank's, the next call's)
+        if reports.TORCH_ERROR_HINT in piece:  # a report of its own (the next rank's, the next call's)
             return False
         readings = [first + sep + piece for sep in ("", " ", ", ")] if piece else []
-        whole = [(text, w) for text in readings if (w := joblog.parse_torch_error(text, bare=False)) is not None]
+        whole = [(text, w) for text in readings if (w := reports.parse_torch_error(text, bare=False)) is not None]
         if not whole:
             return False
         text, report = next(((t, w) for t, w in whole if w.result_code is not None), whole[0])
         self.failures.reread(row, report)
-        version = joblog.parse_torch_version(text)
+        version = reports.parse_torch_version(text)
         if version is not None:
             self.versions.append(rows.VersionRow(None, None, at, version, "", "pytorch"))
         return True
@@ -117,13 +121,13 @@ class JobTexts:
         f = self._framework
         return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
 
-    def _framework_error(self, err: joblog.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
+    def _framework_error(self, err: reports.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:
-            same = self.failures.framework(lineno, err.src, err.message, err.result_code)
+            same = self.failures.framework(lineno, err.src, err.message, err.result_code, named=err.cls)
         self._framework = same
         if err.last_error:
             self.failures.last_error(same, err.last_error)
-        elif (last := joblog.LAST_ERROR.search(line)) is not None:  # "Last error:" ends the line: its text follows
+        elif (last := reports.LAST_ERROR.search(line)) is not None:  # "Last error:" ends the line: its text follows
             self._await_last = (lineno, line[: last.start()], same)
 
     def _last_error_text(self, line: str, lineno: int) -> bool:

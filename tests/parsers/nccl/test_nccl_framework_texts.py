@@ -214,3 +214,40 @@ def test_prose_about_a_failed_call_is_no_report(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("If ncclAllReduce failed: check the network. NCCL error in the docs.\n")
     assert sniff(notes).kind is not InputKind.JOB_LOG
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # PyTorch 2.3+, torchrun's [rankN]: prefix, a TCPStore that timed out
+        "[rank5]:[W socket.cpp:432] [c10d] While waitForInput, poolFD failed with (errno: 0 - Success).\n"
+        "[rank5]: torch.distributed.DistBackendError: [5] is setting up NCCL communicator and retrieving ncclUniqueId "
+        "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n",
+        # PyTorch 1.13's spelling, a FileStore's wait
+        "RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+        "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms\n",
+    ],
+)
+def test_a_unique_id_never_fetched_is_its_own_class(tmp_path: Path, text: str) -> None:
+    """NCCL never started: the group's first rank did not publish the id. The finding says to read that
+    rank's log and names the store, not a network or NCCL fault."""
+    errors, findings = _errors(tmp_path, text)
+    (err,) = errors
+    assert (err["class"], err["level"]) == ("unique_id_exchange", "framework")
+    (f,) = findings
+    assert f["labels"]["class"] == "unique_id_exchange" and f["severity"] == "critical"
+    assert "MASTER_ADDR" in f["suggestions"][0]["action"] and "init_process_group" in f["suggestions"][0]["action"]
+
+
+def test_an_nccl_error_before_it_stays_the_root(tmp_path: Path) -> None:
+    """Where NCCL's own WARN says why, the report of the rank that waited follows it."""
+    warn = (
+        "h1:7:9 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+        "Connection refused\n"
+    )
+    uid = (
+        "RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
+        "store by key '0', but store->get('0') got error: Connection reset by peer\n"
+    )
+    errors, _ = _errors(tmp_path, warn + uid)
+    assert [(e["level"], e["class"]) for e in errors] == [("WARN", "socket_error"), ("framework", "socket_error")]

@@ -1,0 +1,144 @@
+"""A framework's report of a failed NCCL call, line by line: PyTorch's ``NCCL error in: …`` (with NCCL's
+version, without it, or only its header when a hard wrap cut it), Horovod's ``<call> failed: <text>``, a
+result code's name (``ncclSystemError: …``), ``Last error:`` and the NCCL version PyTorch prints.
+
+:mod:`parsers.nccl.jobtexts` joins these lines into one report; this module reads each line alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: PyTorch's NCCL version texts: ``ProcessGroupNCCL environments: NCCL version: 2.21.5, …`` and the end
+#: of ``NCCL error in: FILE:LINE, <text>, NCCL version 2.18.3`` (docs/formats/nccl-log.md §5).
+TORCH_VERSION = re.compile(r"(?:ProcessGroupNCCL environments: NCCL version: |, NCCL version )(?P<ver>\d+\.\d+\.\d+)")
+#: ``NCCL error in: FILE:LINE, <ncclGetErrorString text>, NCCL version X`` (PyTorch), or ``NCCL error: <text>, …``.
+TORCH_ERROR = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+))?, (?P<text>.+?), NCCL version \S+")
+#: The ncclGetErrorString texts of each result code (their 2.18.1+ suffixes follow them).
+_RESULT_TEXTS = (
+    ("unhandled cuda error", 1),
+    ("unhandled system error", 2),
+    ("internal error", 3),
+    ("invalid argument", 4),
+    ("invalid usage", 5),
+    ("remote process exited or there was a network error", 6),
+)
+#: PyTorch's report without NCCL's version (releases before ≈1.6 printed ``NCCL error in: FILE:LINE, <text>``
+#: only), or a report whose version a hard wrap cut off: the text must be a result code's
+TORCH_ERROR_BARE = re.compile(
+    r"NCCL error in: (?P<src>\S+?:\d+), (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+)
+#: Horovod's report of a failed NCCL call (``NCCLContext::ErrorCheck``: ``<call> failed: <ncclGetErrorString text>``,
+#: raised as ``HorovodInternalError`` or TensorFlow's ``UnknownError``); the text must be a result code's
+CALL_FAILED = re.compile(
+    r"\b(?P<src>nccl[A-Z]\w*) failed: (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+)
+#: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
+TORCH_ERROR_HINT = "NCCL error in:"
+
+
+#: ``ncclSystemError: System call …`` (PyTorch's and NCCL's result code names, before ``Last error:``)
+#: with the start of NCCL's description of that code (ncclGetErrorString's long texts, 2.4-2.30), so that
+#: prose naming a code ("a bare `ncclSystemError`") is no report
+RESULT_NAME = re.compile(
+    r"\bnccl(?P<name>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:"
+    r"System call|Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value|unhandled|"
+    r"internal error|invalid (?:argument|usage)|remote process)"
+)
+_RESULT_CODES = {"UnhandledCuda": 1, "System": 2, "Internal": 3, "InvalidArgument": 4, "InvalidUsage": 5, "Remote": 6}
+#: ``Last error:`` and the text NCCL kept of the call that failed (ncclGetLastError), on the same line or the next
+LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkError:
+    """A framework's report of a failed NCCL call: where it was raised, its text, the result code, and
+    the text NCCL kept of the call that failed (``Last error: …``) when the report carries it."""
+
+    src: str | None
+    message: str
+    result_code: int | None
+    last_error: str | None = None
+    cls: str | None = None  # the class its text names where no result code does (a unique id never fetched)
+
+
+def parse_result_name(line: str) -> FrameworkError | None:
+    """A result code named without PyTorch's ``NCCL error in:`` header (``ncclSystemError: …``, a
+    traceback's last line or a launcher-prefixed block), with a ``Last error:`` on the same line."""
+    m = RESULT_NAME.search(line)
+    if m is None:
+        return None
+    last = LAST_ERROR.search(line, m.end())
+    return FrameworkError(None, line[m.start() :].strip(), _RESULT_CODES[m["name"]], _last_text(last))
+
+
+def _last_text(m: re.Match[str] | None) -> str | None:
+    text = m["text"].strip() if m is not None else ""
+    return text or None
+
+
+def parse_torch_version(line: str) -> str | None:
+    """The NCCL version PyTorch printed on ``line``, if it did. Older PyTorch decoded the version
+    code of NCCL 2.9 - 2.11 wrongly (``21.1.4`` for 2.11.4): such a version is not reported."""
+    m = TORCH_VERSION.search(line)
+    if m is None or int(m["ver"].split(".")[0]) >= 10:
+        return None
+    return m["ver"]
+
+
+def parse_call_failed(line: str) -> FrameworkError | None:
+    """Horovod's ``<nccl call> failed: <text>``: the call's text and its result code (no source location:
+    the call's name stays in the message)."""
+    m = CALL_FAILED.search(line)
+    if m is None:
+        return None
+    text = m["text"].lower()
+    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
+    return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+
+
+def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:
+    """PyTorch's ``NCCL error in: …`` line: the failed call's text and its result code; ``bare``: also a
+    report without NCCL's version (:data:`TORCH_ERROR_BARE`)."""
+    m = TORCH_ERROR.search(line)
+    if m is None and bare:
+        m = TORCH_ERROR_BARE.search(line)
+    if m is None:
+        return None
+    text = m["text"].lower()
+    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
+    return FrameworkError(
+        m["src"], line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text")))
+    )
+
+
+#: the header of PyTorch's report, whatever follows it (a report hard-wrapped after its source location)
+TORCH_ERROR_HEAD = re.compile(r"NCCL error in: (?P<src>\S+?:\d+)")
+
+
+def torch_error_head(line: str) -> FrameworkError | None:
+    """PyTorch's report as far as ``line`` holds it: whole, without NCCL's version, or only its header
+    (``NCCL error in: FILE:LINE,`` and the rest hard-wrapped onto the next line: no result code yet)."""
+    whole = parse_torch_error(line)
+    if whole is not None:
+        return whole
+    m = TORCH_ERROR_HEAD.search(line)
+    return None if m is None else FrameworkError(m["src"], line[m.start() :].strip(), None)
+
+
+#: PyTorch could not fetch a communicator's unique id from the c10d store (``broadcastUniqueNCCLID``; ``retreiving``
+#: in older releases): ``[N] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value
+#: store by key 'K', but store->get('K') got error: <why>`` (Socket Timeout, wait timeout after T ms, Connection
+#: reset by peer, Failed to recv …). NCCL was not initialised yet: the root of the group never published the id
+UNIQUE_ID = re.compile(
+    r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[(?P<root>\d+)\] "
+    r"via c10d key-value store(?: by key '[^']*', but store->get\('[^']*'\) got error\b| failed)"
+)
+UNIQUE_ID_HINT = "UniqueId from ["
+
+
+def parse_unique_id(line: str) -> FrameworkError | None:
+    """PyTorch's failure to fetch a communicator's unique id from the c10d store, class ``unique_id_exchange``."""
+    m = UNIQUE_ID.search(line)
+    return None if m is None else FrameworkError(None, line[m.start() :].strip(), None, cls="unique_id_exchange")
