@@ -2,7 +2,8 @@
 
 * PyTorch ``ProcessGroupNCCL`` watchdog timeouts, legacy and glog formats, and the
   ``Exception ... detected by watchdog at work: N, last enqueued NCCL work: M, last
-  completed NCCL work: K`` line that follows them.
+  completed NCCL work: K`` line that follows them (``failure detected by watchdog at work
+  sequence id: N PG status: …`` in ≈2.4+), each timeout once however often PyTorch restates it.
 * Horovod's stall inspector: ``One or more tensors were submitted ... Missing ranks:``
   followed by one ``RANK[!]: [tensor, ...]`` line per missing rank (``!``: past the
   shutdown time; the list stops after six names with `` ...``).
@@ -34,10 +35,15 @@ PG_OPTIONS = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(\]]+)(?:\([^)]*\))?)?(?: \([^)]*\))? Rank (?P<rank>\d+)\] "
     r"ProcessGroupNCCL initialization options: .*?\bglobal rank: (?P<global>\d+)"
 )
+#: The group's progress when its watchdog found a failed work, in each release's words: ``Exception (either an
+#: error or timeout) detected by watchdog at work: N, last enqueued NCCL work: E, last completed NCCL work: C.`` and
+#: ``Timeout at NCCL work: N, …`` (≈2.2-2.3), `` failure detected by watchdog at work sequence id: N PG status: last
+#: enqueued work: E, last completed work: C`` (≈2.4+)
 WATCHDOG_WORK = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<rank>\d+)\] Exception "
-    r"\(either an error or timeout\) detected by watchdog at work: (?P<work>\d+), last enqueued NCCL work: "
-    r"(?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)"
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<rank>\d+)\] +(?:"
+    r"Exception \(either an error or timeout\) detected by watchdog at work: |Timeout at NCCL work: |"
+    r"failure detected by watchdog at work sequence id: )(?P<work>\d+),? (?:PG status: )?last enqueued (?:NCCL )?"
+    r"work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<done>-?\d+)"
 )
 #: The headers of the stall inspector's lists: per rank (0.19+ ``Missing ranks:``; ``Stalled ranks:``
 #: before) or per tensor (``Stalled ops:``, up to 0.15).
@@ -81,7 +87,7 @@ VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last erro
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
 WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
 PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
-WORK_HINT = "detected by watchdog at work"  # the work a timed-out collective was
+WORK_HINTS = ("detected by watchdog at work", "Timeout at NCCL work:")  # the work a timed-out collective was
 #: every text one of which a line must hold to be read as a job-log signal (unless a signal of the lines
 #: before it goes on: a report's Last error, a wrapped timeout, a stall's rank list), or else an autotune
 #: header's or row's separators (:data:`HEADER_SEPARATORS`): the compiled reader passes the other lines by
@@ -92,7 +98,7 @@ SIGNAL_HINTS = (
     CALL_FAILED_HINT,
     WATCHDOG_HINT,
     PG_OPTIONS_HINT,
-    WORK_HINT,
+    *WORK_HINTS,
     *EXIT_HINTS,
     *STALL_HEADS,
     STALL_WARNING,
@@ -181,6 +187,31 @@ def pg_key(pg: str) -> tuple[str, str | None]:
     words = pg.replace("(", " (").split()
     guid = next((w for w in words[1:] if not w.startswith("(")), None)
     return words[0], guid
+
+
+def fold_restated(watchdog: list[WatchdogRow]) -> list[WatchdogRow]:
+    """The timeouts, each once: PyTorch states a timeout again when its watchdog thread ends (``Process group
+    watchdog thread terminated with exception: [Rank 3] Watchdog caught …``) and in the error the program then
+    raises (``NCCL communicator was aborted on rank 3. Original reason for failure was: …``). A row with the
+    same rank, collective, timeout and run time to the millisecond as an earlier one (and no other process
+    group or job rank) is that timeout again: what it adds (the job's rank, the group) goes to the first."""
+    first: dict[tuple[int | None, int, str, int, int], list[WatchdogRow]] = {}
+    kept: list[WatchdogRow] = []
+    for w in watchdog:
+        same = first.setdefault((w["rank"], w["seq"], w["op"], w["timeout_ms"], w["ran_ms"]), [])
+        earlier = next((e for e in same if _compatible(e, w)), None)
+        if earlier is None:
+            same.append(w)
+            kept.append(w)
+            continue
+        for key in ("global_rank", "pg", "numel_in", "numel_out", "last_enqueued", "last_completed"):
+            if earlier[key] is None:
+                earlier[key] = w[key]
+    return kept
+
+
+def _compatible(a: WatchdogRow, b: WatchdogRow) -> bool:
+    return all(a[k] is None or b[k] is None or a[k] == b[k] for k in ("global_rank", "pg", "numel_in", "numel_out"))
 
 
 def resolve_global_ranks(watchdog: list[WatchdogRow], members: list[PgMember]) -> None:

@@ -300,7 +300,7 @@ class JobLogParser(RecordFacts, JobTexts):
             if member is not None:
                 self.pg_members.append(member)
                 return True
-        if joblog.WORK_HINT in line:
+        if any(h in line for h in joblog.WORK_HINTS):
             work = joblog.parse_watchdog_work(line)
             if work is not None:
                 if not self.open_timeouts.attach(self.watchdog, work):
@@ -353,6 +353,7 @@ class JobLogParser(RecordFacts, JobTexts):
     def _finish(self) -> None:
         fold_fast_colls(self)
         self.failures.settle(self.procs, min((w["line"] for w in self.watchdog), default=None))
+        self.watchdog = joblog.fold_restated(self.watchdog)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:

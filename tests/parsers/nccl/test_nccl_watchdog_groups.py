@@ -186,3 +186,60 @@ def test_open_timeouts_complete_the_rows_the_linear_scan_completes() -> None:
                 )
                 assert open_timeouts.attach(rows, work) == _linear_attach(reference, work)
         assert rows == reference
+
+
+@pytest.mark.parametrize(
+    ("work", "pg"),
+    [
+        # 2.2-2.3
+        (
+            "[rank5]:[E ProcessGroupNCCL.cpp:1182] [PG 0 Rank 1] Timeout at NCCL work: 77, last enqueued NCCL work: 79, "
+            "last completed NCCL work: 76.",
+            "0",
+        ),
+        # 2.4+: two spaces after the prefix, the group's status in other words
+        (
+            "[rank5]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 1]  failure detected by "
+            "watchdog at work sequence id: 77 PG status: last enqueued work: 79, last completed work: 76",
+            "1 1",
+        ),
+    ],
+    ids=["2.2", "2.4"],
+)
+def test_every_release_s_work_line_completes_its_timeout(tmp_path: Path, work: str, pg: str) -> None:
+    text = f"[rank5]:[E ProcessGroupNCCL.cpp:607] [Rank 1] {WD.format(seq=77, op='ALLREDUCE')}\n{work}\n"
+    (w,) = report(tmp_path, text)["nccl"]["watchdog_timeouts"]
+    assert (w["seq"], w["pg"], w["last_enqueued"], w["last_completed"], w["global_rank"]) == (77, pg, 79, 76, 5)
+
+
+RESTATED = [
+    # the watchdog thread's end, then the exception PyTorch 2.3+ aborts with
+    "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+    "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+    "[Rank 3] {wd}\n",
+    # the error the program raises after the abort (PyTorch 2.1)
+    "[rank3]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3. Original reason for "
+    "failure was: [Rank 3] {wd}\n",
+]
+
+
+@pytest.mark.parametrize("again", RESTATED, ids=["terminated", "aborted"])
+def test_a_timeout_stated_again_counts_once(tmp_path: Path, again: str) -> None:
+    wd = WD.format(seq=1561, op="ALLREDUCE")
+    first = f"[rank3]:[E1218 ProcessGroupNCCL.cpp:629] [PG ID 0 PG GUID 0(default_pg) Rank 3] {wd}\n"
+    other = first.replace("rank3", "rank2").replace("Rank 3", "Rank 2")  # another rank: a timeout of its own
+    doc = report(tmp_path, first + other + again.format(wd=wd))
+    rows = doc["nccl"]["watchdog_timeouts"]
+    assert [(w["line"], w["rank"], w["global_rank"]) for w in rows] == [(1, 3, 3), (2, 2, 2)]
+    (f,) = [f for f in doc["findings"] if f["code"] == "nccl.watchdog_timeout"]
+    assert f["summary"].startswith("2 watchdog timeout(s) over 2 rank(s)")
+
+
+def test_the_same_rank_of_two_groups_is_two_timeouts() -> None:
+    """Only what no field tells apart is folded: group 1's rank 3 is not the default group's."""
+    wd = WD.format(seq=9, op="ALLREDUCE")
+    rows = [
+        joblog.parse_watchdog(f"[PG ID {pg} PG GUID {pg} Rank 3] {wd}", n) for n, pg in enumerate((0, 1, 0), start=1)
+    ]
+    kept = joblog.fold_restated([r for r in rows if r is not None])
+    assert [(w["line"], w["pg"]) for w in kept] == [(1, "0 0"), (2, "1 1")]
