@@ -293,7 +293,7 @@ _LOG_SIGNALS = (
             rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:System call|"
             rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
             rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
-            rb"\bnccl[A-Z]\w* failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
+            rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
             rb"remote process exited)|"  # Horovod's
             rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
         ),

@@ -198,14 +198,21 @@ def test_reports_on_consecutive_lines_stay_apart(tmp_path: Path) -> None:
             "cuda error\n",
             "cuda_error",
         ),
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:297: NCCL "
+            "operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error (run with NCCL_DEBUG=INFO "
+            "for details)\n",
+            "cuda_error",
+        ),
     ],
 )
 def test_horovods_report_of_a_failed_call_is_read(tmp_path: Path, text: str, cls: str) -> None:
-    """Horovod raises ``<call> failed: <result text>`` (PyTorch and TensorFlow alike)."""
+    """Horovod raises ``<call> failed: <result text>`` (PyTorch and TensorFlow alike), XLA the call with its
+    arguments."""
     errors, findings = _errors(tmp_path, text)
     (err,) = errors
     assert (err["class"], err["level"], err["src"]) == (cls, "framework", None)
-    assert err["message"].split(" failed:")[0] in ("ncclAllReduce", "ncclCommInitRank")
+    assert err["message"].split("(")[0].split(" failed:")[0] in ("ncclAllReduce", "ncclCommInitRank")
     assert [f["code"] for f in findings] == ["nccl.error"]
 
 
