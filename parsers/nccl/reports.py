@@ -33,7 +33,9 @@ TORCH_ERROR_BARE = re.compile(
 #: raised as ``HorovodInternalError`` or TensorFlow's ``UnknownError``), and XLA's (JAX: ``NCCL operation
 #: ncclCommInitRank(&comm, nranks, id, rank) failed: <text>``); the text must be a result code's
 CALL_FAILED = re.compile(
-    r"\b(?P<src>nccl[A-Z]\w*)(?:\([^()]*\))? failed: (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+    r"\b(?P<src>nccl[A-Z]\w*)(?:\([^()]*\))? failed: (?P<text>(?:"
+    + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
+    + r")\b.*)"
 )
 #: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
 TORCH_ERROR_HINT = "NCCL error in:"
