@@ -2,7 +2,7 @@
 
 * A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line (with NCCL's version, or
   without it as releases before ≈1.6 printed it, or hard-wrapped before it: the next line completes it),
-  Horovod's ``ncclAllReduce failed: <text>``, PyTorch's failure to fetch a communicator's unique id from
+  Horovod's ``ncclAllReduce failed: <text>``, ``torch.cuda.nccl``'s ``NCCL Error 2: <text>``, PyTorch's failure to fetch a communicator's unique id from
   the c10d store (``[5] is setting up NCCL communicator and retrieving ncclUniqueId …``), the result code's
   name on the next line (``ncclSystemError: System call …``) or alone, and ``Last error:`` with the
   text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
@@ -75,6 +75,9 @@ class JobTexts:
             return True
         if joblog.CALL_FAILED_HINT in line and (failed := reports.parse_call_failed(line)) is not None:
             self._framework_error(failed, line, lineno, None)  # Horovod's report: one per failed call
+            return True
+        if reports.NUMBERED_HINT in line and (numbered := reports.parse_numbered(line)) is not None:
+            self._framework_error(numbered, line, lineno, None)  # torch.cuda.nccl's (DataParallel's) report
             return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id

@@ -37,6 +37,12 @@ CALL_FAILED = re.compile(
     + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
     + r")\b.*)"
 )
+#: ``torch.cuda.nccl``'s report (``nn.DataParallel``'s broadcast and reduce, ``torch/csrc/cuda/nccl.cpp``): the result
+#: code's number and text, ``NCCL Error 2: unhandled system error``, no source location
+NUMBERED = re.compile(
+    r"\bNCCL Error (?P<code>[1-7]): (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+)
+NUMBERED_HINT = "NCCL Error "
 #: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
 TORCH_ERROR_HINT = "NCCL error in:"
 
@@ -99,6 +105,14 @@ def parse_call_failed(line: str) -> FrameworkError | None:
     text = m["text"].lower()
     code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
     return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+
+
+def parse_numbered(line: str) -> FrameworkError | None:
+    """``torch.cuda.nccl``'s ``NCCL Error <code>: <text>``."""
+    m = NUMBERED.search(line)
+    if m is None:
+        return None
+    return FrameworkError(None, line[m.start() :].strip(), int(m["code"]), _last_text(LAST_ERROR.search(line, m.end())))
 
 
 def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:
