@@ -260,26 +260,27 @@ def test_an_nccl_error_before_it_stays_the_root(tmp_path: Path) -> None:
     assert [(e["level"], e["class"]) for e in errors] == [("WARN", "socket_error"), ("framework", "socket_error")]
 
 
-def test_torch_cuda_nccls_numbered_report_is_read(tmp_path: Path) -> None:
-    """``nn.DataParallel`` fails through ``torch.cuda.nccl``: ``NCCL Error <code>: <text>`` (PyTorch 1.x)."""
-    text = (
+NUMBERED = [
+    # PyTorch 1.x, nn.DataParallel's broadcast through torch.cuda.nccl
+    (
         '  File "torch/cuda/comm.py", line 40, in broadcast_coalesced\n'
         "    return torch._C._broadcast_coalesced(tensors, devices, buffer_size)\n"
-        "RuntimeError: NCCL Error 2: unhandled system error\n"
-    )
-    errors, findings = _errors(tmp_path, text)
-    (err,) = errors
-    assert (err["class"], err["result_code"], err["line"], err["src"]) == ("system_error", 2, 3, None)
-    assert [f["code"] for f in findings] == ["nccl.error"]
-
-
-def test_a_numbered_report_follows_ncclS_own_warn(tmp_path: Path) -> None:
-    """NCCL 2.18+'s suffixed text; NCCL's WARN before it names the cause (a Ray worker's log)."""
-    text = (
+        "RuntimeError: NCCL Error 2: unhandled system error\n",
+        [("framework", "system_error", 2, 3)],
+    ),
+    # NCCL 2.18+'s suffixed text in a Ray worker's log: NCCL's WARN before it names the cause
+    (
         "(train pid=2657296) n176:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'\n"
         "(train pid=2657296) n176:2657296:2658232 [0] NCCL INFO transport/p2p.cc:190 -> 1\n"
-        "(train pid=2657296) RuntimeError: NCCL Error 1: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
-    )
-    errors, _ = _errors(tmp_path, text)
-    assert [(e["level"], e["class"]) for e in errors] == [("WARN", "cuda_error"), ("framework", "cuda_error")]
-    assert errors[1]["result_code"] == 1
+        "(train pid=2657296) RuntimeError: NCCL Error 1: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n",
+        [("WARN", "cuda_error", 1, 1), ("framework", "cuda_error", 1, 3)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), NUMBERED, ids=["dataparallel", "after-warn"])
+def test_torch_cuda_nccls_numbered_report_is_read(tmp_path: Path, text: str, want: list[tuple[object, ...]]) -> None:
+    """``nn.DataParallel`` fails through ``torch.cuda.nccl``: ``NCCL Error <code>: <text>``."""
+    errors, findings = _errors(tmp_path, text)
+    assert [(e["level"], e["class"], e["result_code"], e["line"]) for e in errors] == want
+    assert [f["code"] for f in findings] == ["nccl.error"]
