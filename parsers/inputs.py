@@ -295,7 +295,7 @@ _LOG_SIGNALS = (
             rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
             rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
             rb"remote process exited)|"  # Horovod's
-            rb"\bNCCL Error [1-7]: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
+            rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
             rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
         ),
         "a framework's report of a failed NCCL call",

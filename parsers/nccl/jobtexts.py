@@ -51,7 +51,9 @@ class JobTexts:
             return True
         if self._torch_cut is not None and self._torch_rest(line, lineno):
             return True
-        if reports.TORCH_ERROR_HINT in line and reports.TORCH_ERROR.search(line) is None:
+        if (reports.TORCH_ERROR_HINT in line or reports.ASYNC_HINT in line) and reports.TORCH_ERROR.search(
+            line
+        ) is None:
             head = reports.torch_error_head(line)  # older PyTorch's report, or one hard-wrapped before its version
             if head is not None:
                 self._framework_error(head, line, lineno, None)
@@ -76,8 +78,10 @@ class JobTexts:
         if joblog.CALL_FAILED_HINT in line and (failed := reports.parse_call_failed(line)) is not None:
             self._framework_error(failed, line, lineno, None)  # Horovod's report: one per failed call
             return True
-        if reports.NUMBERED_HINT in line and (numbered := reports.parse_numbered(line)) is not None:
-            self._framework_error(numbered, line, lineno, None)  # torch.cuda.nccl's (DataParallel's) report
+        if (reports.NUMBERED_HINT in line or reports.TF_HINT in line) and (
+            numbered := reports.parse_numbered(line)
+        ) is not None:  # torch.cuda.nccl's (DataParallel's) report, TensorFlow's
+            self._framework_error(numbered, line, lineno, None)
             return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 #: of ``NCCL error in: FILE:LINE, <text>, NCCL version 2.18.3`` (docs/formats/nccl-log.md §5).
 TORCH_VERSION = re.compile(r"(?:ProcessGroupNCCL environments: NCCL version: |, NCCL version )(?P<ver>\d+\.\d+\.\d+)")
 #: ``NCCL error in: FILE:LINE, <ncclGetErrorString text>, NCCL version X`` (PyTorch), or ``NCCL error: <text>, …``.
-TORCH_ERROR = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+))?, (?P<text>.+?), NCCL version \S+")
+TORCH_ERROR = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+),|:) (?P<text>.+?), NCCL version \S+")
 #: The ncclGetErrorString texts of each result code (their 2.18.1+ suffixes follow them).
 _RESULT_TEXTS = (
     ("unhandled cuda error", 1),
@@ -27,8 +27,13 @@ _RESULT_TEXTS = (
 #: PyTorch's report without NCCL's version (releases before ≈1.6 printed ``NCCL error in: FILE:LINE, <text>``
 #: only), or a report whose version a hard wrap cut off: the text must be a result code's
 TORCH_ERROR_BARE = re.compile(
-    r"NCCL error in: (?P<src>\S+?:\d+), (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
+    r"NCCL error(?: in: (?P<src>\S+?:\d+),|:) (?P<text>(?:"
+    + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
+    + r")\b.*)"
 )
+#: PyTorch's report of an error NCCL raised later (``ncclCommGetAsyncError``, read by the watchdog): ``NCCL error:
+#: <text>[, NCCL version X]``
+ASYNC_HINT = "NCCL error: "
 #: Horovod's report of a failed NCCL call (``NCCLContext::ErrorCheck``: ``<call> failed: <ncclGetErrorString text>``,
 #: raised as ``HorovodInternalError`` or TensorFlow's ``UnknownError``), and XLA's (JAX: ``NCCL operation
 #: ncclCommInitRank(&comm, nranks, id, rank) failed: <text>``); the text must be a result code's
@@ -43,6 +48,9 @@ NUMBERED = re.compile(
     r"\bNCCL Error (?P<code>[1-7]): (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
 )
 NUMBERED_HINT = "NCCL Error "
+#: TensorFlow's report (``NcclManager``): ``NCCL: unhandled system error. Set NCCL_DEBUG=WARN for detail.``
+TF_ERROR = re.compile(r"\bNCCL: (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)")
+TF_HINT = "NCCL: "
 #: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
 TORCH_ERROR_HINT = "NCCL error in:"
 
@@ -108,11 +116,18 @@ def parse_call_failed(line: str) -> FrameworkError | None:
 
 
 def parse_numbered(line: str) -> FrameworkError | None:
-    """``torch.cuda.nccl``'s ``NCCL Error <code>: <text>``."""
-    m = NUMBERED.search(line)
+    """``torch.cuda.nccl``'s ``NCCL Error <code>: <text>``, or TensorFlow's ``NCCL: <text>``."""
+    m = NUMBERED.search(line) or TF_ERROR.search(line)
     if m is None:
         return None
-    return FrameworkError(None, line[m.start() :].strip(), int(m["code"]), _last_text(LAST_ERROR.search(line, m.end())))
+    code = int(m["code"]) if "code" in m.groupdict() else _code(m["text"])
+    return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+
+
+def _code(text: str) -> int | None:
+    """The result code whose ncclGetErrorString text ``text`` starts with."""
+    low = text.lower()
+    return next((c for t, c in _RESULT_TEXTS if low.startswith(t)), None)
 
 
 def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:

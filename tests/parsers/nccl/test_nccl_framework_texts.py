@@ -275,12 +275,26 @@ NUMBERED = [
         "(train pid=2657296) RuntimeError: NCCL Error 1: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n",
         [("WARN", "cuda_error", 1, 1), ("framework", "cuda_error", 1, 3)],
     ),
+    # PyTorch's watchdog ends on an error NCCL raised later (ncclCommGetAsyncError), 1.7-1.8
+    (
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  [Rank 0] NCCL watchdog thread terminated with exception: NCCL error: unhandled system error, "
+        "NCCL version 2.7.8\n",
+        [("framework", "system_error", 2, 2)],
+    ),
+    # TensorFlow's NcclManager
+    (
+        "tensorflow.python.framework.errors_impl.InternalError: NCCL: unhandled system error. Set NCCL_DEBUG=WARN for "
+        "detail.\n\t [[{{node Adam/NcclAllReduce}}]]\n",
+        [("framework", "system_error", 2, 1)],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "want"), NUMBERED, ids=["dataparallel", "after-warn"])
+@pytest.mark.parametrize(("text", "want"), NUMBERED, ids=["dataparallel", "after-warn", "async", "tensorflow"])
 def test_torch_cuda_nccls_numbered_report_is_read(tmp_path: Path, text: str, want: list[tuple[object, ...]]) -> None:
-    """``nn.DataParallel`` fails through ``torch.cuda.nccl``: ``NCCL Error <code>: <text>``."""
+    """``nn.DataParallel`` fails through ``torch.cuda.nccl``: ``NCCL Error <code>: <text>``; PyTorch's watchdog
+    on an asynchronous error says ``NCCL error: <text>``; TensorFlow ``NCCL: <text>``."""
     errors, findings = _errors(tmp_path, text)
     assert [(e["level"], e["class"], e["result_code"], e["line"]) for e in errors] == want
     assert [f["code"] for f in findings] == ["nccl.error"]
