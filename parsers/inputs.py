@@ -296,6 +296,7 @@ _LOG_SIGNALS = (
             rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
             rb"remote process exited)|"  # Horovod's
             rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
+            rb"Test NCCL failure \S+:\d+ '|"  # nccl-tests'
             rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
         ),
         "a framework's report of a failed NCCL call",

@@ -101,6 +101,7 @@ class Failures:
         result_code: int | None,
         last_error: str | None = None,
         named: str | None = None,
+        host: str | None = None,
     ) -> ErrorRow:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
@@ -108,7 +109,7 @@ class Failures:
         records name the cause."""
         cls = named or (CODE_CLASS.get(result_code) if result_code is not None else None)
         fix = remediation(cls) if cls else None
-        err = _row(None, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
+        err = _row(host, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
         err["consequence"] = True
         self.errors.append(err)
         if last_error:

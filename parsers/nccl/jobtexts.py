@@ -2,7 +2,8 @@
 
 * A framework's report of a failed NCCL call: PyTorch's ``NCCL error in: …`` line (with NCCL's version, or
   without it as releases before ≈1.6 printed it, or hard-wrapped before it: the next line completes it),
-  Horovod's ``ncclAllReduce failed: <text>``, ``torch.cuda.nccl``'s ``NCCL Error 2: <text>``, PyTorch's failure to fetch a communicator's unique id from
+  Horovod's ``ncclAllReduce failed: <text>``, nccl-tests' ``Test NCCL failure FILE:LINE '<text> / <last error>'``,
+  ``torch.cuda.nccl``'s ``NCCL Error 2: <text>``, PyTorch's failure to fetch a communicator's unique id from
   the c10d store (``[5] is setting up NCCL communicator and retrieving ncclUniqueId …``), the result code's
   name on the next line (``ncclSystemError: System call …``) or alone, and ``Last error:`` with the
   text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
@@ -83,6 +84,9 @@ class JobTexts:
         ) is not None:  # torch.cuda.nccl's (DataParallel's) report, TensorFlow's
             self._framework_error(numbered, line, lineno, None)
             return True
+        if reports.NCCL_TESTS_HINT in line and (tested := reports.parse_nccl_tests(line)) is not None:
+            self._framework_error(tested, line, lineno, None)  # nccl-tests' report, NCCL's last error in it
+            return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
             return True
@@ -130,7 +134,7 @@ class JobTexts:
 
     def _framework_error(self, err: reports.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:
-            same = self.failures.framework(lineno, err.src, err.message, err.result_code, named=err.cls)
+            same = self.failures.framework(lineno, err.src, err.message, err.result_code, named=err.cls, host=err.host)
         self._framework = same
         if err.last_error:
             self.failures.last_error(same, err.last_error)

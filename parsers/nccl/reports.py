@@ -78,6 +78,7 @@ class FrameworkError:
     result_code: int | None
     last_error: str | None = None
     cls: str | None = None  # the class its text names where no result code does (a unique id never fetched)
+    host: str | None = None  # the host the report names (nccl-tests prints it)
 
 
 def parse_result_name(line: str) -> FrameworkError | None:
@@ -174,3 +175,23 @@ def parse_unique_id(line: str) -> FrameworkError | None:
     """PyTorch's failure to fetch a communicator's unique id from the c10d store, class ``unique_id_exchange``."""
     m = UNIQUE_ID.search(line)
     return None if m is None else FrameworkError(None, line[m.start() :].strip(), None, cls="unique_id_exchange")
+
+
+#: nccl-tests' report (``NCCLCHECK``): ``HOST: Test NCCL failure common.cu:891 '<text> / <ncclGetLastError>'`` (the
+#: host and the last error since its NCCL 2.13 builds; ``Test NCCL failure FILE:LINE '<text>'`` alone before)
+NCCL_TESTS = re.compile(r"(?:(?P<host>[\w.-]+): )?Test NCCL failure (?P<src>\S+:\d+) '(?P<body>.*)'")
+NCCL_TESTS_HINT = "Test NCCL failure "
+
+
+def parse_nccl_tests(line: str) -> FrameworkError | None:
+    """nccl-tests' report of a failed NCCL call: its result code by the text, NCCL's last error after `` / ``."""
+    m = NCCL_TESTS.search(line)
+    if m is None:
+        return None
+    text, _, last = m["body"].partition(" / ")
+    code = _code(text)
+    if code is None:
+        return None
+    return FrameworkError(
+        m["src"], line[m.start("src") - len("Test NCCL failure ") :].strip(), code, last.strip() or None, host=m["host"]
+    )

@@ -298,3 +298,37 @@ def test_torch_cuda_nccls_numbered_report_is_read(tmp_path: Path, text: str, wan
     errors, findings = _errors(tmp_path, text)
     assert [(e["level"], e["class"], e["result_code"], e["line"]) for e in errors] == want
     assert [f["code"] for f in findings] == ["nccl.error"]
+
+
+@pytest.mark.parametrize(
+    ("text", "cls", "line", "host"),
+    [
+        # nccl-tests built with NCCL >= 2.13: the host, and NCCL's last error after " / " (empty here)
+        (
+            "#  Rank  0 Group  0 Pid 543317 on     dell03 device  0 [0x1b] NVIDIA A100-SXM4-80GB\n"
+            "dell03: Test NCCL failure common.cu:1012 'internal error - please report this issue to the NCCL "
+            "developers / '\n"
+            " .. dell03 pid 543317: Test failure common.cu:891\n",
+            "internal_error",
+            2,
+            "dell03",
+        ),
+        # the last error names the cause: a socket error, not the wrapper's system error
+        (
+            "node1: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details) / "
+            "socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused connection abort'\n",
+            "socket_error",
+            1,
+            "node1",
+        ),
+        # older nccl-tests: no host, no last error
+        ("Test NCCL failure all_reduce.cu:86 'unhandled cuda error'\n", "cuda_error", 1, None),
+    ],
+    ids=["2.13+", "last-error", "old"],
+)
+def test_nccl_tests_report_of_a_failed_call_is_read(tmp_path: Path, text: str, cls: str, line: int, host: str) -> None:
+    """nccl-tests, the tool a cluster is checked with, prints ``[HOST: ]Test NCCL failure FILE:LINE '<text>'``."""
+    errors, findings = _errors(tmp_path, text)
+    (err,) = errors
+    assert (err["class"], err["line"], err["level"], err["host"]) == (cls, line, "framework", host)
+    assert [f["code"] for f in findings] == ["nccl.error"]
