@@ -10,6 +10,7 @@ failed proxy operations, framework wrappers) as evidence, not as findings of the
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -25,6 +26,9 @@ CODE = "nccl.error"
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
+#: the directories of a source file deep in a build tree (``/opt/conda/conda-bld/…/c10d/ProcessGroupNCCL.cpp``, in a
+#: framework's report): the title keeps the file; shorter paths (``/dev/shm/…``, ``NET/IB/0``) stay whole
+_LONG_PATH = re.compile(r"(?<![\w/.])(?:\.{1,2})?/(?:[\w.+-]+/){3,}(?=[\w+-]+\.\w+)")
 
 
 class NcclError(LogDetector):
@@ -75,7 +79,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     return Finding(
         code=CODE,
         severity=Severity.WARNING if secondary else Severity.CRITICAL,
-        title=f"NCCL {cls.replace('_', ' ')}: {clip(text, TITLE_CHARS)}",
+        title=f"NCCL {cls.replace('_', ' ')}: {clip(_LONG_PATH.sub('…/', text), TITLE_CHARS)}",
         summary=summary,
         detector=NcclError.name,
         evidence=tuple(evidence),

@@ -332,3 +332,16 @@ def test_nccl_tests_report_of_a_failed_call_is_read(tmp_path: Path, text: str, c
     (err,) = errors
     assert (err["class"], err["line"], err["level"], err["host"]) == (cls, line, "framework", host)
     assert [f["code"] for f in findings] == ["nccl.error"]
+
+
+def test_the_title_keeps_the_file_of_a_build_tree_and_the_summary_the_path(tmp_path: Path) -> None:
+    """A report's source path deep in a conda build tree filled the title and cut the result text out."""
+    path = "/opt/conda/conda-bld/pytorch_1656352465323/work/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+    _, findings = _errors(
+        tmp_path, f"RuntimeError: NCCL error in: {path}:1191, unhandled system error, NCCL version 2.10.3\n"
+    )
+    (f,) = findings
+    assert f["title"].startswith(
+        "NCCL system error: NCCL error in: …/ProcessGroupNCCL.cpp:1191, unhandled system error"
+    )
+    assert path in f["summary"]
