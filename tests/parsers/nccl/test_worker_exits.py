@@ -45,9 +45,17 @@ def test_launchers_report_a_workers_end(line: str, launcher: str, rank: int, cod
     assert parse_worker_exit("Process 1 exited normally", 1) is None
 
 
-def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[0]<stdout>:step 1\nProcess 1 exit with status code 137.\nTerminating remaining workers\n",
+        "srun: error: node12: task 3: Killed\nsrun: launch/slurm: _step_signal: Terminating StepId=1234.0\n",
+    ],
+    ids=["horovodrun", "srun"],
+)
+def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path, text: str) -> None:
     from parsers.inputs import InputKind, sniff
 
     log = tmp_path / "stdout.txt"
-    log.write_text("[0]<stdout>:step 1\nProcess 1 exit with status code 137.\nTerminating remaining workers\n")
+    log.write_text(text)
     assert sniff(log).kind is InputKind.JOB_LOG
