@@ -304,7 +304,8 @@ _LOG_SIGNALS = (
     (
         re.compile(
             rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
-            rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)"
+            rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
+            rb"Root Cause \(first observed failure\):"  # torchelastic's summary
         ),
         "a launcher's report of a worker's exit",
     ),

@@ -280,12 +280,17 @@ LOG_TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             "worker_exits",
-            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun, srun).",
+            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun).",
             (
                 _INPUT,
                 _LINE,
-                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | srun"),
-                _c("rank", pa.int32(), "the worker's rank (torchrun: its local rank; srun: its task)", null=True),
+                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | torchelastic | srun"),
+                _c(
+                    "rank",
+                    pa.int32(),
+                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its task)",
+                    null=True,
+                ),
                 _c("host", pa.string(), "the node it ran on, when the launcher names it", null=True),
                 _c("pid", pa.int64(), "its process id, when the launcher names it", null=True),
                 _c("exit_code", pa.int32(), "exit code as reported (torchrun: -N for signal N)", null=True),

@@ -2,7 +2,8 @@
 
 Signal: the launcher's report of a worker's end (``worker_exits``): ``horovodrun``'s ``Process N
 exit with status code C``, Open MPI's ``mpirun noticed that process rank N ... exited on signal S``,
-torchrun's ``failed (exitcode: -S)``, Slurm's ``srun: error: NODE: task N: Killed``. The first
+torchrun's ``failed (exitcode: -S)`` and its agent's summary (``Root Cause (first observed failure)``: the job's
+rank, host and exit code), Slurm's ``srun: error: NODE: task N: Killed``. The first
 abnormal end (a signal, or a nonzero exit code) is the cause; the ends after it are the launcher
 tearing the job down (SIGTERM, exit 143) and are listed as consequences. SIGKILL without a
 traceback is most often the kernel's out-of-memory killer, or the scheduler.
@@ -18,6 +19,7 @@ from analyzer.detectors._logs import src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
+from parsers.nccl.joblog import ELASTIC_ROOT
 
 CODE = "job.worker_exit"
 #: why a signal ends a worker, as an SRE reads it
@@ -51,7 +53,10 @@ class WorkerExit(LogDetector):
         w = model.worker_exits
         if w.empty:
             return []
-        bad = w[(w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)].sort_values(["file", "line"])
+        bad = w[(w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)]
+        # torchelastic's summary prints the first failure last (its Root Cause section): it goes first
+        later = ~((bad["launcher"] == "torchelastic") & bad["text"].str.startswith(ELASTIC_ROOT))
+        bad = bad.assign(_later=later).sort_values(["file", "_later", "line"])
         if bad.empty:
             return []
         first = bad.iloc[0]

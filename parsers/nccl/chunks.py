@@ -150,7 +150,7 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
         return False
     if p._autotune_layout is not None and chunk.autotune_lines:  # lines the CSV before the cut would read
         return False
-    if p._await_last is not None or p._wrapped is not None or p._torch_cut is not None:  # the cut's last line goes on
+    if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic)):  # the cut's last line goes on
         return False
     recent = p._framework
     if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
@@ -202,6 +202,8 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     if chunk._await_last is not None:
         at, prefix, err = chunk._await_last
         p._await_last = (at + base, prefix, err)
+    if chunk._elastic is not None:
+        p._elastic = replace(chunk._elastic, since=chunk._elastic.since + base)
     if chunk._torch_cut is not None:  # its row was shifted with the errors above
         at, first, row = chunk._torch_cut
         p._torch_cut = (at + base, first, row)

@@ -82,6 +82,16 @@ EXITS = (
     ),
 )
 EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
+#: torchelastic's summary of a failed job (``ChildFailedError``): its two sections, each entry ``[i]:`` and then
+#: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
+#: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
+ELASTIC_ROOT, ELASTIC_OTHERS = "Root Cause (first observed failure):", "Failures:"
+ELASTIC_FIELD = re.compile(r"(?:^|[\s:\]>|])(?P<key>host|rank|exitcode) *: (?P<value>\S.*?)\s*$")
+ELASTIC_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: \d+\)")
+ELASTIC_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+ELASTIC_ENTRY = re.compile(r"(?:^|[\s:\]>|])\[\d+\]:\s*$")
+ELASTIC_END = re.compile(r"={20,}\s*$")
+ELASTIC_LINES = 400  # lines an entry's traceback may take: past them the summary was cut
 #: what a line holds when it is part of a framework's report of a failed NCCL call (jobtexts)
 VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
@@ -100,6 +110,8 @@ SIGNAL_HINTS = (
     PG_OPTIONS_HINT,
     *WORK_HINTS,
     *EXIT_HINTS,
+    ELASTIC_ROOT,
+    ELASTIC_OTHERS,
     *STALL_HEADS,
     STALL_WARNING,
 )
@@ -107,6 +119,25 @@ SIGNAL_HINTS = (
 #: the fewest field separators (``,`` or a Markdown table's ``|``) an autotune header or row has: a line with fewer
 #: is neither
 HEADER_SEPARATORS = min(h.count(",") for h in AUTOTUNE_LAYOUTS)
+
+
+def elastic_exit(lineno: int, root: bool, host: str | None, rank: int | None, value: str) -> ExitRow | None:
+    """The ``worker_exits`` row of a torchelastic summary's entry, from its ``exitcode`` field's ``value``."""
+    m = ELASTIC_EXIT.match(value)
+    if m is None:
+        return None
+    code, pid = int(m["code"]), int(m["pid"])
+    sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    section = ELASTIC_ROOT if root else ELASTIC_OTHERS
+    text = f"{section} rank {rank} on {host}, exitcode {code} (pid: {pid})"
+    return ExitRow(lineno, "torchelastic", rank, host, pid, code, sig, text)
+
+
+def fold_elastic(exits: list[ExitRow]) -> list[ExitRow]:
+    """The exits, each once: torchelastic's summary repeats the ends its agent logged as they happened
+    (``failed (exitcode: -9) local_rank: 3 (pid: 12345)``); those lines keep their place in time."""
+    streamed = {e.pid for e in exits if e.launcher != "torchelastic" and e.pid is not None}
+    return [e for e in exits if e.launcher != "torchelastic" or e.pid not in streamed]
 
 
 def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:

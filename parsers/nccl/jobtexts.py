@@ -9,6 +9,8 @@
   text NCCL kept of the failed call, on the same line or the next (behind the same launcher prefix).
   The report is classified by that text (:meth:`parsers.nccl.failures.Failures.last_error`).
 * A watchdog timeout hard-wrapped over a few lines, mid-token or at a space the wrap ate.
+* torchelastic's summary of a failed job (``Failures:``, ``Root Cause (first observed failure):``), an entry's
+  fields on lines of their own.
 
 What a later chunk cannot resolve alone is left for :mod:`parsers.nccl.chunks`: ``framework_orphans``
 (lines that may continue the report before the cut) and the pending state of the cut's last line.
@@ -17,6 +19,7 @@ What a later chunk cannot resolve alone is left for :mod:`parsers.nccl.chunks`: 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from parsers.nccl import joblog, reports, rows
 from parsers.nccl.failures import Failures
@@ -30,18 +33,30 @@ _LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
 FRAMEWORK_LINES = 6
 
 
+@dataclass(slots=True)
+class ElasticEntry:
+    """Where a torchelastic summary's reading is: its section, the line of its last field, the entry's fields."""
+
+    root: bool  # in the Root Cause section
+    since: int
+    host: str | None = None
+    rank: int | None = None
+
+
 class JobTexts:
     """The parser's state and steps for texts that span lines (mixed into the job-log parser)."""
 
     failures: Failures
     watchdog: list[rows.WatchdogRow]
     versions: list[rows.VersionRow]
+    exits: list[rows.ExitRow]
 
     def _init_job_texts(self) -> None:
         self._framework: rows.ErrorRow | None = None  # the last framework report of a failed NCCL call
         self._await_last: tuple[int, str, rows.ErrorRow] | None = None  # "Last error:" ended a line: its text next
         self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
         self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
+        self._elastic: ElasticEntry | None = None  # a torchelastic summary being read
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
@@ -151,6 +166,36 @@ class JobTexts:
         if lineno - at > 2 or not text.strip() or " NCCL " in text:
             return False
         self.failures.last_error(err, text.strip())
+        return True
+
+    # -- torchelastic's summary ----------------------------------------------------------
+    def _elastic_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of torchelastic's summary of a failed job (its sections, entries and
+        fields; an entry's traceback lines are read as any other line)."""
+        st = self._elastic
+        root = joblog.ELASTIC_ROOT in line
+        if root or line.strip().endswith(joblog.ELASTIC_OTHERS):
+            self._elastic = ElasticEntry(root, lineno)
+            return True
+        if st is None:
+            return False
+        if lineno - st.since > joblog.ELASTIC_LINES or joblog.ELASTIC_END.search(line):
+            self._elastic = None
+            return joblog.ELASTIC_END.search(line) is not None
+        if joblog.ELASTIC_ENTRY.search(line):
+            st.since, st.host, st.rank = lineno, None, None
+            return True
+        m = joblog.ELASTIC_FIELD.search(line)
+        if m is None:
+            return False
+        st.since = lineno
+        if m["key"] == "host":
+            st.host = m["value"]
+        elif m["key"] == "rank":
+            r = joblog.ELASTIC_RANK.match(m["value"])
+            st.rank = int(r["rank"]) if r else None
+        elif (ended := joblog.elastic_exit(lineno, st.root, st.host, st.rank, m["value"])) is not None:
+            self.exits.append(ended)
         return True
 
     # -- watchdog timeouts -------------------------------------------------------------

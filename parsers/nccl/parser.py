@@ -284,11 +284,19 @@ class JobLogParser(RecordFacts, JobTexts):
         """Whether no job-log signal of the lines before goes on into the next: a line without any of
         :data:`joblog.SIGNAL_HINTS` and with fewer separators than an autotune header or row has is then no
         signal."""
-        return self._await_last is None and self._wrapped is None and self._torch_cut is None and not self._in_stall
+        return (
+            self._await_last is None
+            and self._wrapped is None
+            and self._torch_cut is None
+            and self._elastic is None
+            and not self._in_stall
+        )
 
     def _job_signal(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was a job-log signal (read here), or part of one."""
         if self._framework_text(line, lineno):
+            return True
+        if self._elastic_text(line, lineno):
             return True
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
@@ -354,6 +362,7 @@ class JobLogParser(RecordFacts, JobTexts):
         fold_fast_colls(self)
         self.failures.settle(self.procs, min((w["line"] for w in self.watchdog), default=None))
         self.watchdog = joblog.fold_restated(self.watchdog)
+        self.exits = joblog.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
         if self.counts["foreign"]:

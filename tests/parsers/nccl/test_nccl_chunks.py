@@ -63,6 +63,11 @@ KITCHEN_SINK = (
     # a framework's report hard-wrapped before NCCL's version: the next line completes it
     "[rank0]:RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL versi\n"
     "[rank0]:on 2.10.3\n"
+    # torchelastic's summary: its root cause printed after another failure, an entry's fields over lines
+    "Failures:\n[1]:\n  host      : node2\n  rank      : 9 (local_rank: 1)\n  exitcode  : 1 (pid: 2201)\n"
+    "  traceback : Traceback (most recent call last):\n------------------------------------------------------------\n"
+    "Root Cause (first observed failure):\n[0]:\n  host      : node1\n  rank      : 3 (local_rank: 3)\n"
+    "  exitcode  : -9 (pid: 12345)\n============================================================\n"
     "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
 )
 

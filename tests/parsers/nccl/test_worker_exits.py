@@ -59,3 +59,60 @@ def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path, text: str) -> Non
     log = tmp_path / "stdout.txt"
     log.write_text(text)
     assert sniff(log).kind is InputKind.JOB_LOG
+
+
+def _summary(prefix: str = "") -> str:
+    """torchelastic's summary (PyTorch 1.9+): another failure listed first, the root cause after it, a traceback
+    between an entry's fields and the next section."""
+    lines = [
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "[1]:",
+        "  time      : 2024-03-01_10:00:05",
+        "  host      : node2",
+        "  rank      : 9 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 2201)",
+        "  error_file: /tmp/torchelastic_x/error.json",
+        "  traceback : Traceback (most recent call last):",
+        '    File "train.py", line 10, in <module>',
+        "  RuntimeError: NCCL communicator was aborted.",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2024-03-01_10:00:00",
+        "  host      : node1",
+        "  rank      : 3 (local_rank: 3)",
+        "  exitcode  : -9 (pid: 12345)",
+        "  error_file: <N/A>",
+        "  traceback : Signal 9 (SIGKILL) received by PID 12345",
+        "============================================================",
+    ]
+    return "".join(f"{prefix}{x}\n" for x in lines)
+
+
+@pytest.mark.parametrize(
+    "prefix", ["", "2024-03-01T10:00:06.123456789Z ", "[default0]:"], ids=["bare", "kubectl", "tag"]
+)
+def test_torchelastics_summary_names_the_root_cause_it_prints_last(tmp_path: Path, prefix: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import report
+
+    doc = report(tmp_path, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + _summary(prefix))
+    (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
+    assert f["title"] == "Rank 3 died on node1: SIGKILL, exit code -9"  # the job's rank, not the local one
+    assert "1 other worker(s) ended" in f["evidence"][1]["summary"] and "rank 9" in f["evidence"][1]["summary"]
+
+
+def test_a_summary_of_ends_the_agent_logged_adds_no_end(tmp_path: Path) -> None:
+    """The agent logs each end as it happens; the summary at the end repeats them (the same pid)."""
+    from tests.parsers.nccl.test_nccl_log import report
+
+    streamed = (
+        "torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: -9) local_rank: 3 (pid: 12345) "
+        "of binary: /usr/bin/python\n"
+    )
+    doc = report(tmp_path, streamed + _summary())
+    (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
+    assert f["evidence"][0]["sources"][0]["line"] == 1  # the streamed end, in its place in time
+    assert "1 other worker(s) ended" in f["evidence"][1]["summary"]  # rank 9's end: the summary's only new one
