@@ -305,7 +305,8 @@ _LOG_SIGNALS = (
         re.compile(
             rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
             rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
-            rb"Root Cause \(first observed failure\):"  # torchelastic's summary
+            rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
+            rb"sigkill_handler\] .* exits with return code = -?\d+"  # DeepSpeed's launcher
         ),
         "a launcher's report of a worker's exit",
     ),

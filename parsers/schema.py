@@ -280,15 +280,16 @@ LOG_TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             "worker_exits",
-            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun).",
+            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun, "
+            "DeepSpeed's launcher).",
             (
                 _INPUT,
                 _LINE,
-                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | torchelastic | srun"),
+                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | torchelastic | srun | deepspeed"),
                 _c(
                     "rank",
                     pa.int32(),
-                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its task)",
+                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its task; deepspeed: none)",
                     null=True,
                 ),
                 _c("host", pa.string(), "the node it ran on, when the launcher names it", null=True),

@@ -3,7 +3,8 @@
 Signal: the launcher's report of a worker's end (``worker_exits``): ``horovodrun``'s ``Process N
 exit with status code C``, Open MPI's ``mpirun noticed that process rank N ... exited on signal S``,
 torchrun's ``failed (exitcode: -S)`` and its agent's summary (``Root Cause (first observed failure)``: the job's
-rank, host and exit code), Slurm's ``srun: error: NODE: task N: Killed``. The first
+rank, host and exit code), Slurm's ``srun: error: NODE: task N: Killed``, DeepSpeed's launcher's ``exits with
+return code = -S`` (no rank: the command it prints is not the failed one's). The first
 abnormal end (a signal, or a nonzero exit code) is the cause; the ends after it are the launcher
 tearing the job down (SIGTERM, exit 143) and are listed as consequences. SIGKILL without a
 traceback is most often the kernel's out-of-memory killer, or the scheduler.
@@ -31,6 +32,10 @@ CAUSES = {
     signal.SIGABRT: "SIGABRT: the process aborted itself (a C++ exception, an assertion, NCCL's abort)",
     signal.SIGBUS: "SIGBUS: a bad memory access, often /dev/shm full in a container",
 }
+
+
+def _who(row: pd.Series) -> str:
+    return f"rank {int(row['rank'])}" if pd.notna(row["rank"]) else "a worker (rank not named)"
 
 
 def _how(row: pd.Series) -> str:
@@ -76,7 +81,7 @@ class WorkerExit(LogDetector):
             evidence.append(
                 Evidence(
                     summary=f"then {len(after)} other worker(s) ended as the job was torn down: "
-                    + "; ".join(f"rank {int(r['rank'])}: {_how(r).split(':')[0]}" for _, r in after.head(8).iterrows())
+                    + "; ".join(f"{_who(r)}: {_how(r).split(':')[0]}" for _, r in after.head(8).iterrows())
                 )
             )
         return [

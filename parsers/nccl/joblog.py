@@ -80,8 +80,10 @@ EXITS = (
             r"srun: error: (?P<host>[^\s:]+): task (?P<rank>\d+): (?:(?P<killed>Killed)|Exited with exit code (?P<code>\d+))"
         ),
     ),
+    # DeepSpeed's launcher: the command it prints is the last one it started, not the one that failed: no rank
+    ("deepspeed", re.compile(r"\[launch\.py:\d+:sigkill_handler\] .* exits with return code = (?P<code>-?\d+)")),
 )
-EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:")
+EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:", "exits with return code")
 #: torchelastic's summary of a failed job (``ChildFailedError``): its two sections, each entry ``[i]:`` and then
 #: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
 #: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
@@ -153,7 +155,8 @@ def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
         if sig is None and code is not None:
             sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
         pid = int(d["pid"]) if d.get("pid") else None
-        return ExitRow(lineno, launcher, int(d["rank"]), d.get("host"), pid, code, sig, line.strip()[:300])
+        rank = int(d["rank"]) if d.get("rank") else None
+        return ExitRow(lineno, launcher, rank, d.get("host"), pid, code, sig, line.strip()[:300])
     return None
 
 

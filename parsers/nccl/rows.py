@@ -62,7 +62,7 @@ class ExitRow(NamedTuple):
     """A worker's exit as its launcher reported it (``worker_exits``)."""
 
     line: int
-    launcher: str  # horovodrun | mpirun | torchrun | torchelastic (its agent's summary) | srun
+    launcher: str  # horovodrun | mpirun | torchrun | torchelastic (its agent's summary) | srun | deepspeed
     rank: int | None
     host: str | None
     pid: int | None

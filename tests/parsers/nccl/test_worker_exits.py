@@ -1,4 +1,5 @@
-"""Launchers' reports of a worker's end (horovodrun, mpirun, torchrun, srun) read from job logs."""
+"""Launchers' reports of a worker's end (horovodrun, mpirun, torchrun and torchelastic, srun, DeepSpeed) read
+from job logs."""
 
 from __future__ import annotations
 
@@ -29,9 +30,28 @@ import pytest
         ),
         ("srun: error: node12: task 5: Killed", "srun", 5, None, 9),
         ("srun: error: node12: task 6: Exited with exit code 1", "srun", 6, 1, None),
+        # DeepSpeed 0.8-0.16: the command is the last one started, its --local_rank not the failed worker's
+        (
+            "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+            "'--local_rank=0', '--zero_stage', '2', '--deepspeed'] exits with return code = -9",
+            "deepspeed",
+            None,
+            -9,
+            9,
+        ),
+        (
+            "[2024-01-03 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['python', 'train.py', '--local_rank=1'] "
+            "exits with return code = -11",
+            "deepspeed",
+            None,
+            -11,
+            11,
+        ),
     ],
 )
-def test_launchers_report_a_workers_end(line: str, launcher: str, rank: int, code: int | None, sig: int | None) -> None:
+def test_launchers_report_a_workers_end(
+    line: str, launcher: str, rank: int | None, code: int | None, sig: int | None
+) -> None:
     from parsers.nccl.joblog import parse_worker_exit
 
     row = parse_worker_exit(line, 7)
@@ -50,8 +70,11 @@ def test_launchers_report_a_workers_end(line: str, launcher: str, rank: int, cod
     [
         "[0]<stdout>:step 1\nProcess 1 exit with status code 137.\nTerminating remaining workers\n",
         "srun: error: node12: task 3: Killed\nsrun: launch/slurm: _step_signal: Terminating StepId=1234.0\n",
+        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['python3', '-u', 'main.py', "
+        "'--local_rank=0'] exits with return code = -9\n",
     ],
-    ids=["horovodrun", "srun"],
+    ids=["horovodrun", "srun", "deepspeed"],
 )
 def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path, text: str) -> None:
     from parsers.inputs import InputKind, sniff
@@ -116,3 +139,14 @@ def test_a_summary_of_ends_the_agent_logged_adds_no_end(tmp_path: Path) -> None:
     (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
     assert f["evidence"][0]["sources"][0]["line"] == 1  # the streamed end, in its place in time
     assert "1 other worker(s) ended" in f["evidence"][1]["summary"]  # rank 9's end: the summary's only new one
+
+
+def test_ends_without_a_rank_are_listed_as_workers(tmp_path: Path) -> None:
+    """DeepSpeed names no rank: the first end is 'a worker', the others are listed without one too."""
+    from tests.parsers.nccl.test_nccl_log import report
+
+    line = "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['python3', 'main.py'] exits with return code = {}\n"
+    doc = report(tmp_path, line.format(-9) + line.format(-15))
+    (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
+    assert f["title"] == "A worker died: SIGKILL, exit code -9" and f["ranks"] == []
+    assert "a worker (rank not named): SIGTERM" in f["evidence"][1]["summary"]
