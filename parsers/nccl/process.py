@@ -20,6 +20,7 @@ from parsers.nccl.messages import (
     VersionLine,
     classify,
 )
+from parsers.nccl.records import launcher_tag
 from parsers.nccl.rows import BareVersion, VersionRow
 
 WORDING_RECORDS = 40  # records of a process whose wording is checked (and more until one matches)
@@ -159,10 +160,11 @@ class ProcessState:
 
 
 def version_owner(procs: dict[tuple[str | None, int | None], ProcessState], outer: str) -> ProcessState | None:
-    """The process that printed a bare version line: the one with the same launcher prefix,
-    else the only process of the file."""
-    if outer:
-        same = [p for p in procs.values() if p.prefix == outer]
+    """The process that printed a bare version line: the one with the same launcher prefix (its
+    timestamps aside: a collector's differ from line to line), else the only process of the file."""
+    tag = launcher_tag(outer)
+    if tag:
+        same = [p for p in procs.values() if p.prefix is not None and launcher_tag(p.prefix) == tag]
         if len(same) == 1:
             return same[0]
     if len(procs) == 1:

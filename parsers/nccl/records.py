@@ -282,6 +282,12 @@ OUTER_TS = re.compile(
 )
 
 
+def launcher_tag(outer: str) -> str:
+    """``outer`` without the times in it: what stays the same on every line of one process (a launcher's
+    tag, a pod's name), where a collector's timestamp changes from line to line."""
+    return OUTER_TS.sub("", NATIVE_TS.sub("", outer)).strip()
+
+
 def timestamp(outer: str) -> str | None:
     """The time a record was written, when something printed it: NCCL's own
     ``[YYYY-MM-DD HH:MM:SS]`` (2.26+, WARN by default) or a collector's timestamp in the prefix."""
