@@ -120,7 +120,9 @@ def _header(head: str) -> tuple[str, str, int | None, int | None, int | None, st
         pre_host = tokens[k]
     else:
         return None
-    cut = max(pre_host.rfind(c) for c in _BEFORE_HOST)
+    cut = len(pre_host) - 1  # the host starts after the last of those, or of any space (a tab, a pasted NBSP)
+    while cut >= 0 and not (pre_host[cut] in _BEFORE_HOST or pre_host[cut].isspace()):
+        cut -= 1
     host = pre_host[cut + 1 :]
     if not host:
         return None

@@ -2,7 +2,8 @@
 
 Every real NCCL log of the corpus is read as it is and with every line prefixed the way launchers and
 log collectors write them (kubectl's timestamps, ``srun -l``, Open MPI's and torchrun's tags, Ray's
-worker tag, docker compose, journald, a Markdown quote). The error classes, versions, processes and
+worker tag, docker compose, journald, a Markdown quote; a tab, a no-break space, a terminal colour), with
+Windows line ends. The error classes, versions, processes and
 their network, watchdog timeouts and communicator rows must not change: a verdict that flips with the
 way the log was collected is a bug.
 """
@@ -24,6 +25,9 @@ PREFIXES: dict[str, Callable[[int], str]] = {
     "compose": lambda i: "worker-1  | ",
     "journald": lambda i: "Nov 28 14:00:01 node1 python[1234]: ",
     "quote": lambda i: "> ",
+    "tab": lambda i: "\t",  # an indented paste
+    "nbsp": lambda i: "\u00a0",  # a paste from a web page
+    "ansi": lambda i: "\x1b[32m",  # a terminal's colour
 }
 
 
@@ -58,7 +62,7 @@ def test_every_corpus_log_states_the_same_facts_behind_every_prefix(corpus: Path
         lines = log.read_bytes().split(b"\n")
         for name, prefix in PREFIXES.items():
             moved = tmp_path / f"{name}-{log.name}"
-            moved.write_bytes(b"\n".join(prefix(i).encode() + x if x.strip() else x for i, x in enumerate(lines)))
+            moved.write_bytes(b"\r\n".join(prefix(i).encode() + x if x.strip() else x for i, x in enumerate(lines)))
             assert _facts(moved) == want, (log.name, name)
             checked += 1
     assert checked >= 130 * len(PREFIXES)
