@@ -1,6 +1,8 @@
 """A framework's report of a failed NCCL call, line by line: PyTorch's ``NCCL error in: …`` (with NCCL's
-version, without it, or only its header when a hard wrap cut it), Horovod's ``<call> failed: <text>``, a
-result code's name (``ncclSystemError: …``), ``Last error:`` and the NCCL version PyTorch prints.
+version, without it, or only its header when a hard wrap cut it) and ``NCCL error: …``, Horovod's and XLA's
+``<call> failed: <text>``, ``torch.cuda.nccl``'s ``NCCL Error 2: <text>``, TensorFlow's ``NCCL: <text>``,
+nccl-tests' ``Test NCCL failure …``, PyTorch's unique id never fetched from the c10d store, a result code's
+name (``ncclSystemError: …``), ``Last error:`` and the NCCL version PyTorch prints.
 
 :mod:`parsers.nccl.jobtexts` joins these lines into one report; this module reads each line alone.
 """
@@ -24,32 +26,24 @@ _RESULT_TEXTS = (
     ("invalid usage", 5),
     ("remote process exited or there was a network error", 6),
 )
+#: any of those texts, as a regex alternative (each form below anchors its report on one)
+_TEXTS = "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
 #: PyTorch's report without NCCL's version (releases before ≈1.6 printed ``NCCL error in: FILE:LINE, <text>``
 #: only), or a report whose version a hard wrap cut off: the text must be a result code's
-TORCH_ERROR_BARE = re.compile(
-    r"NCCL error(?: in: (?P<src>\S+?:\d+),|:) (?P<text>(?:"
-    + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
-    + r")\b.*)"
-)
+TORCH_ERROR_BARE = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+),|:) (?P<text>(?:" + _TEXTS + r")\b.*)")
 #: PyTorch's report of an error NCCL raised later (``ncclCommGetAsyncError``, read by the watchdog): ``NCCL error:
 #: <text>[, NCCL version X]``
 ASYNC_HINT = "NCCL error: "
 #: Horovod's report of a failed NCCL call (``NCCLContext::ErrorCheck``: ``<call> failed: <ncclGetErrorString text>``,
 #: raised as ``HorovodInternalError`` or TensorFlow's ``UnknownError``), and XLA's (JAX: ``NCCL operation
 #: ncclCommInitRank(&comm, nranks, id, rank) failed: <text>``); the text must be a result code's
-CALL_FAILED = re.compile(
-    r"\b(?P<src>nccl[A-Z]\w*)(?:\([^()]*\))? failed: (?P<text>(?:"
-    + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS)
-    + r")\b.*)"
-)
+CALL_FAILED = re.compile(r"\b(?P<src>nccl[A-Z]\w*)(?:\([^()]*\))? failed: (?P<text>(?:" + _TEXTS + r")\b.*)")
 #: ``torch.cuda.nccl``'s report (``nn.DataParallel``'s broadcast and reduce, ``torch/csrc/cuda/nccl.cpp``): the result
 #: code's number and text, ``NCCL Error 2: unhandled system error``, no source location
-NUMBERED = re.compile(
-    r"\bNCCL Error (?P<code>[1-7]): (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)"
-)
+NUMBERED = re.compile(r"\bNCCL Error (?P<code>[1-7]): (?P<text>(?:" + _TEXTS + r")\b.*)")
 NUMBERED_HINT = "NCCL Error "
 #: TensorFlow's report (``NcclManager``): ``NCCL: unhandled system error. Set NCCL_DEBUG=WARN for detail.``
-TF_ERROR = re.compile(r"\bNCCL: (?P<text>(?:" + "|".join(re.escape(t) for t, _ in _RESULT_TEXTS) + r")\b.*)")
+TF_ERROR = re.compile(r"\bNCCL: (?P<text>(?:" + _TEXTS + r")\b.*)")
 TF_HINT = "NCCL: "
 #: the start of PyTorch's report: a line that holds it and does not read as a whole report may be hard-wrapped
 TORCH_ERROR_HINT = "NCCL error in:"
@@ -111,9 +105,9 @@ def parse_call_failed(line: str) -> FrameworkError | None:
     m = CALL_FAILED.search(line)
     if m is None:
         return None
-    text = m["text"].lower()
-    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
-    return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+    return FrameworkError(
+        None, line[m.start() :].strip(), _code(m["text"]), _last_text(LAST_ERROR.search(line, m.start("text")))
+    )
 
 
 def parse_numbered(line: str) -> FrameworkError | None:
@@ -139,10 +133,8 @@ def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:
         m = TORCH_ERROR_BARE.search(line)
     if m is None:
         return None
-    text = m["text"].lower()
-    code = next((c for t, c in _RESULT_TEXTS if text.startswith(t)), None)
     return FrameworkError(
-        m["src"], line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text")))
+        m["src"], line[m.start() :].strip(), _code(m["text"]), _last_text(LAST_ERROR.search(line, m.start("text")))
     )
 
 
