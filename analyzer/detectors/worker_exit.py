@@ -59,11 +59,11 @@ class WorkerExit(LogDetector):
         if w.empty:
             return []
         bad = w[(w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)]
+        if bad.empty:
+            return []
         # torchelastic's summary prints the first failure last (its Root Cause section): it goes first
         later = ~((bad["launcher"] == "torchelastic") & bad["text"].str.startswith(ELASTIC_ROOT))
         bad = bad.assign(_later=later).sort_values(["file", "_later", "line"])
-        if bad.empty:
-            return []
         first = bad.iloc[0]
         rank = None if pd.isna(first["rank"]) else int(first["rank"])
         where = f" on {first['host']}" if isinstance(first["host"], str) else ""
