@@ -7,7 +7,9 @@ report arrives flattened onto one line (older PyTorch's crash text), as a block 
 prefix (``[trainer0|0]:``, TorchX; ``[rank1]:``, torchrun), or as a result code's name without
 PyTorch's ``NCCL error in:`` header. NCCL 2.14 and 2.19 texts; PyTorch's report without NCCL's version
 (releases before ≈1.6, NCCL 2.4-2.7) and hard-wrapped by a terminal (NCCL 2.7, 2.10); Horovod's
-``<call> failed: <text>`` under PyTorch and TensorFlow.
+``<call> failed: <text>`` under PyTorch and TensorFlow, XLA's; PyTorch's unique id never fetched from the
+c10d store; ``torch.cuda.nccl``'s ``NCCL Error 2: …``, PyTorch's async ``NCCL error: …``, TensorFlow's
+``NCCL: …``; nccl-tests' ``Test NCCL failure …``.
 """
 
 from __future__ import annotations
