@@ -107,8 +107,7 @@ class Failures:
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
         result code (or the class its text ``named``), until :meth:`settle` knows whether NCCL's own
         records name the cause."""
-        cls = named or (CODE_CLASS.get(result_code) if result_code is not None else None)
-        fix = remediation(cls) if cls else None
+        cls, fix = _code_class(result_code) if named is None else (named, remediation(named))
         err = _row(host, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
         err["consequence"] = True
         self.errors.append(err)
@@ -118,9 +117,8 @@ class Failures:
 
     def reread(self, err: ErrorRow, report: FrameworkError) -> None:
         """Framework report ``err`` read again, whole: its line was hard-wrapped and the next one completes it."""
-        cls = CODE_CLASS.get(report.result_code) if report.result_code is not None else None
         err["src"], err["message"], err["result_code"] = report.src, report.message, report.result_code
-        err["class"], err["remediation"] = cls, remediation(cls) if cls else None
+        err["class"], err["remediation"] = _code_class(report.result_code)
         if report.last_error:
             self.last_error(err, report.last_error)
 
@@ -195,6 +193,12 @@ class Failures:
             self.unkept += 1
         self.open_error[(r.host, r.pid, r.tid)] = err
         return err
+
+
+def _code_class(result_code: int | None) -> tuple[str | None, str | None]:
+    """The class a result code stands for when nothing more specific is known, and its remediation."""
+    cls = CODE_CLASS.get(result_code) if result_code is not None else None
+    return cls, remediation(cls) if cls else None
 
 
 def _row(

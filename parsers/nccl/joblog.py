@@ -129,7 +129,7 @@ def elastic_exit(lineno: int, root: bool, host: str | None, rank: int | None, va
     if m is None:
         return None
     code, pid = int(m["code"]), int(m["pid"])
-    sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    sig = _exit_signal(code)
     section = ELASTIC_ROOT if root else ELASTIC_OTHERS
     text = f"{section} rank {rank} on {host}, exitcode {code} (pid: {pid})"
     return ExitRow(lineno, "torchelastic", rank, host, pid, code, sig, text)
@@ -140,6 +140,11 @@ def fold_elastic(exits: list[ExitRow]) -> list[ExitRow]:
     (``failed (exitcode: -9) local_rank: 3 (pid: 12345)``); those lines keep their place in time."""
     streamed = {e.pid for e in exits if e.launcher != "torchelastic" and e.pid is not None}
     return [e for e in exits if e.launcher != "torchelastic" or e.pid not in streamed]
+
+
+def _exit_signal(code: int) -> int | None:
+    """The signal an exit code says ended a worker: -N (Python's and torchrun's) or 128 + N (a shell's)."""
+    return -code if code < 0 else code - 128 if 128 < code < 160 else None
 
 
 def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
@@ -153,7 +158,7 @@ def parse_worker_exit(line: str, lineno: int) -> ExitRow | None:
         code = int(d["code"]) if d.get("code") else None
         sig = int(d["sig"]) if d.get("sig") else 9 if d.get("killed") else None
         if sig is None and code is not None:
-            sig = -code if code < 0 else code - 128 if 128 < code < 160 else None
+            sig = _exit_signal(code)
         pid = int(d["pid"]) if d.get("pid") else None
         rank = int(d["rank"]) if d.get("rank") else None
         return ExitRow(lineno, launcher, rank, d.get("host"), pid, code, sig, line.strip()[:300])

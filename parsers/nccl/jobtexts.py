@@ -179,9 +179,10 @@ class JobTexts:
             return True
         if st is None:
             return False
-        if lineno - st.since > joblog.ELASTIC_LINES or joblog.ELASTIC_END.search(line):
+        end = joblog.ELASTIC_END.search(line) is not None
+        if end or lineno - st.since > joblog.ELASTIC_LINES:
             self._elastic = None
-            return joblog.ELASTIC_END.search(line) is not None
+            return end
         if joblog.ELASTIC_ENTRY.search(line):
             st.since, st.host, st.rank = lineno, None, None
             return True

@@ -103,20 +103,21 @@ def parse_call_failed(line: str) -> FrameworkError | None:
     """Horovod's ``<nccl call> failed: <text>``: the call's text and its result code (no source location:
     the call's name stays in the message)."""
     m = CALL_FAILED.search(line)
-    if m is None:
-        return None
-    return FrameworkError(
-        None, line[m.start() :].strip(), _code(m["text"]), _last_text(LAST_ERROR.search(line, m.start("text")))
-    )
+    return None if m is None else _report(m, line, None, _code(m["text"]))
 
 
 def parse_numbered(line: str) -> FrameworkError | None:
     """``torch.cuda.nccl``'s ``NCCL Error <code>: <text>``, or TensorFlow's ``NCCL: <text>``."""
-    m = NUMBERED.search(line) or TF_ERROR.search(line)
-    if m is None:
-        return None
-    code = int(m["code"]) if "code" in m.groupdict() else _code(m["text"])
-    return FrameworkError(None, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+    if (m := NUMBERED.search(line)) is not None:
+        return _report(m, line, None, int(m["code"]))
+    m = TF_ERROR.search(line)
+    return None if m is None else _report(m, line, None, _code(m["text"]))
+
+
+def _report(m: re.Match[str], line: str, src: str | None, code: int | None) -> FrameworkError:
+    """The report match ``m`` found in ``line``: its message from where the match starts, and the text after
+    a ``Last error:`` that follows its result text."""
+    return FrameworkError(src, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
 
 
 def _code(text: str) -> int | None:
@@ -131,11 +132,7 @@ def parse_torch_error(line: str, bare: bool = True) -> FrameworkError | None:
     m = TORCH_ERROR.search(line)
     if m is None and bare:
         m = TORCH_ERROR_BARE.search(line)
-    if m is None:
-        return None
-    return FrameworkError(
-        m["src"], line[m.start() :].strip(), _code(m["text"]), _last_text(LAST_ERROR.search(line, m.start("text")))
-    )
+    return None if m is None else _report(m, line, m["src"], _code(m["text"]))
 
 
 #: the header of PyTorch's report, whatever follows it (a report hard-wrapped after its source location)
@@ -171,7 +168,7 @@ def parse_unique_id(line: str) -> FrameworkError | None:
 
 #: nccl-tests' report (``NCCLCHECK``): ``HOST: Test NCCL failure common.cu:891 '<text> / <ncclGetLastError>'`` (the
 #: host and the last error since its NCCL 2.13 builds; ``Test NCCL failure FILE:LINE '<text>'`` alone before)
-NCCL_TESTS = re.compile(r"(?:(?P<host>[\w.-]+): )?Test NCCL failure (?P<src>\S+:\d+) '(?P<body>.*)'")
+NCCL_TESTS = re.compile(r"(?:(?P<host>[\w.-]+): )?(?P<report>Test NCCL failure (?P<src>\S+:\d+) '(?P<body>.*)')")
 NCCL_TESTS_HINT = "Test NCCL failure "
 
 
@@ -184,6 +181,5 @@ def parse_nccl_tests(line: str) -> FrameworkError | None:
     code = _code(text)
     if code is None:
         return None
-    return FrameworkError(
-        m["src"], line[m.start("src") - len("Test NCCL failure ") :].strip(), code, last.strip() or None, host=m["host"]
-    )
+    message = line[m.start("report") :].strip()
+    return FrameworkError(m["src"], message, code, last.strip() or None, host=m["host"])
