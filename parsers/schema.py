@@ -241,6 +241,14 @@ LOG_TABLES: dict[str, TableSpec] = {
                     "written before this column",
                     null=True,
                 ),
+                _c(
+                    "unconfirmed",
+                    pa.bool_(),
+                    "raised while NCCL probed its networks (a plugin's or the verbs wrapper's WARN, a chain without "
+                    "a WARN), and nothing after it shows whether the process failed or went on: the log ends "
+                    "first; null in a store written before this column",
+                    null=True,
+                ),
             ),
         ),
         TableSpec(

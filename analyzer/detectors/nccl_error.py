@@ -28,6 +28,11 @@ ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
 #: the directories of a source file deep in a build tree (``/opt/conda/conda-bld/…/c10d/ProcessGroupNCCL.cpp``, in a
 #: framework's report): the title keeps the file; shorter paths (``/dev/shm/…``, ``NET/IB/0``) stay whole
+UNCONFIRMED = (
+    "NCCL often goes on after this (a network plugin or InfiniBand probe that fails, then another network), and "
+    "nothing after it in the log shows whether this process did: no network chosen, connection or Init COMPLETE, "
+    "and no later error, abort, framework report or worker exit. The log, or this excerpt of it, ends first."
+)
 _LONG_PATH = re.compile(r"(?<![\w/.])(?:\.{1,2})?/(?:[\w.+-]+/){3,}(?=[\w+-]+\.\w+)")
 
 
@@ -75,18 +80,35 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     evidence = [_evidence(e, "root cause") for e in _first_per_process(roots)[:ROOT_EVIDENCE]]
     evidence += [_evidence(e, "consequence") for e in _first_per_process(after)[:CONSEQUENCE_EVIDENCE]]
     fixes = list(dict.fromkeys(e["remediation"] for e in roots if e["level"] == "WARN" and e["remediation"]))
-    fixes = fixes or [remediation(cls)]
+    fixes = [f for f in fixes or [remediation(cls)] if f]
+    unconfirmed = all(e["unconfirmed"] for e in roots)
+    if unconfirmed:  # the log ends before it shows whether NCCL went on: say so, and what would tell
+        said = summary.removeprefix("Root cause: ")
+        summary = f"Possible root cause, unconfirmed: {said}{'' if said.endswith('.') else '.'} {UNCONFIRMED}"
+        fixes = [_read_on(first), *(f"If it did fail: {f}" for f in fixes)]
     return Finding(
         code=CODE,
-        severity=Severity.WARNING if secondary else Severity.CRITICAL,
-        title=f"NCCL {cls.replace('_', ' ')}: {clip(_LONG_PATH.sub('…/', text), TITLE_CHARS)}",
+        severity=Severity.WARNING if secondary or unconfirmed else Severity.CRITICAL,
+        title=f"NCCL {cls.replace('_', ' ')}{', unconfirmed' if unconfirmed else ''}: "
+        f"{clip(_LONG_PATH.sub('…/', text), TITLE_CHARS)}",
         summary=summary,
         detector=NcclError.name,
         evidence=tuple(evidence),
         suggestions=tuple(Suggestion(action=f) for f in fixes[:3] if f),
         ranks=tuple(rank),
         hosts=tuple(sorted({e["host"] for e in roots if e["host"]})),
-        labels={"class": cls} | ({"root_src": first["src"]} if first["src"] else {}),
+        labels={"class": cls}
+        | ({"root_src": first["src"]} if first["src"] else {})
+        | ({"unconfirmed": "true"} if unconfirmed else {}),
+    )
+
+
+def _read_on(first: ClassifiedError) -> str:
+    """What tells whether an unconfirmed failure was one: the lines of its process after it."""
+    return (
+        f"Read what {who(first['host'], first['pid'])} logged after line {first['line']} of {first['file']} (the whole "
+        "log, not an excerpt): 'Using network …', connections ('via NET/…', 'via P2P/…') or 'Init COMPLETE' mean NCCL "
+        "went on and this was a failed probe; another error, an abort or the job ending mean it was fatal."
     )
 
 

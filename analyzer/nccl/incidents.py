@@ -58,6 +58,8 @@ ClassifiedError = TypedDict(
         "result_code": int | None,
         "remediation": str | None,
         "time": str | None,
+        # raised while NCCL probed its networks, and the log ends before it shows whether the process failed
+        "unconfirmed": bool,
         "role": Literal["root", "consequence"],
         "cause": CauseDoc | None,
     },

@@ -158,15 +158,13 @@ class NcclModel:
                 "result_code": opt_int(r.result_code),
                 "time": r.time if isinstance(r.time, str) else None,
                 "remediation": r.remediation if isinstance(r.remediation, str) and r.remediation else None,
+                "unconfirmed": _flag(getattr(r, "unconfirmed", None)),
                 "role": "root",  # until attribute() tells
                 "cause": None,
             }
             for r in e.rename(columns={"class": "cls"}).itertuples(index=False)
         ]
-        follows = [
-            r.level == "chain" or (not pd.isna(r.consequence) and bool(r.consequence))
-            for r in e.itertuples(index=False)
-        ]
+        follows = [r.level == "chain" or _flag(r.consequence) for r in e.itertuples(index=False)]
         return rows, attribute(rows, follows)
 
     @cached_property
@@ -245,6 +243,11 @@ def _net(r: Any, net_conns: pd.DataFrame, pre_bootstrap: bool) -> str | None:
             return None  # the bootstrap interface, not the transport
         return "Socket"
     return None
+
+
+def _flag(v: Any) -> bool:
+    """A boolean column's value, false where it is null (a store written before the column)."""
+    return v is not None and not pd.isna(v) and bool(v)
 
 
 def opt_int(v: Any) -> int | None:

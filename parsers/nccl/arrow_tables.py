@@ -95,6 +95,7 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             "remediation",
             "time",
             "consequence",
+            "unconfirmed",
         ]
         cols["nccl_errors"] = _dict_columns(p.failures.errors, names)
     if p.colls:

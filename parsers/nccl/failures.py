@@ -11,7 +11,12 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
   when NCCL went on with its own transports, and an error when the process said nothing more;
 - what a process logs after tearing its own communicator down (``Abort``, ``Destroy``) is
   shutdown noise, and so is a chain without a WARN just before it (the abort unwinding);
-- a framework's report of a failed call takes the class of NCCL's first error.
+- a framework's report of a failed call takes the class of NCCL's first error;
+- a failure NCCL often goes on after (a network plugin's or the verbs wrapper's WARN while it probed
+  its networks; a chain without a WARN, which a probe or an abort unwinding prints), after which its
+  process neither went on nor showed a failure (another error, its abort, a framework's report, a
+  worker's exit, a timeout), is ``unconfirmed``: an excerpt cut just after it ends the same way as a
+  process that died of it.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ PLUGIN_ASIDE_NOTE = (
     "the network plugin could not start here and NCCL went on with its own transports (the plugin stepping "
     "aside): a problem only if that network (EFA) was meant to be used"
 )
+#: the sources of NCCL's connection setup (the net transport's setup and connect, the transport loop, the
+#: proxy that runs them): a chain through them was raised while connecting, after the network was chosen
+CONNECT_SOURCES = frozenset({"transport/net.cc", "transport/net.cu", "transport.cc", "transport.cu", "proxy.cc"})
 TEARDOWN_NOTE = "logged as this process tore its communicator down (Abort, Destroy): shutdown noise"
 
 WATCHDOG_NOTE = (
@@ -70,13 +78,17 @@ class Failures:
         #: frames with no WARN before them in this parser (a later chunk's: parsers.nccl.chunks)
         self.chain_orphans: list[tuple[ThreadKey, int]] = []
 
-    def warn(self, r: Record, lineno: int, probing: bool = True) -> None:
-        """A WARN; ``probing``: its process has not chosen a network yet (a plugin failing then may step aside)."""
+    def warn(self, r: Record, lineno: int) -> None:
+        """A WARN (:meth:`settle` tells a network plugin's or the verbs wrapper's before its process chose a
+        network: a probe, which NCCL may go on after)."""
         v = verdict(r.msg, r.src)
         err = self._open(r, lineno, "WARN", None if v.benign else v.cls, r.src, r.msg.strip(), v.remediation)
         err["consequence"] = v.consequence
-        if probing and r.msg.lstrip().startswith("NET/OFI"):
+        plugin = r.msg.lstrip().startswith("NET/OFI")
+        if plugin:
             err["_plugin"] = True  # settled by whether NCCL went on
+        if plugin or _source(r.src) in IB_WRAPPERS:
+            err["_probe"] = True
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f"{f.src} -> {f.code}" + (f" ({f.errno})" if f.errno else "") + (f" [{f.thread}]" if f.thread else "")
@@ -86,6 +98,7 @@ class Failures:
         if err is None or lineno - err["line"] > CHAIN_LINES:
             cls, fix = classify_chain(f.code, f.src)
             err = self._open(r, lineno, "chain", cls, f.src, frame, fix)
+            err["_probe"] = True  # no WARN: a probe's, or an abort unwinding, unless something after it says more
         err["chain"].append(frame)
         err["result_code"] = f.code
         if err["class"] and err["class"].startswith("shm_") and f.errno:  # 2.16+ chains carry the errno
@@ -134,12 +147,18 @@ class Failures:
         if lookup(text) is not None and not v.benign:
             err["class"], err["remediation"] = v.cls, v.remediation
 
-    def settle(self, procs: Mapping[tuple[str | None, int | None], ProcessState], timed_out: int | None = None) -> None:
+    def settle(
+        self,
+        procs: Mapping[tuple[str | None, int | None], ProcessState],
+        timed_out: int | None = None,
+        exited: int | None = None,
+    ) -> None:
         """Declassify the chains after which their process went on normally (failed probes), the
         plugins that stepped aside and the shutdown noise (also a chain without a WARN logged after
-        the log's first watchdog timeout, line ``timed_out``: the watchdog's teardown), and let
-        framework reports inherit the class of NCCL's first classified error: they are its
-        consequence, not a cause of their own."""
+        the log's first watchdog timeout, line ``timed_out``: the watchdog's teardown), let
+        framework reports inherit the class of NCCL's first classified error (they are its
+        consequence, not a cause of their own), and mark the probes' failures that nothing after
+        them confirms (``exited``: the line of the log's first worker exit)."""
         warned = {(e["host"], e["pid"]) for e in self.errors if e["level"] == "WARN" and e["class"] is not None}
         for err in self.errors:
             if (
@@ -160,6 +179,9 @@ class Failures:
             ):
                 err["class"], err["remediation"] = None, TEARDOWN_NOTE
             went_on = proc.progress_line > err["line"]
+            if err["level"] == "WARN" and (0 < proc.network_line < err["line"] or _connecting(err["chain"])):
+                err.pop("_plugin", None)  # after its process chose a network, or while it connected: not a probe's
+                err.pop("_probe", None)
             if err["level"] == "chain" and went_on:
                 err["class"], err["remediation"] = None, PROBE_NOTE
             if (
@@ -177,11 +199,38 @@ class Failures:
                 del err["_plugin"]
             if proc.teardown_line and err["line"] > proc.teardown_line and err["class"] is not None:
                 err["class"], err["remediation"], err["consequence"] = None, TEARDOWN_NOTE, True
+        self._confirm(procs, [x for x in (timed_out, exited) if x is not None])
         root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
         if root is not None:
             for err in self.errors:
                 if err["level"] == "framework":
                     err["class"], err["remediation"] = root["class"], root["remediation"]
+
+    def _confirm(self, procs: Mapping[tuple[str | None, int | None], ProcessState], ends: list[int]) -> None:
+        """Mark ``unconfirmed`` each probe's failure, and each chain without a WARN, after which its process
+        neither went on (:meth:`settle` declassified those) nor showed that it failed: no later error of its
+        own of another kind, no abort or destroy of its own, and no framework report, worker exit or timeout
+        (lines ``ends``) anywhere after it. NCCL goes on after many such failures (it falls back to another
+        network; an abort unwinds through chains), so a log that ends there does not tell whether it was fatal."""
+        probes = [e for e in self.errors if e.pop("_probe", False)]
+        if not probes:
+            return
+        probed = {id(e) for e in probes}
+        failed_at = ends + [e["line"] for e in self.errors if e["level"] == "framework"]
+        for err in probes:
+            if err["class"] is None:
+                continue
+            line, who = err["line"], (err["host"], err["pid"])
+            proc = procs.get(who)
+            confirmed = (
+                (proc is not None and (proc.progress_line > line or proc.teardown_line > line))
+                or any(at > line for at in failed_at)
+                or any(
+                    e["line"] > line and (e["host"], e["pid"]) == who and e["class"] is not None and id(e) not in probed
+                    for e in self.errors
+                )
+            )
+            err["unconfirmed"] = not confirmed
 
     def _open(
         self, r: Record, lineno: int, level: ErrorLevel, cls: str | None, src: str | None, message: str, fix: str | None
@@ -229,7 +278,14 @@ def _row(
         "remediation": fix,
         "time": time,
         "consequence": level == "chain",
+        "unconfirmed": False,
     }
+
+
+def _connecting(chain: list[str]) -> bool:
+    """Whether an error's result chain passed through the code that sets connections up (a transport's
+    setup or connect, the proxy): raised while connecting, after the network was chosen, not while probing."""
+    return any(_source(frame.split(" -> ", 1)[0]) in CONNECT_SOURCES for frame in chain)
 
 
 def _source(src: str | None) -> str | None:

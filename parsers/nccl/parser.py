@@ -360,7 +360,11 @@ class JobLogParser(RecordFacts, JobTexts):
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
         fold_fast_colls(self)
-        self.failures.settle(self.procs, min((w["line"] for w in self.watchdog), default=None))
+        self.failures.settle(
+            self.procs,
+            min((w["line"] for w in self.watchdog), default=None),
+            min((e.line for e in self.exits), default=None),
+        )
         self.watchdog = joblog.fold_restated(self.watchdog)
         self.exits = joblog.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)

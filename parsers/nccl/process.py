@@ -59,6 +59,7 @@ class ProcessState:
     warns: int = 0
     progress_line: int = 0  # last line showing init progress (network chosen, connection, Init COMPLETE)
     teardown_line: int = 0  # first line tearing a communicator down (Abort, Destroy, Revoke)
+    network_line: int = 0  # first line choosing a network or connecting: before it, NCCL probes its networks
     conns: dict[tuple[str, str, str | None, bool], list[int]] = field(default_factory=dict)
 
     def wording_open(self) -> bool:
@@ -108,6 +109,8 @@ class ProcessState:
             self.progress_line = later.progress_line + base
         if later.teardown_line and not self.teardown_line:
             self.teardown_line = later.teardown_line + base
+        if later.network_line and not self.network_line:
+            self.network_line = later.network_line + base
         for key, (n, first) in later.conns.items():
             c = self.conns.get(key)
             if c is None:
@@ -123,6 +126,8 @@ class ProcessState:
             self.progress_line += base
         if self.teardown_line:
             self.teardown_line += base
+        if self.network_line:
+            self.network_line += base
         for c in self.conns.values():
             c[1] += base
 
@@ -131,6 +136,8 @@ class ProcessState:
         c = self.conns.get(key)
         if c is None:
             self.conns[key] = [1, lineno]
+            if not self.network_line:  # the first connection: its network was chosen
+                self.network_line = lineno
         else:
             c[0] += 1
 

@@ -18,6 +18,7 @@ from parsers.nccl.messages import (
     Env,
     Fact,
     Init,
+    Network,
     NoVerbs,
     Teardown,
     VersionLine,
@@ -63,7 +64,7 @@ class RecordFacts:
         p = self._proc(r, lineno)
         if r.level == "WARN":
             p.warns += 1
-            self.failures.warn(r, lineno, probing=p.network is None and not p.conns)
+            self.failures.warn(r, lineno)
             if isinstance(classify(r.msg), NoVerbs):  # libibverbs missing is a WARN up to 2.10
                 p.verbs_missing = True
                 p.progress_line = lineno  # NCCL went on to its own IB transport (and then sockets)
@@ -117,6 +118,8 @@ class RecordFacts:
             case _:
                 if isinstance(fact, NETWORK_PROGRESS):  # NCCL went on probing
                     p.progress_line = lineno
+                    if isinstance(fact, Network) and not p.network_line:
+                        p.network_line = lineno
                 p.apply(fact)
 
     def _init(self, p: ProcessState, r: Record, f: Init, lineno: int) -> None:

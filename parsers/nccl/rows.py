@@ -160,7 +160,11 @@ ErrorRow = TypedDict(
         "remediation": str | None,
         "time": str | None,
         "consequence": bool,
+        # a failure NCCL often goes on after (a probe), and nothing after it in the log shows that it did not:
+        # the process's last word in an excerpt, or a real failure whose aftermath is not in the log
+        "unconfirmed": bool,
         "_plugin": NotRequired[bool],  # a network plugin's WARN while probing: settled by whether NCCL went on
+        "_probe": NotRequired[bool],  # raised while NCCL probed its networks: unconfirmed unless confirmed later
     },
 )
 """An ``nccl_errors`` row while the log is read (its chain and result code grow as frames follow)."""
