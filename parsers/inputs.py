@@ -278,7 +278,8 @@ _LOG_SIGNALS = (
             # a host starts where the run of host characters starts: linear on a line of them
             rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
             rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
-            rb"^\s*\[\d+\] NCCL (?:INFO|WARN)|NCCL version \d+\.\d+\.\d+|"
+            # a header cut down to its device, alone or behind a launcher's or collector's prefix
+            rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|NCCL version \d+\.\d+\.\d+|"
             # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
             # or a WARN's source location only
             rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*)?(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"

@@ -144,7 +144,8 @@ _HEADLESS = re.compile(
 )
 #: ``NCCL INFO`` at a line's start or right after a launcher's tag (``[1,0]<stderr>:NCCL INFO``)
 _GLUED = re.compile(r"^(?P<tag>(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?)?)NCCL (?:INFO|WARN|TRACE) ")
-_STRIPPED_DEV = re.compile(r"^\s*\[(?P<dev>\d+)\]\s*$")
+#: the device a stripped header kept (``[3]``), at the end of what stands before the marker
+_STRIPPED_DEV = re.compile(r"(?:^|(?<=[\s:>\]|)]))\[(?P<dev>\d+)\]\s*$")
 _LAUNCHER = re.compile(r"^\s*(?:>\s*)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|\(\w+ pid=\d+[^)]*\))?\s*$")
 
 
@@ -153,14 +154,15 @@ def _headless(head: str) -> Header | None:
     """The header of a record pasted or collected without ``HOST:PID:TID [DEV]`` (``NCCL INFO Using network
     IB``, ``misc/ibvwrap.cc:288 NCCL WARN Call to ibv_...``): no host, pid, thread or device, and what the
     line keeps before the marker (a source location, a launcher's tag, a timestamp) if it is only that;
-    None when other text stands there (a sentence quoting NCCL, a damaged header)."""
+    None when other text stands there (a sentence quoting NCCL, a damaged header). A header cut down to
+    its device (``[3] NCCL INFO``) is one whatever prefix a launcher or collector wrote before it."""
     m = _HEADLESS.match(head)
     if m is None:
         return None
     outer = m["outer"]
-    dev = _STRIPPED_DEV.match(outer)
-    if dev is not None:  # "[DEV] FILE:LINE NCCL WARN": the user stripped HOST:PID:TID only
-        return "", "", None, None, int(dev["dev"]), m["src"], m["func"]
+    dev = _STRIPPED_DEV.search(outer)
+    if dev is not None:  # "[DEV] FILE:LINE NCCL WARN": HOST:PID:TID stripped, the device kept, after any prefix
+        return outer[: dev.start()], "", None, None, int(dev["dev"]), m["src"], m["func"]
     if outer.strip() and not (_LAUNCHER.match(outer) or OUTER_TS.fullmatch(outer.strip(" []:|"))):
         return None
     return outer, "", None, None, None, m["src"], m["func"]

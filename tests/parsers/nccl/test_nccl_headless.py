@@ -4,7 +4,8 @@ Users paste excerpts: ``NCCL INFO Using network IBext_v8`` (the prefix cut off),
 source location (``transport/nvls.cc:165 NCCL WARN ...``), records behind a launcher's tag glued to the
 marker (``[1,0]<stderr>:NCCL INFO``) or a role prefix (``[trainer0|0]:``), ``[DEV] FILE:LINE NCCL WARN``
 when only the host part was stripped. Lines from NCCL 2.7 to 2.29 and mpirun, torchrun and TorchX
-launchers. Their records belong to an unknown process of the file; prose that mentions NCCL stays text.
+launchers; a header cut down to ``[DEV]`` behind any launcher's or collector's prefix. Their records
+belong to an unknown process of the file; prose that mentions NCCL stays text.
 """
 
 from __future__ import annotations
@@ -73,6 +74,50 @@ def test_a_record_without_its_header_is_read(
     (r,), merged, doubled = split_records(line)
     assert (r.host, r.pid, r.tid) == (None, None, None) and not merged and not doubled
     assert (r.level, r.src, r.dev, r.outer.strip(), r.msg) == (level, src, dev, outer, msg)
+
+
+@pytest.mark.parametrize(
+    ("line", "outer", "dev", "src"),
+    [
+        # NCCL 2.29's stripped init line behind srun -l, 2.4's NET/IB line behind Open MPI's tag
+        (
+            "3: [3] NCCL INFO ncclCommInitRankConfig comm 0x563c rank 3 nranks 8 cudaDev 3 busId b000 - Init COMPLETE",
+            "3:",
+            3,
+            None,
+        ),
+        ("[1,3]<stdout>:[3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>", "[1,3]<stdout>:", 3, None),
+        # a WARN behind torchrun's tag, records behind kubectl's timestamp, docker compose, journald and Ray
+        (
+            "[default5]:[5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.",
+            "[default5]:",
+            5,
+            "misc/ibvwrap.cc:173",
+        ),
+        ("2024-05-11T14:10:52.000000001Z [0] NCCL INFO Using network IB", "2024-05-11T14:10:52.000000001Z", 0, None),
+        ("worker-1  | [2] NCCL INFO Using network Socket", "worker-1  |", 2, None),
+        (
+            "Nov 28 14:00:01 node1 python[1234]: [1] NCCL INFO Using network IB",
+            "Nov 28 14:00:01 node1 python[1234]:",
+            1,
+            None,
+        ),
+        (
+            "(RayTrainWorker pid=1234, ip=10.0.0.1) [7] NCCL INFO Using network IB",
+            "(RayTrainWorker pid=1234, ip=10.0.0.1)",
+            7,
+            None,
+        ),
+    ],
+)
+def test_a_header_cut_down_to_its_device_is_read_behind_any_prefix(
+    line: str, outer: str, dev: int, src: str | None, tmp_path: Path
+) -> None:
+    (r,), _, _ = split_records(line)
+    assert (r.host, r.pid, r.outer.strip(), r.dev, r.src) == (None, None, outer, dev, src)
+    log = tmp_path / "excerpt.log"
+    log.write_text(line + "\n")
+    assert sniff(log).kind is InputKind.JOB_LOG  # a file of such lines is a job log
 
 
 @pytest.mark.parametrize(
