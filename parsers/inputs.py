@@ -279,7 +279,7 @@ _LOG_SIGNALS = (
             rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
             rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
             # a header cut down to its device, alone or behind a launcher's or collector's prefix
-            rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|NCCL version \d+\.\d+\.\d+|"
+            rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|[NR]CCL version \d+\.\d+\.\d+|"
             # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
             # or a WARN's source location only
             rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*)?(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"

@@ -83,6 +83,13 @@ OFI_REMEDIATION = (
 
 RULES: tuple[Rule, ...] = (
     _r(
+        # RCCL's advice on the machine's setup, printed at init on every AMD host that lacks it; RCCL goes on
+        r'^Missing "(?:amd_iommu=on|iommu=pt|HSA_FORCE_FINE_GRAIN_PCIE=1)" from|^LL cutoff points not detected',
+        None,
+        "RCCL's advice on this AMD machine's setup, not an error: RCCL goes on. If the job hangs with its GPUs busy, "
+        "follow it (iommu=pt on the kernel command line, HSA_FORCE_FINE_GRAIN_PCIE=1 in the environment).",
+    ),
+    _r(
         r"Failed to open libibverbs",
         None,
         "No InfiniBand userspace (rdma-core/libibverbs) in this environment: NCCL uses sockets. Harmless on a "
@@ -236,8 +243,11 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     plugin = benign_plugin_warn(msg, src)
     if plugin is not None:
         return Verdict("plugin_probe", True, False, f"{plugin.project} prints this on its normal path: not an error")
+    nccl_msg, file = _as_nccl(msg, src.rsplit(":", 1)[0] if src else None)
+    rocm = nccl_msg != msg or (src is not None and ("rccl" in src or "hipify" in src))  # RCCL's record
+    msg = nccl_msg
     rule = next(r for r in RULES if r.pattern.search(msg))  # the last rule matches every message
-    fmt = lookup(msg, src.rsplit(":", 1)[0] if src else None)
+    fmt = lookup(msg, file)
     base = fmt.cls if fmt is not None and fmt.cls else rule.cls or "plugin_probe"
     benign = fmt.benign if fmt is not None and fmt.cls else rule.cls is None
     consequence = fmt is not None and fmt.consequence
@@ -250,11 +260,38 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
         fix = PROBE_REMEDIATION if cls == "plugin_probe" and benign else remediation(cls)
     else:  # the advice of the rule that knows this text, even where the class is the call site's
         fix = rule.remediation
+    if rocm and cls in ("cuda_error", "cuda_oom"):
+        fix = f"{fix} {ROCM_NOTE}"
     if cls == "ib_completion_error":
         m = _IB_CODE.search(msg)
         if m and int(m["code"]) in _IB_STATUS:
             fix = f"{fix} {_IB_STATUS[int(m['code'])]}"
     return Verdict(cls, benign, consequence, fix)
+
+
+#: what RCCL's sources (NCCL's, converted to HIP) print where NCCL prints CUDA's names: ``HIP failure 'invalid
+#: argument'`` for ``Cuda failure …``, ``hipIpcGetMemHandle failed`` for ``cudaIpcGetMemHandle failed``
+_HIP_WORDS = re.compile(r"\bHIP failure\b|\bhip(?=[A-Z]\w*)")
+#: the build tree before a source file's path inside NCCL's or RCCL's ``src/`` (RCCL prints the whole path:
+#: ``/app/rccl/build/release/hipify/src/init.cc``, ``…/rccl/build/src/init.cpp``)
+_BUILD_TREE = re.compile(r"^.*/src/")
+
+
+ROCM_NOTE = (
+    "On AMD GPUs (RCCL, whose record this is), the same with ROCm's tools: rocm-smi, amdgpu errors in dmesg, "
+    "HIP_VISIBLE_DEVICES."
+)
+
+
+def _as_nccl(msg: str, file: str | None) -> tuple[str, str | None]:
+    """``msg`` and its source ``file`` as NCCL's catalogue writes them: an RCCL record's HIP names and its
+    source's build tree and ``.cpp`` suffix read as NCCL's, so that its WARNs take the class of NCCL's."""
+    if "hip" in msg or "HIP" in msg:
+        msg = _HIP_WORDS.sub(lambda m: "Cuda failure" if m[0] == "HIP failure" else "cuda", msg)
+    if file is not None and "/src/" in file:
+        file = _BUILD_TREE.sub("", file)
+        file = file[:-4] + ".cc" if file.endswith(".cpp") else file
+    return msg, file
 
 
 def classify_warn(msg: str, src: str | None = None) -> tuple[str | None, str]:

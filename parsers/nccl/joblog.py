@@ -96,6 +96,8 @@ ELASTIC_END = re.compile(r"={20,}\s*$")
 ELASTIC_LINES = 400  # lines an entry's traceback may take: past them the summary was cut
 #: what a line holds when it is part of a framework's report of a failed NCCL call (jobtexts)
 VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
+#: RCCL's bare version line, the one record without ``NCCL`` in it (read by the records' path)
+RCCL_VERSION_HINT = "RCCL version"
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
 WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
 PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
@@ -105,6 +107,7 @@ WORK_HINTS = ("detected by watchdog at work", "Timeout at NCCL work:")  # the wo
 #: header's or row's separators (:data:`HEADER_SEPARATORS`): the compiled reader passes the other lines by
 SIGNAL_HINTS = (
     VERSION_HINT,
+    RCCL_VERSION_HINT,
     RESULT_HINT,
     LAST_ERROR_HINT,
     CALL_FAILED_HINT,

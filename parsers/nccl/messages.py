@@ -42,7 +42,12 @@ _IB_DEV = re.compile(r"\[\d+\](?P<name>[\w.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)(
 _IB_DEV_23 = re.compile(r"^NET/IB: \[\d+\] (?P<name>[\w.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)")
 _SOCK_IF = re.compile(r"\[\d+\](?P<if>[^:\s]+):(?P<addr>\S+?)<\d+>")
 _NETWORK = re.compile(r"^Using (?:internal |external )?[Nn]etwork (?P<net>.+?)\s*$")
-_VERSION = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+cuda(?P<cuda>\S+)")
+#: NCCL's version line, and RCCL's (the ROCm build of NCCL, printing NCCL's records): ``+hip5.5`` for ``+cuda11.2``
+_VERSION = re.compile(
+    r"[NR]CCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+(?:cuda(?P<cuda>\S+)|(?P<hip>hip[\w.]*))"
+)
+#: RCCL 2.20+ as an INFO record, ``RCCL version : 2.26.6-HEAD:f224e2c`` (HIP's version on a line of its own after it)
+_RCCL_INFO = re.compile(r"RCCL version\s*:\s*(?P<ver>\d+\.\d+\.\d+)")
 _GDR = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU|HCA)")
 _NVLS = re.compile(r"^NVLS multicast support is (?P<no>not )?available")
 #: a communicator being torn down: ``- Abort COMPLETE`` (2.12+), ``- Abort START`` (2.28+), ``- Destroy COMPLETE``,
@@ -314,6 +319,7 @@ def classify(msg: str) -> Fact | None:
             "P2P plugin",
             "Failed to open libibverbs",
             "NCCL version",
+            "RCCL version",
             "NVLS",
             "GPU Direct",
             "NET/IB:",
@@ -361,8 +367,11 @@ def _net(msg: str) -> Fact | None:
     if m:
         return Network(m["net"])
     m = _VERSION.search(msg)
-    if m and msg.startswith("NCCL version"):
-        return VersionLine(m["ver"] + m["sfx"], m["cuda"])
+    if m and msg.startswith(("NCCL version", "RCCL version")):
+        return VersionLine(m["ver"] + m["sfx"], m["cuda"] or m["hip"])
+    m = _RCCL_INFO.match(msg)
+    if m:
+        return VersionLine(m["ver"], "hip")
     if msg.startswith(("P2P plugin", "Plugin Path", "NET/OFI Using", "NET/Plugin: Loaded")):
         return Plugin(msg)
     if "GPU Direct RDMA" in msg:

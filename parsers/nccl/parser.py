@@ -254,7 +254,7 @@ class JobLogParser(RecordFacts, JobTexts):
         if known == reader.NO_SIGNAL:
             self._other_line(line, lineno)
             return
-        if "NCCL" in line:
+        if "NCCL" in line or joblog.RCCL_VERSION_HINT in line:
             records, merged, doubled = careful_split(line) if known == reader.NOT_PLAIN else split_records(line)
             if records:
                 if merged:

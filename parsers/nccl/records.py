@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 #: A prefix stripped by the user down to the device: ``[3] NCCL INFO ...``.
 STRIPPED = re.compile(r"^\s*\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN)(?: |$)")
-VERSION = re.compile(r"(?:^|[\s:|>\]])NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<sfx>[^+\s]*)\+cuda(?P<cuda>\S+)")
+#: the bare version line rank 0 prints (``NCCL version 2.8.4+cuda11.2``; RCCL's ``RCCL version 2.18.3+hip5.5``)
+VERSION = re.compile(r"(?:^|[\s:|>\]])[NR]CCL version (?P<ver>\d+\.\d+\.\d+)[^+\s]*\+(?:cuda|hip)\S*")
 #: A line that is only a launcher tag (the blank line in front of a WARN, with its prefix).
 PREFIX_ONLY = re.compile(r"^\s*(?:>\s*)?(?:\[\d+(?:,\d+)?\](?:<\w+>)?:?|[\w.-]+:|\d+:|\|)?\s*$")
 #: An ISO-8601 timestamp with a zone offset glued to the host name (CloudWatch exports).
@@ -248,7 +249,7 @@ def careful_split(line: str) -> tuple[list[Record], bool, bool]:
             )
         v = VERSION.search(line)
         if v:
-            at = line.index("NCCL version", v.start())
+            at = line.index("CCL version", v.start()) - 1
             return (
                 [Record(line[:at].strip(), None, None, None, None, None, None, "VERSION", line[at:].strip())],
                 False,
