@@ -38,6 +38,7 @@ CLASSES = (
     "config_error",
     "plugin_probe",
     "unique_id_exchange",
+    "watchdog_stuck",
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -353,6 +354,10 @@ _CODE_REMEDIATION = {
     "its first collective (data loading, preprocessing or a prompt done on one rank only: move it before "
     "init_process_group, or raise the process group's timeout); else the store is not reachable from this rank "
     "(MASTER_ADDR, MASTER_PORT, a firewall).",
+    "watchdog_stuck": "PyTorch's watchdog thread made no progress for TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC (480 or 600 s by "
+    "default) and PyTorch ended the process: the thread was stuck inside an NCCL or CUDA call (a hang in NCCL, the "
+    "driver or the GPU: look for Xid errors in dmesg, and dump the stacks with py-spy dump --native while it hangs), "
+    "or another thread held the GIL inside a CUDA call. A collective timeout or an NCCL error before it is the cause.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

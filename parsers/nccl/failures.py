@@ -60,6 +60,11 @@ WATCHDOG_NOTE = (
     "watchdog tearing the communicator down (ncclCommAbort), a consequence of the timeout, not its cause"
 )
 
+STUCK_NOTE = (
+    "PyTorch's watchdog got stuck after a collective timed out earlier in this log (tearing the communicator down "
+    "hung), and its heartbeat monitor ended the process: a consequence of the timeout, not its cause"
+)
+
 TEARDOWN_LINES = 50  # a chain this close before its process's Abort/Destroy line is the teardown's own
 #: the errors a log keeps (``nccl_errors`` rows, ~1 KB each): the first ones, where the root causes are;
 #: beyond them a WARN or chain is counted only. A retry loop of 64 ranks logging the same IB completion
@@ -205,6 +210,10 @@ class Failures:
             for err in self.errors:
                 if err["level"] == "framework":
                     err["class"], err["remediation"] = root["class"], root["remediation"]
+        for err in self.errors:  # the watchdog stuck in the abort of a collective that timed out before it
+            if err["level"] == "framework" and err["class"] == "watchdog_stuck" and timed_out is not None:
+                if err["line"] > timed_out:
+                    err["class"], err["remediation"] = None, STUCK_NOTE
 
     def _confirm(self, procs: Mapping[tuple[str | None, int | None], ProcessState], ends: list[int]) -> None:
         """Mark ``unconfirmed`` each probe's failure, and each chain without a WARN, after which its process

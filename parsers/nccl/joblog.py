@@ -98,6 +98,8 @@ ELASTIC_LINES = 400  # lines an entry's traceback may take: past them the summar
 VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
 #: RCCL's bare version line, the one record without ``NCCL`` in it (read by the records' path)
 RCCL_VERSION_HINT = "RCCL version"
+#: PyTorch's heartbeat monitor ending a process whose watchdog was stuck (:func:`parsers.nccl.reports.parse_heartbeat`)
+HEARTBEAT_HINTS = ("Heartbeat monitor timed out!", "watchdog got stuck for ")
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
 WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
 PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
@@ -117,6 +119,7 @@ SIGNAL_HINTS = (
     *EXIT_HINTS,
     ELASTIC_ROOT,
     ELASTIC_OTHERS,
+    *HEARTBEAT_HINTS,
     *STALL_HEADS,
     STALL_WARNING,
 )

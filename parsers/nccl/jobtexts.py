@@ -102,6 +102,14 @@ class JobTexts:
         if reports.NCCL_TESTS_HINT in line and (tested := reports.parse_nccl_tests(line)) is not None:
             self._framework_error(tested, line, lineno, None)  # nccl-tests' report, NCCL's last error in it
             return True
+        if any(h in line for h in joblog.HEARTBEAT_HINTS) and (beat := reports.parse_heartbeat(line)) is not None:
+            report, fatal = beat
+            recent = self._recent_framework(lineno)
+            if fatal and recent is not None and recent["class"] == "watchdog_stuck":
+                recent["message"] += f" {report.message}"  # how long it was stuck: the same report's second line
+            else:  # the process is ended because its watchdog was stuck
+                self._framework_error(report, line, lineno, None)
+            return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
             return True

@@ -183,3 +183,22 @@ def parse_nccl_tests(line: str) -> FrameworkError | None:
         return None
     message = line[m.start("report") :].strip()
     return FrameworkError(m["src"], message, code, last.strip() or None, host=m["host"])
+
+
+#: PyTorch's heartbeat monitor (2.2+): its watchdog thread made no progress for TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, so
+#: the process is ended: ``[PG 0 Rank 25] Heartbeat monitor timed out! Process will be terminated after dumping debug
+#: info. workMetaList_.size()=2``, then (a FATAL line) ``ProcessGroupNCCL's watchdog got stuck for 600 seconds without
+#: making progress in monitoring enqueued collectives. …``; either may be pasted alone
+HEARTBEAT = re.compile(
+    r"(?:\[(?:PG [^\]]*)?Rank \d+\] )*(?:Heartbeat monitor timed out!|"  # the group and the rank in it, kept
+    r"ProcessGroupNCCL's watchdog got stuck for (?P<seconds>\d+) seconds without making progress)"
+)
+
+
+def parse_heartbeat(line: str) -> tuple[FrameworkError, bool] | None:
+    """PyTorch's heartbeat monitor ending a process whose watchdog was stuck (class ``watchdog_stuck``), and whether
+    ``line`` is the FATAL line that states how long (the second line of the same report, when the first came)."""
+    m = HEARTBEAT.search(line)
+    if m is None:
+        return None
+    return FrameworkError(None, line[m.start() :].strip(), None, cls="watchdog_stuck"), m["seconds"] is not None
