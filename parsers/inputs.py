@@ -308,6 +308,7 @@ _LOG_SIGNALS = (
             rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
             rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
             rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
+            rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
             rb"sigkill_handler\] .* exits with return code = -?\d+"  # DeepSpeed's launcher
         ),
         "a launcher's report of a worker's exit",

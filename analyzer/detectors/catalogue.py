@@ -189,7 +189,7 @@ CODES: tuple[CodeDoc, ...] = (
         "job.worker_exit",
         "a launcher reports a worker's end (a signal, an exit code)",
         "critical",
-        "a launcher reports that a worker ended: horovodrun's `Process N exit with status code C`, Open MPI's `mpirun noticed that process rank N … exited on signal S`, torchrun's `failed (exitcode: -S) local_rank: N` and its agent's summary (`Root Cause (first observed failure)`: the job's rank, host and exit code, the first failure though it prints it last), Slurm's `srun: error: NODE: task N: Killed`, DeepSpeed's launcher's `exits with return code = -S` (no rank: the command it prints is the last one it started); the first abnormal end (a signal, or exit code 128+S) is the cause, the ends after it the launcher tearing the job down",
+        "a launcher reports that a worker ended: horovodrun's `Process N exit with status code C`, Open MPI's `mpirun noticed that process rank N … exited on signal S` and its report of the first process to exit with a non-zero code (`Process name: [[J,1],N]`, `Exit code: C`, over lines), torchrun's `failed (exitcode: -S) local_rank: N` and its agent's summary (`Root Cause (first observed failure)`: the job's rank, host and exit code, the first failure though it prints it last), Slurm's `srun: error: NODE: task N: Killed`, DeepSpeed's launcher's `exits with return code = -S` (no rank: the command it prints is the last one it started); the first abnormal end (a signal, or exit code 128+S) is the cause, the ends after it the launcher tearing the job down",
         "look at that rank's host at that time: `dmesg` (the OOM killer: SIGKILL, exit 137, no traceback), the scheduler's limits, the worker's last lines",
     ),
     CodeDoc(

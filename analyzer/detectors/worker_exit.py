@@ -1,13 +1,15 @@
 """``job.worker_exit``: a worker died, and its launcher said how.
 
 Signal: the launcher's report of a worker's end (``worker_exits``): ``horovodrun``'s ``Process N
-exit with status code C``, Open MPI's ``mpirun noticed that process rank N ... exited on signal S``,
+exit with status code C``, Open MPI's ``mpirun noticed that process rank N ... exited on signal S`` and its
+report of the first process to exit with a non-zero code (``Process name: [[J,1],N]``, ``Exit code: C``),
 torchrun's ``failed (exitcode: -S)`` and its agent's summary (``Root Cause (first observed failure)``: the job's
 rank, host and exit code), Slurm's ``srun: error: NODE: task N: Killed``, DeepSpeed's launcher's ``exits with
 return code = -S`` (no rank: the command it prints is not the failed one's). The first
 abnormal end (a signal, or a nonzero exit code) is the cause; the ends after it are the launcher
 tearing the job down (SIGTERM, exit 143) and are listed as consequences. SIGKILL without a
-traceback is most often the kernel's out-of-memory killer, or the scheduler.
+traceback is most often the kernel's out-of-memory killer, or the scheduler; an exit code that is no signal's is
+the program's own, so its last lines say why.
 """
 
 from __future__ import annotations
@@ -67,9 +69,20 @@ class WorkerExit(LogDetector):
         first = bad.iloc[0]
         rank = None if pd.isna(first["rank"]) else int(first["rank"])
         where = f" on {first['host']}" if isinstance(first["host"], str) else ""
-        code = "" if pd.isna(first["exit_code"]) else f", exit code {int(first['exit_code'])}"
+        signalled = pd.notna(first["signal"])
+        code = "" if pd.isna(first["exit_code"]) or not signalled else f", exit code {int(first['exit_code'])}"
         who = f"Rank {rank}" if rank is not None else "A worker"
+        whose = f"{'rank ' + str(rank) if rank is not None else 'that worker'}'s"
+        action = (
+            f"Look at {whose} host at that time: the kernel log (dmesg: 'Out of memory: Killed process'), the "
+            "scheduler's record of the job (time and memory limits), and the worker's own last lines."
+            if signalled or pd.isna(first["exit_code"])
+            else f"Read {whose} own last lines (its traceback or error message): it ended by itself with exit code "
+            f"{int(first['exit_code'])}, not by a signal, so the program said why before it exited."
+        )
         after = bad.iloc[1:]
+        # the same end reported again (a launcher's summary of an end it streamed, in another file)
+        after = after[~((after["rank"] == first["rank"]) & (after["exit_code"] == first["exit_code"]))]
         evidence = [
             Evidence(
                 summary=f"{first['launcher']}: {first['text']}",
@@ -95,13 +108,7 @@ class WorkerExit(LogDetector):
                 ),
                 detector=self.name,
                 evidence=tuple(evidence),
-                suggestions=(
-                    Suggestion(
-                        action=f"Look at {'rank ' + str(rank) if rank is not None else 'that worker'}'s host at that "
-                        "time: the kernel log (dmesg: 'Out of memory: Killed process'), the scheduler's record of "
-                        "the job (time and memory limits), and the worker's own last lines."
-                    ),
-                ),
+                suggestions=(Suggestion(action=action),),
                 ranks=() if rank is None else (rank,),
             )
         ]

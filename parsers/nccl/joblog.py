@@ -84,6 +84,15 @@ EXITS = (
     ("deepspeed", re.compile(r"\[launch\.py:\d+:sigkill_handler\] .* exits with return code = (?P<code>-?\d+)")),
 )
 EXIT_HINTS = ("exit with status code", "exited on signal", "(exitcode:", "srun: error:", "exits with return code")
+#: Open MPI's report of the first process to exit with a non-zero code (mpirun, mpiexec; prterun in 5.x), over lines
+#: (horovodrun's Gloo launcher raises the same text, ``Process name: 1``, the rank alone):
+#: ``mpirun detected that one or more processes exited with non-zero status, thus causing`` / ``the job to be
+#: terminated. The first process to do so was:`` / (blank) / ``Process name: [[56171,1],6]`` (the job's rank last;
+#: 5.x: ``[prterun-host-123@1,6]``) / ``Exit code:    3``
+MPI_FIRST_EXIT = "detected that one or more processes exited with non-zero status"
+MPI_PROCESS = re.compile(r"Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s]*@\d+),(?P<rank>\d+)\]|(?P<bare>\d+)\s*$)")
+MPI_EXIT_CODE = re.compile(r"Exit code:\s*(?P<code>-?\d+)\s*$")
+MPI_LINES = 8  # lines from the report's first to its exit code
 #: torchelastic's summary of a failed job (``ChildFailedError``): its two sections, each entry ``[i]:`` and then
 #: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
 #: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
@@ -119,6 +128,7 @@ SIGNAL_HINTS = (
     *EXIT_HINTS,
     ELASTIC_ROOT,
     ELASTIC_OTHERS,
+    MPI_FIRST_EXIT,
     *HEARTBEAT_HINTS,
     *STALL_HEADS,
     STALL_WARNING,
@@ -139,6 +149,13 @@ def elastic_exit(lineno: int, root: bool, host: str | None, rank: int | None, va
     section = ELASTIC_ROOT if root else ELASTIC_OTHERS
     text = f"{section} rank {rank} on {host}, exitcode {code} (pid: {pid})"
     return ExitRow(lineno, "torchelastic", rank, host, pid, code, sig, text)
+
+
+def mpi_first_exit(lineno: int, launcher: str, rank: int | None, code: int) -> ExitRow:
+    """The ``worker_exits`` row of Open MPI's (or horovodrun's) report of the first process that exited with a
+    non-zero code."""
+    text = f"the first process to exit with a non-zero status was rank {rank}, exit code {code}"
+    return ExitRow(lineno, launcher, rank, None, None, code, _exit_signal(code), text)
 
 
 def fold_elastic(exits: list[ExitRow]) -> list[ExitRow]:

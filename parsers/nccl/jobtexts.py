@@ -43,6 +43,15 @@ class ElasticEntry:
     rank: int | None = None
 
 
+@dataclass(slots=True)
+class MpiExit:
+    """Where the reading of Open MPI's report of the first process to exit with a non-zero code is."""
+
+    since: int  # the report's first line
+    launcher: str  # mpirun, or horovodrun (its Gloo launcher raises the same text)
+    rank: int | None = None
+
+
 class JobTexts:
     """The parser's state and steps for texts that span lines (mixed into the job-log parser)."""
 
@@ -57,6 +66,7 @@ class JobTexts:
         self.framework_orphans: list[int] = []  # lines that may continue an earlier chunk's framework report
         self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
         self._elastic: ElasticEntry | None = None  # a torchelastic summary being read
+        self._mpi_exit: MpiExit | None = None  # Open MPI's report of the first non-zero exit being read
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
@@ -206,6 +216,28 @@ class JobTexts:
         elif (ended := joblog.elastic_exit(lineno, st.root, st.host, st.rank, m["value"])) is not None:
             self.exits.append(ended)
         return True
+
+    # -- Open MPI's first non-zero exit ----------------------------------------------------
+    def _mpi_exit_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of Open MPI's report of the first process that exited with a non-zero
+        code: its opening sentence, the rest of it, the process's name (its rank) and its exit code."""
+        if joblog.MPI_FIRST_EXIT in line:
+            self._mpi_exit = MpiExit(lineno, "horovodrun" if "Horovod detected" in line else "mpirun")
+            return True
+        st = self._mpi_exit
+        if st is None:
+            return False
+        if lineno - st.since > joblog.MPI_LINES:  # cut before its exit code
+            self._mpi_exit = None
+            return False
+        if (m := joblog.MPI_PROCESS.search(line)) is not None:
+            st.rank = int(m["rank"] or m["bare"])
+            return True
+        if (m := joblog.MPI_EXIT_CODE.search(line)) is not None:
+            self.exits.append(joblog.mpi_first_exit(lineno, st.launcher, st.rank, int(m["code"])))
+            self._mpi_exit = None
+            return True
+        return "first process to do so" in line or not line.strip(" \t\r>-")  # its sentence's end, a blank line
 
     # -- watchdog timeouts -------------------------------------------------------------
     def _watchdog_text(self, line: str, lineno: int) -> bool:

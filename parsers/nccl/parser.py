@@ -289,6 +289,7 @@ class JobLogParser(RecordFacts, JobTexts):
             and self._wrapped is None
             and self._torch_cut is None
             and self._elastic is None
+            and self._mpi_exit is None
             and not self._in_stall
         )
 
@@ -297,6 +298,8 @@ class JobLogParser(RecordFacts, JobTexts):
         if self._framework_text(line, lineno):
             return True
         if self._elastic_text(line, lineno):
+            return True
+        if self._mpi_exit_text(line, lineno):
             return True
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)

@@ -68,6 +68,9 @@ KITCHEN_SINK = (
     "  traceback : Traceback (most recent call last):\n------------------------------------------------------------\n"
     "Root Cause (first observed failure):\n[0]:\n  host      : node1\n  rank      : 3 (local_rank: 3)\n"
     "  exitcode  : -9 (pid: 12345)\n============================================================\n"
+    # Open MPI's report of the first process to exit with a non-zero code, over six lines
+    "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+    "the job to be terminated. The first process to do so was:\n\n  Process name: [[56171,1],6]\n  Exit code:    3\n"
     "h:1:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth"
 )
 

@@ -1,5 +1,6 @@
 """Launchers' reports of a worker's end (horovodrun, mpirun, torchrun and torchelastic, srun, DeepSpeed) read
-from job logs."""
+from job logs; Open MPI's report of the first process to exit with a non-zero code, over lines (Open MPI 4's
+mpirun and mpiexec, 5's prterun, quoted in a mailing list's reply)."""
 
 from __future__ import annotations
 
@@ -73,8 +74,10 @@ def test_launchers_report_a_workers_end(
         "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
         "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['python3', '-u', 'main.py', "
         "'--local_rank=0'] exits with return code = -9\n",
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n  Process name: [[56171,1],6]\n  Exit code:    3\n",
     ],
-    ids=["horovodrun", "srun", "deepspeed"],
+    ids=["horovodrun", "srun", "deepspeed", "openmpi"],
 )
 def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path, text: str) -> None:
     from parsers.inputs import InputKind, sniff
@@ -150,3 +153,70 @@ def test_ends_without_a_rank_are_listed_as_workers(tmp_path: Path) -> None:
     (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
     assert f["title"] == "A worker died: SIGKILL, exit code -9" and f["ranks"] == []
     assert "a worker (rank not named): SIGTERM" in f["evidence"][1]["summary"]
+
+
+OPEN_MPI = """\
+-------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+{launcher} detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: {name}
+  Exit code:    {code}
+--------------------------------------------------------------------------
+"""
+
+
+@pytest.mark.parametrize(
+    ("launcher", "name", "code", "rank", "sig", "quote"),
+    [
+        ("mpirun", "[[56171,1],6]", 3, 6, None, ""),
+        ("mpiexec", "[[42807,1],0]", 137, 0, 9, ""),
+        ("prterun", "[prterun-gpu01-12345@1,3]", 1, 3, None, ""),
+        ("mpirun", "[[43465,1],2]", 255, 2, None, "> "),
+    ],
+)
+def test_open_mpis_first_non_zero_exit_names_its_rank(
+    tmp_path: Path, launcher: str, name: str, code: int, rank: int, sig: int | None, quote: str
+) -> None:
+    from tests.parsers.nccl.test_nccl_log import parse, report
+
+    text = "".join(f"{quote}{x}\n" for x in OPEN_MPI.format(launcher=launcher, name=name, code=code).splitlines())
+    (row,) = parse(text)[1]["worker_exits"]
+    assert (row["launcher"], row["rank"], row["exit_code"], row["signal"], row["line"]) == (
+        "mpirun",
+        rank,
+        code,
+        sig,
+        10,
+    )
+    (f,) = report(tmp_path, text)["findings"]
+    assert f["code"] == "job.worker_exit" and f["ranks"] == [rank]
+    if sig is None:  # it ended by itself: its own last lines say why
+        assert f["title"] == f"Rank {rank} died: exit code {code}" and "traceback" in f["suggestions"][0]["action"]
+    else:
+        assert f["title"] == f"Rank {rank} died: SIGKILL, exit code {code}" and "dmesg" in f["suggestions"][0]["action"]
+
+
+def test_open_mpis_report_cut_before_its_exit_code_names_no_end() -> None:
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    cut = OPEN_MPI.format(launcher="mpirun", name="[[1,1],4]", code=1).split("  Exit code")[0]
+    assert "worker_exits" not in parse(cut + "\n" * 12 + "  Exit code:    1\n")[1]  # too far: not its code
+
+
+def test_horovodruns_gloo_launcher_raises_the_same_report_with_the_rank_alone() -> None:
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    text = (
+        "    raise RuntimeError('Horovod detected that one or more processes exited with non-zero '\n"
+        "RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job "
+        "to be terminated. The first process to do so was:\n"
+        "Process name: 1\n"
+        "Exit code: 137\n"
+    )
+    (row,) = parse(text)[1]["worker_exits"]
+    assert (row["launcher"], row["rank"], row["exit_code"], row["signal"]) == ("horovodrun", 1, 137, 9)
