@@ -225,7 +225,14 @@ class Failures:
         if not probes:
             return
         probed = {id(e) for e in probes}
-        failed_at = ends + [e["line"] for e in self.errors if e["level"] == "framework"]
+        # one pass each (a log keeps up to ERROR_LIMIT errors): the last failure of the job, and of each process
+        # an error of another kind than a probe's
+        last_failure = max([*ends, *(e["line"] for e in self.errors if e["level"] == "framework")], default=0)
+        last_other: dict[tuple[str | None, int | None], int] = {}
+        for e in self.errors:
+            if e["class"] is not None and e["level"] != "framework" and id(e) not in probed:
+                who = (e["host"], e["pid"])
+                last_other[who] = max(last_other.get(who, 0), e["line"])
         for err in probes:
             if err["class"] is None:
                 continue
@@ -233,11 +240,8 @@ class Failures:
             proc = procs.get(who)
             confirmed = (
                 (proc is not None and (proc.progress_line > line or proc.teardown_line > line))
-                or any(at > line for at in failed_at)
-                or any(
-                    e["line"] > line and (e["host"], e["pid"]) == who and e["class"] is not None and id(e) not in probed
-                    for e in self.errors
-                )
+                or last_failure > line
+                or last_other.get(who, 0) > line
             )
             err["unconfirmed"] = not confirmed
 
