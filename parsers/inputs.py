@@ -282,7 +282,8 @@ _LOG_SIGNALS = (
             rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|[NR]CCL version \d+\.\d+\.\d+|"
             # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
             # or a WARN's source location only
-            rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*)?(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
+            rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)[^\S\n]*)+)?"
+            rb"(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
             rb"NCCL (?:INFO|WARN) \S",
             re.MULTILINE,
         ),

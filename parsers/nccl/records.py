@@ -147,7 +147,11 @@ _HEADLESS = re.compile(
 _GLUED = re.compile(r"^(?P<tag>(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?)?)NCCL (?:INFO|WARN|TRACE) ")
 #: the device a stripped header kept (``[3]``), at the end of what stands before the marker
 _STRIPPED_DEV = re.compile(r"(?:^|(?<=[\s:>\]|)]))\[(?P<dev>\d+)\]\s*$")
-_LAUNCHER = re.compile(r"^\s*(?:>\s*)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|\(\w+ pid=\d+[^)]*\))?\s*$")
+#: a launcher's tag alone: Open MPI's, torchrun's, a role's (``[trainer0|0]:``), or worker tags in parentheses naming
+#: their pid, one or more (Ray's ``(RayWorkerWrapper pid=927)``, vLLM's ``(VllmWorker rank=1 pid=1234)``, nested)
+_LAUNCHER = re.compile(
+    r"^\s*(?:>\s*)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)\s*)+)?\s*$"
+)
 
 
 @lru_cache(maxsize=1 << 12)

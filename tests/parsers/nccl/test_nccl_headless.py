@@ -58,6 +58,23 @@ from parsers.nccl.records import split_records
             "",
             "lib wrapper not initialized.",
         ),
+        # worker tags naming their pid: vLLM's, and Ray's inside vLLM's engine
+        (
+            "(VllmWorker rank=1 pid=1234) NCCL INFO Using network IB",
+            "INFO",
+            None,
+            None,
+            "(VllmWorker rank=1 pid=1234)",
+            "Using network IB",
+        ),
+        (
+            "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=927) misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.",
+            "WARN",
+            "misc/ibvwrap.cc:173",
+            None,
+            "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=927)",
+            "lib wrapper not initialized.",
+        ),
         (
             "2025-10-16T22:16:08.123Z NCCL WARN NET/OFI Only EFA provider is supported",
             "WARN",
@@ -126,6 +143,7 @@ def test_a_header_cut_down_to_its_device_is_read_behind_any_prefix(
         "I grep'd the NCCL INFO lines but found nothing",
         "see docs: the NCCL WARN output is printed on rank 0",
         "NCCL INFOMATION",
+        "I saw (this pid=1) NCCL INFO lines",
     ],
 )
 def test_prose_that_mentions_nccl_is_no_record(line: str) -> None:
