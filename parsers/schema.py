@@ -208,7 +208,11 @@ LOG_TABLES: dict[str, TableSpec] = {
                     pa.string(),
                     "CUDA version of the build (+cudaX.Y; CUDA_MAJOR.CUDA_MINOR in TF builds; hipX.Y for RCCL, hip when its line does not say)",
                 ),
-                _c("source", pa.string(), "info | bare line | pytorch (a version PyTorch printed)"),
+                _c(
+                    "source",
+                    pa.string(),
+                    "info | bare line | pytorch (a version PyTorch printed) | vllm (the version vLLM says it loaded)",
+                ),
             ),
         ),
         TableSpec(

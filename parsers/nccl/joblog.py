@@ -107,6 +107,9 @@ ELASTIC_LINES = 400  # lines an entry's traceback may take: past them the summar
 VERSION_HINT, RESULT_HINT, LAST_ERROR_HINT = "NCCL version", "Error", "Last error:"
 #: RCCL's bare version line, the one record without ``NCCL`` in it (read by the records' path)
 RCCL_VERSION_HINT = "RCCL version"
+#: vLLM's log of the NCCL its communicator loaded (``INFO 09-24 20:46:10 [pynccl.py:70] vLLM is using nccl==2.27.3``)
+VLLM_VERSION = re.compile(r"\bvLLM is using nccl==(?P<ver>\d+\.\d+\.\d+)")
+VLLM_VERSION_HINT = "vLLM is using nccl=="
 #: PyTorch's heartbeat monitor ending a process whose watchdog was stuck (:func:`parsers.nccl.reports.parse_heartbeat`)
 HEARTBEAT_HINTS = ("Heartbeat monitor timed out!", "watchdog got stuck for ")
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
@@ -119,6 +122,7 @@ WORK_HINTS = ("detected by watchdog at work", "Timeout at NCCL work:")  # the wo
 SIGNAL_HINTS = (
     VERSION_HINT,
     RCCL_VERSION_HINT,
+    VLLM_VERSION_HINT,
     RESULT_HINT,
     LAST_ERROR_HINT,
     CALL_FAILED_HINT,

@@ -86,6 +86,9 @@ class JobTexts:
                 if self._framework is not None:
                     self._torch_cut = (lineno, line.rstrip(), self._framework)
                 return True
+        if joblog.VLLM_VERSION_HINT in line and (vllm := joblog.VLLM_VERSION.search(line)) is not None:
+            self.versions.append(rows.VersionRow(None, None, lineno, vllm["ver"], "", "vllm"))
+            return True
         if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
             version, err = reports.parse_torch_version(line), reports.parse_torch_error(line)
             if version is not None:

@@ -347,3 +347,19 @@ def test_the_title_keeps_the_file_of_a_build_tree_and_the_summary_the_path(tmp_p
         "NCCL system error: NCCL error in: …/ProcessGroupNCCL.cpp:1191, unhandled system error"
     )
     assert path in f["summary"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 07-23 20:47:08 pynccl.py:69] vLLM is using nccl==2.21.5",  # vLLM 0.5
+        "(VllmWorkerProcess pid=538) INFO 07-23 20:47:08 pynccl.py:69] vLLM is using nccl==2.21.5",
+        "(Worker pid=4155524) INFO 08-20 16:42:21 [pynccl.py:113] vLLM is using nccl==2.21.5",  # vLLM 0.10
+    ],
+)
+def test_the_nccl_version_vllm_says_it_loaded_is_read(line: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    p, tables = parse(line + "\nbm-1:538:538 [1] NCCL INFO Using network IB\n")
+    assert [(v["version"], v["source"], v["line"]) for v in tables["nccl_versions"]] == [("2.21.5", "vllm", 1)]
+    assert p.counts["foreign"] == 0
