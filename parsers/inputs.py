@@ -298,7 +298,7 @@ _LOG_SIGNALS = (
             rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
             rb"remote process exited)|"  # Horovod's
             rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
-            rb"Test NCCL failure \S+:\d+ '|"  # nccl-tests'
+            rb"Test NCCL failure \S+:\d+ '|# Out of bounds values : [1-9]\d* FAILED|"  # nccl-tests'
             rb"Heartbeat monitor timed out! Process will be terminated|ProcessGroupNCCL's watchdog got stuck for \d+|"
             rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
         ),

@@ -39,6 +39,7 @@ CLASSES = (
     "plugin_probe",
     "unique_id_exchange",
     "watchdog_stuck",
+    "wrong_results",
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -358,6 +359,10 @@ _CODE_REMEDIATION = {
     "default) and PyTorch ended the process: the thread was stuck inside an NCCL or CUDA call (a hang in NCCL, the "
     "driver or the GPU: look for Xid errors in dmesg, and dump the stacks with py-spy dump --native while it hangs), "
     "or another thread held the GIL inside a CUDA call. A collective timeout or an NCCL error before it is the cause.",
+    "wrong_results": "nccl-tests checked the collectives' results and found wrong values: data was corrupted on its "
+    "way (a faulty GPU, NVLink or PCIe link, NIC or switch, or a bug in NCCL or a network plugin). Run the test on "
+    "each node alone, then on pairs of nodes, to find the part that corrupts; look for Xid and ECC errors (dmesg, "
+    "nvidia-smi -q -d ECC) and link errors (ibstat, ethtool -S) there. Do not train on these nodes until it passes.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

@@ -207,8 +207,8 @@ class Failures:
         self._confirm(procs, [x for x in (timed_out, exited) if x is not None])
         root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
         if root is not None:
-            for err in self.errors:
-                if err["level"] == "framework":
+            for err in self.errors:  # (nccl-tests' wrong results are a check of its own, no report of a call)
+                if err["level"] == "framework" and err["class"] != "wrong_results":
                     err["class"], err["remediation"] = root["class"], root["remediation"]
         for err in self.errors:  # the watchdog stuck in the abort of a collective that timed out before it
             if err["level"] == "framework" and err["class"] == "watchdog_stuck" and timed_out is not None:

@@ -93,6 +93,8 @@ MPI_FIRST_EXIT = "detected that one or more processes exited with non-zero statu
 MPI_PROCESS = re.compile(r"Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s]*@\d+),(?P<rank>\d+)\]|(?P<bare>\d+)\s*$)")
 MPI_EXIT_CODE = re.compile(r"Exit code:\s*(?P<code>-?\d+)\s*$")
 MPI_LINES = 8  # lines from the report's first to its exit code
+#: nccl-tests' summary of its check of the results (:func:`parsers.nccl.reports.parse_out_of_bounds`)
+OUT_OF_BOUNDS_HINT = "Out of bounds values : "
 #: torchelastic's summary of a failed job (``ChildFailedError``): its two sections, each entry ``[i]:`` and then
 #: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
 #: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
@@ -133,6 +135,7 @@ SIGNAL_HINTS = (
     ELASTIC_ROOT,
     ELASTIC_OTHERS,
     MPI_FIRST_EXIT,
+    OUT_OF_BOUNDS_HINT,
     *HEARTBEAT_HINTS,
     *STALL_HEADS,
     STALL_WARNING,

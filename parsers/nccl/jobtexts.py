@@ -123,6 +123,11 @@ class JobTexts:
             else:  # the process is ended because its watchdog was stuck
                 self._framework_error(report, line, lineno, None)
             return True
+        if joblog.OUT_OF_BOUNDS_HINT in line and (wrong := reports.parse_out_of_bounds(line)) is not None:
+            self._framework_error(wrong, line, lineno, None)  # nccl-tests found wrong results: a cause of its own
+            if self._framework is not None:
+                self._framework["consequence"] = False
+            return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
             return True

@@ -202,3 +202,18 @@ def parse_heartbeat(line: str) -> tuple[FrameworkError, bool] | None:
     if m is None:
         return None
     return FrameworkError(None, line[m.start() :].strip(), None, cls="watchdog_stuck"), m["seconds"] is not None
+
+
+#: nccl-tests' check of the results (``-c 1``, the default): ``# Out of bounds values : 3 FAILED`` when any value was
+#: wrong (``0 OK`` otherwise); each row's ``#wrong`` column counts them per size and placement
+OUT_OF_BOUNDS = re.compile(r"# Out of bounds values : (?P<n>\d+) FAILED")
+
+
+def parse_out_of_bounds(line: str) -> FrameworkError | None:
+    """nccl-tests' report that a collective returned wrong values (class ``wrong_results``)."""
+    m = OUT_OF_BOUNDS.search(line)
+    if m is None or int(m["n"]) == 0:
+        return None
+    return FrameworkError(
+        None, f"nccl-tests: {m['n']} wrong value(s) in the collectives' results ({m[0][2:]})", None, cls="wrong_results"
+    )

@@ -363,3 +363,30 @@ def test_the_nccl_version_vllm_says_it_loaded_is_read(line: str) -> None:
     p, tables = parse(line + "\nbm-1:538:538 [1] NCCL INFO Using network IB\n")
     assert [(v["version"], v["source"], v["line"]) for v in tables["nccl_versions"]] == [("2.21.5", "vllm", 1)]
     assert p.counts["foreign"] == 0
+
+
+NCCL_TESTS_TAIL = """\
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+   536870912     134217728     float     sum      -1   2432.7  220.69  413.79      0   2382.4  225.35  422.54      0
+  1073741824     268435456     float     sum      -1   4523.3  237.38  445.09      3   4518.9  237.61  445.52      0
+{indent}# Out of bounds values : {n} {verdict}
+{indent}# Avg bus bandwidth    : 431.73
+"""
+
+
+@pytest.mark.parametrize("indent", ["", "    ", "> "], ids=["plain", "code block", "quote"])
+def test_nccl_tests_wrong_results_are_a_failure_of_their_own(tmp_path: Path, indent: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import parse, report
+
+    failed = NCCL_TESTS_TAIL.format(indent=indent, n=3, verdict="FAILED")
+    (err,) = parse(failed)[1]["nccl_errors"]
+    assert (err["class"], err["consequence"], err["line"]) == ("wrong_results", False, 4)
+    log = tmp_path / "all_reduce_perf.out"
+    log.write_text(failed)
+    assert sniff(log).kind is InputKind.JOB_LOG
+    (f,) = report(tmp_path, failed)["findings"]
+    assert (f["severity"], f["labels"]["class"]) == ("critical", "wrong_results") and "3 wrong value" in f["title"]
+    # an NCCL error logged before does not take its class: wrong data is a finding of its own
+    warned = "h:1:1 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer g<4>\n" + failed
+    assert {e["class"] for e in parse(warned)[1]["nccl_errors"]} == {"socket_error", "wrong_results"}
+    assert "nccl_errors" not in parse(NCCL_TESTS_TAIL.format(indent=indent, n=0, verdict="OK"))[1]
