@@ -10,6 +10,7 @@ KERNELS = [
     "parsers/timeline/_tokenize.py",
     "parsers/timeline/_pair.py",
     "parsers/nccl/_lines.py",
+    "parsers/nccl/_foreign.py",
     "analyzer/timeline/_kernels.py",
     "analyzer/timeline/_lateness_loops.py",
 ]

@@ -30,6 +30,7 @@ import numpy as np
 
 from parsers.issues import IssueSeverity
 from parsers.nccl import joblog
+from parsers.nccl._foreign import certainly_foreign, text_table
 from parsers.nccl.messages import Conn, classify, wording_range
 from parsers.nccl.process import WORDING_RECORDS
 from parsers.nccl.recordfacts import RECORD_FACTS
@@ -56,12 +57,7 @@ WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
 #: that it holds no plain record (the careful path only), that it holds no record and no job-log signal
 UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
 #: the job-log signals' texts, one after the other, with (start, length) of each and a table of their first bytes
-SIGNAL_TEXTS = b"".join(h.encode("ascii") for h in joblog.SIGNAL_HINTS)
-SIGNAL_SPANS = np.array(
-    [(sum(len(x) for x in joblog.SIGNAL_HINTS[:k]), len(h)) for k, h in enumerate(joblog.SIGNAL_HINTS)], np.int64
-).ravel()
-SIGNAL_FIRST = np.zeros(256, np.uint8)
-SIGNAL_FIRST[[ord(h[0]) for h in joblog.SIGNAL_HINTS]] = 1
+SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(joblog.SIGNAL_HINTS)
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
 #: the careful path's record levels, as bytes (:func:`_second_marker`)
 MARKER_BYTES = tuple(level.encode("ascii") for level in MARKER_LEVELS)
@@ -367,6 +363,7 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
     repeated: cython.longlong = 0
     first_repeat: cython.longlong = 0
     records: cython.longlong = 0
+    foreign: cython.longlong = 0
     previous: str | None = parser._previous_line  # while prev_a < 0: the line before this block
     prev_a: cython.Py_ssize_t = -1
     prev_b: cython.Py_ssize_t = -1
@@ -403,7 +400,10 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
                 known = NOT_PLAIN if found == 0 else UNREAD
                 if not _has(buf, a, e, False) and not _signal(buf, a, e, texts, spans, first) and parser.job_idle():
                     known = NO_SIGNAL  # no NCCL, no job-log signal: blank, cut from its header, or foreign
-                parser._line(data[a:e].decode("utf-8", "replace"), lineno, known)
+                if known == NO_SIGNAL and certainly_foreign(data, a, e):
+                    foreign += 1  # application output: counted here
+                else:
+                    parser._line(data[a:e].decode("utf-8", "replace"), lineno, known)
         else:
             blank += 1
             parser._in_stall = False
@@ -412,6 +412,7 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
         parser._previous_line = data[prev_a:prev_b].decode("utf-8", "replace")
     parser.counts["blank"] += blank
     parser.counts["records"] += records
+    parser.counts["foreign"] += foreign
     if repeated:
         parser._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", REPEATED, count=repeated)
     return lineno

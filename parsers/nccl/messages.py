@@ -267,6 +267,15 @@ NETWORK_PROGRESS = (Network, IbUsing, SocketUsing, IbNone, NoVerbs)
 _NVLS_CONN = Conn("NVLS", None, "NVLS", False)
 
 
+#: what a message :func:`classify` reads starts with, or holds (one or the other; a test checks it on every message
+#: of the corpus): a line of application output with neither is no NCCL message (:mod:`parsers.nccl._foreign`)
+FACT_STARTS = tuple(
+    "Channel|Ring |NCCL_|Bootstrap|NET|Using|Plugin Path|P2P plugin|Failed to open libibverbs|NCCL version|"
+    "RCCL version|NVLS|GPU Direct|CollNet|Coll |Connected".split("|")
+)
+FACT_TEXTS = ("opCount", " -> ", "Abort", "Destroy", "Revoke", "nranks ", "GPU Direct RDMA")
+
+
 @lru_cache(maxsize=1 << 16)  # messages repeat across ranks and retries; a fact is immutable, so shared
 def classify(msg: str) -> Fact | None:
     """The fact an INFO message states, or None for a message the analysis does not use."""
