@@ -26,13 +26,14 @@ CODE = "nccl.error"
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
-#: the directories of a source file deep in a build tree (``/opt/conda/conda-bld/…/c10d/ProcessGroupNCCL.cpp``, in a
-#: framework's report): the title keeps the file; shorter paths (``/dev/shm/…``, ``NET/IB/0``) stay whole
+#: why an unconfirmed root cause is one (``nccl_errors.unconfirmed``: :meth:`parsers.nccl.failures.Failures.settle`)
 UNCONFIRMED = (
     "NCCL often goes on after this (a network plugin or InfiniBand probe that fails, then another network), and "
     "nothing after it in the log shows whether this process did: no network chosen, connection or Init COMPLETE, "
     "and no later error, abort, framework report or worker exit. The log, or this excerpt of it, ends first."
 )
+#: the directories of a source file deep in a build tree (``/opt/conda/conda-bld/…/c10d/ProcessGroupNCCL.cpp``, in a
+#: framework's report): the title keeps the file; shorter paths (``/dev/shm/…``, ``NET/IB/0``) stay whole
 _LONG_PATH = re.compile(r"(?<![\w/.])(?:\.{1,2})?/(?:[\w.+-]+/){3,}(?=[\w+-]+\.\w+)")
 
 
