@@ -28,6 +28,9 @@ SHAPES = {
     "host characters": lambda n: "h" * n + "\n",
     "record, long message": lambda n: "x:1:1 [0] NCCL INFO " + "x:1:1 [0] " * (n // 10) + "\n",
     "repeated ' NCCL INFO'": lambda n: " NCCL INFO" * (n // 10) + "\n",
+    "spaces before a marker": lambda n: " " * n + "NCCL INFO x\n",
+    "group tags before a heartbeat": lambda n: "[PG 0 Rank 1] " * (n // 14) + "Heartbeat monitor timed out!\n",
+    "elastic field, spaces": lambda n: "Failures:\n[0]:\n  host      : a" + " " * n + "b\n",
     "WARN, long message": lambda n: "x:1:1 [0] misc/socket.cc:1 NCCL WARN " + "y" * n + "\n",
     "launcher prefixes": lambda n: "[1,0]<stdout>:" * (n // 14) + "\n",
 }

@@ -99,7 +99,7 @@ OUT_OF_BOUNDS_HINT = "Out of bounds values : "
 #: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
 #: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
 ELASTIC_ROOT, ELASTIC_OTHERS = "Root Cause (first observed failure):", "Failures:"
-ELASTIC_FIELD = re.compile(r"(?:^|[\s:\]>|])(?P<key>host|rank|exitcode) *: (?P<value>\S.*?)\s*$")
+ELASTIC_FIELD = re.compile(r"(?:^|[\s:\]>|])(?P<key>host|rank|exitcode) *: (?P<value>\S(?:.*\S)?)\s*$")
 ELASTIC_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: \d+\)")
 ELASTIC_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 ELASTIC_ENTRY = re.compile(r"(?:^|[\s:\]>|])\[\d+\]:\s*$")

@@ -22,7 +22,8 @@ STRIPPED = re.compile(r"^\s*\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN)(?: |$)")
 #: the bare version line rank 0 prints (``NCCL version 2.8.4+cuda11.2``; RCCL's ``RCCL version 2.18.3+hip5.5``)
 VERSION = re.compile(r"(?:^|[\s:|>\]])[NR]CCL version (?P<ver>\d+\.\d+\.\d+)[^+\s]*\+(?:cuda|hip)\S*")
 #: A line that is only a launcher tag (the blank line in front of a WARN, with its prefix).
-PREFIX_ONLY = re.compile(r"^\s*(?:>\s*)?(?:\[\d+(?:,\d+)?\](?:<\w+>)?:?|[\w.-]+:|\d+:|\|)?\s*$")
+#: (Possessive runs of whitespace: a line of spaces before text is refused in one pass, not one per space.)
+PREFIX_ONLY = re.compile(r"^\s*+(?:>\s*+)?(?:\[\d+(?:,\d+)?\](?:<\w+>)?:?|[\w.-]+:|\d+:|\|)?\s*+$")
 #: An ISO-8601 timestamp with a zone offset glued to the host name (CloudWatch exports).
 GLUED_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[-+]\d\d:\d\d$")
 #: ANSI colour and cursor sequences (Ray's worker tags, coloured terminals and CI consoles).
@@ -150,7 +151,7 @@ _STRIPPED_DEV = re.compile(r"(?:^|(?<=[\s:>\]|)]))\[(?P<dev>\d+)\]\s*$")
 #: a launcher's tag alone: Open MPI's, torchrun's, a role's (``[trainer0|0]:``), or worker tags in parentheses naming
 #: their pid, one or more (Ray's ``(RayWorkerWrapper pid=927)``, vLLM's ``(VllmWorker rank=1 pid=1234)``, nested)
 _LAUNCHER = re.compile(
-    r"^\s*(?:>\s*)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)\s*)+)?\s*$"
+    r"^\s*+(?:>\s*+)?(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)\s*+)+)?\s*+$"
 )
 
 
@@ -161,7 +162,7 @@ def _headless(head: str) -> Header | None:
     line keeps before the marker (a source location, a launcher's tag, a timestamp) if it is only that;
     None when other text stands there (a sentence quoting NCCL, a damaged header). A header cut down to
     its device (``[3] NCCL INFO``) is one whatever prefix a launcher or collector wrote before it."""
-    m = _HEADLESS.match(head)
+    m = _HEADLESS.match(head.rstrip())  # no whitespace run for the lazy prefix to scan again at each step
     if m is None:
         return None
     outer = m["outer"]
@@ -197,8 +198,8 @@ def _find_records(line: str) -> list[tuple[int, int, str, Header]]:
         start = out[-1][1] if out else 0
         window = max(start, at - HEADER_WINDOW)  # a header is short: never re-read a long line from its start
         h = _header(line[window:at])
-        if h is None:
-            h = None if out else _headless(line[:at])
+        if h is None and not out and at <= HEADER_WINDOW:  # a headerless record keeps a short prefix, if any
+            h = _headless(line[:at])
         if h is None:
             continue
         if window > start:

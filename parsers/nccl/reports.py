@@ -190,9 +190,12 @@ def parse_nccl_tests(line: str) -> FrameworkError | None:
 #: info. workMetaList_.size()=2``, then (a FATAL line) ``ProcessGroupNCCL's watchdog got stuck for 600 seconds without
 #: making progress in monitoring enqueued collectives. …``; either may be pasted alone
 HEARTBEAT = re.compile(
-    r"(?:\[(?:PG [^\]]*)?Rank \d+\] )*(?:Heartbeat monitor timed out!|"  # the group and the rank in it, kept
-    r"ProcessGroupNCCL's watchdog got stuck for (?P<seconds>\d+) seconds without making progress)"
+    r"Heartbeat monitor timed out!|ProcessGroupNCCL's watchdog got stuck for (?P<seconds>\d+) seconds without making "
+    r"progress"
 )
+#: the group and the rank in it before the text (``[PG 0 Rank 25] ``, ``[PG ID 0 PG GUID 0(default_pg) Rank 3] ``), kept
+_PG_RANK = re.compile(r"\[(?:PG [^\]]*)?Rank \d+\] ")
+PG_TAGS = 4  # tags looked for before the text (PyTorch prints one, or the same twice)
 
 
 def parse_heartbeat(line: str) -> tuple[FrameworkError, bool] | None:
@@ -201,7 +204,13 @@ def parse_heartbeat(line: str) -> tuple[FrameworkError, bool] | None:
     m = HEARTBEAT.search(line)
     if m is None:
         return None
-    return FrameworkError(None, line[m.start() :].strip(), None, cls="watchdog_stuck"), m["seconds"] is not None
+    start = m.start()
+    for _ in range(PG_TAGS):  # back over the tags just before it, one at a time: linear in the line
+        at = line.rfind("[", 0, start)
+        if at < 0 or _PG_RANK.fullmatch(line, at, start) is None:
+            break
+        start = at
+    return FrameworkError(None, line[start:].strip(), None, cls="watchdog_stuck"), m["seconds"] is not None
 
 
 #: nccl-tests' check of the results (``-c 1``, the default): ``# Out of bounds values : 3 FAILED`` when any value was
