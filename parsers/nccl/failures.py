@@ -120,14 +120,15 @@ class Failures:
         last_error: str | None = None,
         named: str | None = None,
         host: str | None = None,
+        cause: bool = False,
     ) -> ErrorRow:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
         result code (or the class its text ``named``), until :meth:`settle` knows whether NCCL's own
-        records name the cause."""
+        records name the cause; ``cause``: a failure of its own (nccl-tests' wrong results), which keeps its class."""
         cls, fix = _code_class(result_code) if named is None else (named, remediation(named))
         err = _row(host, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
-        err["consequence"] = True
+        err["consequence"] = not cause
         self.errors.append(err)
         if last_error:
             self.last_error(err, last_error)
@@ -207,8 +208,8 @@ class Failures:
         self._confirm(procs, [x for x in (timed_out, exited) if x is not None])
         root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
         if root is not None:
-            for err in self.errors:  # (nccl-tests' wrong results are a check of its own, no report of a call)
-                if err["level"] == "framework" and err["class"] != "wrong_results":
+            for err in self.errors:  # the reports of a failed call (not a failure of their own: wrong results)
+                if err["level"] == "framework" and err["consequence"]:
                     err["class"], err["remediation"] = root["class"], root["remediation"]
         for err in self.errors:  # the watchdog stuck in the abort of a collective that timed out before it
             if err["level"] == "framework" and err["class"] == "watchdog_stuck" and timed_out is not None:

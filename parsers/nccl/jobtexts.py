@@ -125,8 +125,6 @@ class JobTexts:
             return True
         if joblog.OUT_OF_BOUNDS_HINT in line and (wrong := reports.parse_out_of_bounds(line)) is not None:
             self._framework_error(wrong, line, lineno, None)  # nccl-tests found wrong results: a cause of its own
-            if self._framework is not None:
-                self._framework["consequence"] = False
             return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
@@ -175,7 +173,9 @@ class JobTexts:
 
     def _framework_error(self, err: reports.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:
-            same = self.failures.framework(lineno, err.src, err.message, err.result_code, named=err.cls, host=err.host)
+            same = self.failures.framework(
+                lineno, err.src, err.message, err.result_code, named=err.cls, host=err.host, cause=err.cause
+            )
         self._framework = same
         if err.last_error:
             self.failures.last_error(same, err.last_error)

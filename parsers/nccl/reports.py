@@ -73,6 +73,7 @@ class FrameworkError:
     last_error: str | None = None
     cls: str | None = None  # the class its text names where no result code does (a unique id never fetched)
     host: str | None = None  # the host the report names (nccl-tests prints it)
+    cause: bool = False  # a failure of its own (nccl-tests' wrong results), not the report of a failed call
 
 
 def parse_result_name(line: str) -> FrameworkError | None:
@@ -223,6 +224,5 @@ def parse_out_of_bounds(line: str) -> FrameworkError | None:
     m = OUT_OF_BOUNDS.search(line)
     if m is None or int(m["n"]) == 0:
         return None
-    return FrameworkError(
-        None, f"nccl-tests: {m['n']} wrong value(s) in the collectives' results ({m[0][2:]})", None, cls="wrong_results"
-    )
+    text = f"nccl-tests: {m['n']} wrong value(s) in the collectives' results ({m[0][2:]})"
+    return FrameworkError(None, text, None, cls="wrong_results", cause=True)
