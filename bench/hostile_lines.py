@@ -33,6 +33,7 @@ SHAPES = {
     "elastic field, spaces": lambda n: "Failures:\n[0]:\n  host      : a" + " " * n + "b\n",
     "WARN, long message": lambda n: "x:1:1 [0] misc/socket.cc:1 NCCL WARN " + "y" * n + "\n",
     "launcher prefixes": lambda n: "[1,0]<stdout>:" * (n // 14) + "\n",
+    "links that are almost automatic": lambda n: "[net.cc:1](http://net.cc:2/) <http://a|b> " * (n // 42) + "\n",
 }
 
 

@@ -183,6 +183,8 @@ def _strip_bom_ws(data: bytes) -> bytes:
 def sniff(path: str | Path) -> Sniffed:
     """Recognise an input by content (the first 64 KiB, decompressed)."""
     head, compressed = read_head(path)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or re.match(rb"(?:[\t\n\r -~]\x00){8}|(?:\x00[\t\n\r -~]){8}", head):
+        return Sniffed(InputKind.UNKNOWN, compressed, False, UTF16_REASON)
     body = _strip_bom_ws(head)
     if not body:
         return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, True, "empty file")
@@ -254,6 +256,12 @@ def damaged_start(body: bytes) -> bool:
     return len(_TIMELINE_RECORD.findall(head)) >= DAMAGED_START_RECORDS
 
 
+#: text saved as UTF-16 (PowerShell 5's ``>`` and ``Out-File``, Windows editors): every other byte is NUL
+UTF16_REASON = (
+    "UTF-16 text (as PowerShell's '>' or a Windows editor saves it), not UTF-8: convert it "
+    "(iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8.log, or in PowerShell: Get-Content FILE | Set-Content -Encoding utf8 "
+    "FILE.utf8.log) and give hvd-analyze the converted file"
+)
 _TEXT_REASON = (
     "text without NCCL records, watchdog timeouts, stall warnings or an autotune header in its first "
     f"{TEXT_SNIFF_BYTES >> 20} MiB"

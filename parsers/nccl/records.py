@@ -32,14 +32,28 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 
 
+#: A link an editor or a chat made of a bare address or file name, written back as its text: Markdown's
+#: ``[net_ib.cc:101](http://net_ib.cc:101/)`` (GitHub's editor pasting rich text), Slack's
+#: ``<http://10.1.3.201|10.1.3.201>``. Only a link whose address is its text: a link of other words is the
+#: writer's own.
+AUTOLINK = re.compile(r"\[([^\[\]()\s]{1,256})\]\(https?://\1/?\)|<https?://([^<>|\s]{1,256}?)/?\|\2>")
+AUTOLINK_BYTES = re.compile(AUTOLINK.pattern.encode("ascii"))
+
+
 def clean_paste(text: str) -> str:
-    """``text`` without ANSI sequences and with HTML character references decoded: what a
-    terminal or a web page added to the lines NCCL printed."""
+    """``text`` without ANSI sequences, with HTML character references decoded and automatic links
+    written back as their text: what a terminal, a web page or an editor added to the lines NCCL printed."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if "&" in text and ENTITY.search(text):
         text = ENTITY.sub(lambda m: html.unescape(m[0]), text)
+    if "://" in text:
+        text = AUTOLINK.sub(_link_text, text)
     return text
+
+
+def _link_text(m: re.Match[str]) -> str:
+    return m[1] or m[2]
 
 
 ENTITY_BYTES = re.compile(ENTITY.pattern.encode("ascii"))
@@ -53,8 +67,14 @@ def clean_bytes(data: bytes) -> bytes:
     if b"\x1b" in data:
         return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
     if b"&" in data and ENTITY_BYTES.search(data):
-        return ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
+        data = ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
+    if b"://" in data:  # a link's text is a run of its own bytes: what is left stays valid where it was
+        data = AUTOLINK_BYTES.sub(_link_bytes, data)
     return data
+
+
+def _link_bytes(m: re.Match[bytes]) -> bytes:
+    return m[1] or m[2]
 
 
 #: NCCL 2.26+ default timestamp at the end of ``outer``.

@@ -31,6 +31,37 @@ def test_terminal_colours_and_html_escapes_are_paste_artefacts() -> None:
     assert (err["class"], err["chain"]) == ("socket_error", ["misc/socket.cc:564 -> 2"])
 
 
+@pytest.mark.parametrize(
+    ("src", "peer", "frame"),
+    [
+        # GitHub's editor pasting rendered text: every bare file name and address became a Markdown link
+        (
+            "transport/[net_ib.cc:1909](http://net_ib.cc:1909/)",
+            "[10.1.3.7](http://10.1.3.7/)",
+            "transport/[net.cc:1137](http://net.cc:1137/) -> 6",
+        ),
+        # a Slack export: <address|text>; NCCL 2.12's wording
+        (
+            "<http://transport/net_ib.cc:1909|transport/net_ib.cc:1909>",
+            "<https://10.1.3.7|10.1.3.7>",
+            "<http://transport/net.cc:1137|transport/net.cc:1137> -> 6",
+        ),
+    ],
+)
+def test_links_an_editor_made_of_file_names_and_addresses_are_their_text(src: str, peer: str, frame: str) -> None:
+    text = (
+        f"> gpu-b2:10214:10303 [0] {src} NCCL WARN NET/IB : Got completion from peer {peer}<33057> with status=9 "
+        "opcode=0 len=0 vendor err 138 (Send)\n"
+        f"> gpu-b2:10214:10303 [0] NCCL INFO {frame}\n"
+        "see [the NCCL docs](https://docs.nvidia.com/deeplearning/nccl/) and [nccl](http://github.com/NVIDIA/nccl)\n"
+    )
+    p, t = parse(text)
+    (err,) = t["nccl_errors"]
+    assert (err["host"], err["src"], err["class"]) == ("gpu-b2", "transport/net_ib.cc:1909", "ib_completion_error")
+    assert "peer 10.1.3.7<33057>" in err["message"] and err["chain"] == ["transport/net.cc:1137 -> 6"]
+    assert p.counts["foreign"] == 1  # a link of other words is the writer's own text, not an automatic one
+
+
 def test_watchdog_timeouts_after_an_nccl_error_are_its_consequence(tmp_path: Path) -> None:
     timeout = (
         "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
@@ -60,3 +91,15 @@ def test_a_gzip_bomb_is_read_up_to_its_budget_and_reported(tmp_path: Path, monke
     assert "decompression bomb" in cut["message"] and "200x its compressed size" in cut["message"]
     assert doc["nccl"]["processes"][0]["network"] == "IB"  # what came before the budget is analysed
     assert doc["inputs"][0]["log"]["blank_lines"] < 8 << 20
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])  # with its BOM (PowerShell 5), without
+def test_a_log_saved_as_utf16_is_refused_with_how_to_convert_it(tmp_path: Path, encoding: str) -> None:
+    from parsers.inputs import InputKind, sniff
+
+    path = tmp_path / "nccl.log"
+    path.write_bytes("gpu-a1:42:43 [0] NCCL INFO Using network IB\n".encode(encoding))
+    s = sniff(path)
+    assert s.kind is InputKind.UNKNOWN and s.reason.startswith("UTF-16 text") and "iconv -f UTF-16" in s.reason
+    path.write_bytes("gpu-a1:42:43 [0] NCCL INFO Using network IB\n".encode("utf-8-sig"))  # UTF-8 with a BOM: read
+    assert sniff(path).kind is InputKind.JOB_LOG
