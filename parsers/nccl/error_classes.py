@@ -234,6 +234,25 @@ PROBE_REMEDIATION = (
     "only if that transport was meant to be used; the process's 'Using network' line shows what NCCL chose."
 )
 _OOM = re.compile(r"out of memory|cudaErrorMemoryAllocation", re.IGNORECASE)
+#: the HCA's asynchronous events that are news, not failures (libibverbs' ``ibv_event_type_str`` names, which NCCL
+#: up to 2.22 prints as ``Got async event : <name>``; 2.28+ prints these as ``Got non-fatal async event``): the port
+#: came up, the subnet manager moved or re-registered, an address or key changed, a queue drained
+_IB_NEWS = re.compile(
+    r"Got async event : (?:port active|LID change|P_Key change|SM change|client reregistration|GID table change"
+    r"|communication established|send queue drained|path migrated|SRQ limit reached|last WQE reached)\s*$",
+    re.IGNORECASE,
+)
+#: the proxy's service thread reading a connection that never said which local rank it is (localRank -1): not
+#: one of NCCL's own, so NCCL closes it and goes on (2.12+, ``proxy.cc``)
+_STRANGER = re.compile(r"\[Service thread\] Unknown command -?\d+ from localRank -1\s*$")
+STRANGER_NOTE = (
+    "something that is not one of NCCL's ranks (a port scanner, a health check, a stray client) connected to this "
+    "process's proxy port and sent bytes NCCL does not know: NCCL closed that connection and went on"
+)
+IB_NEWS_NOTE = (
+    "the InfiniBand port or subnet changed state (the port came up, the subnet manager moved or asked to re-register, "
+    "an address changed): news NCCL goes on after, not a failure; a link flap only if completion errors follow"
+)
 _SHM = re.compile(r"/dev/shm|shared memory|shm_open|posix_fallocate|shmutils|\bshm\b", re.IGNORECASE)
 
 
@@ -245,6 +264,10 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     plugin = benign_plugin_warn(msg, src)
     if plugin is not None:
         return Verdict("plugin_probe", True, False, f"{plugin.project} prints this on its normal path: not an error")
+    if _IB_NEWS.search(msg):
+        return Verdict("ib_completion_error", True, False, IB_NEWS_NOTE)
+    if _STRANGER.search(msg):
+        return Verdict("internal_error", True, False, STRANGER_NOTE)
     nccl_msg, file = _as_nccl(msg, src.rsplit(":", 1)[0] if src else None)
     rocm = nccl_msg != msg or (src is not None and ("rccl" in src or "hipify" in src))  # RCCL's record
     msg = nccl_msg

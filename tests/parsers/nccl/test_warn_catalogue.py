@@ -145,3 +145,42 @@ def test_probes_are_benign_and_wrappers_are_consequences() -> None:
     assert _classes("ncclAsyncJobComplete: job 0x55d0 failed, job error 2")[2] is True
     assert _classes("Cuda failure 'out of memory'")[0] == "cuda_oom"
     assert _classes("Cuda failure 'an illegal memory access was encountered'")[0] == "cuda_error"
+
+
+@pytest.mark.parametrize(
+    ("msg", "src", "news"),
+    [
+        # NCCL 2.4-2.19 prints libibverbs' name of every HCA event (net_ib.cu, then net_ib.cc) ...
+        ("NET/IB : Got async event : client reregistration", "transport/net_ib.cc:93", True),
+        ("NET/IB : Got async event : port active", "transport/net_ib.cu:80", True),
+        ("NET/IB : Got async event : SM change", "transport/net_ib.cc:93", True),
+        ("NET/IB : Got async event : GID table change", "transport/net_ib.cc:93", True),
+        # ... and 2.20-2.22 with the device and port in front
+        ("NET/IB : mlx5_0:1 Got async event : LID change", "transport/net_ib.cc:101", True),
+        ("NET/IB : mlx5_0:1 Got async event : P_Key change", "transport/net_ib.cc:101", True),
+        # the events that break queue pairs, the device or the port stay failures
+        ("NET/IB : Got async event : local catastrophic error", "transport/net_ib.cu:80", False),
+        (
+            "NET/IB : mlx5_0:1 Got async event : local access violation work queue error",
+            "transport/net_ib.cc:101",
+            False,
+        ),
+        ("NET/IB : Got async event : port error", "transport/net_ib.cc:93", False),
+        ("NET/IB : Got async event : CQ error", "transport/net_ib.cc:93", False),
+    ],
+)
+def test_an_hca_event_that_is_news_is_no_failure(msg: str, src: str, news: bool) -> None:
+    cls, benign, _ = _classes(msg, src)
+    assert (cls, benign) == ("ib_completion_error", news)
+
+
+@pytest.mark.parametrize(
+    ("msg", "stranger"),
+    [
+        ("[Service thread] Unknown command 790 from localRank -1", True),  # NCCL 2.17+
+        ("[Service thread] Unknown command 66326 from localRank -1\n", True),  # 2.12-2.16 printed its own newline
+        ("[Service thread] Unknown command 12 from localRank 3", False),  # one of its own ranks: still an error
+    ],
+)
+def test_bytes_from_a_stranger_on_the_proxy_port_are_no_failure(msg: str, stranger: bool) -> None:
+    assert _classes(msg, "proxy.cc:1111")[:2] == ("internal_error", stranger)
