@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sized
 from pathlib import Path
 
 import pyarrow as pa
@@ -125,18 +126,8 @@ class JobLogParser(RecordFacts, JobTexts):
 
     def kept_rows(self) -> int:
         """The rows this log keeps for its tables until it ends (what its memory grows with)."""
-        return (
-            len(self.failures.errors)
-            + len(self.comm_ranks)
-            + len(self.versions)
-            + len(self._bare_versions)
-            + len(self.env)
-            + len(self.watchdog)
-            + len(self.stalls)
-            + len(self.exits)
-            + len(self.autotune)
-            + len(self.pg_members)
-        )
+        kept: tuple[Sized, ...] = (self.failures.errors, self.comm_ranks, self.versions, self._bare_versions)
+        return sum(map(len, (*kept, self.env, self.watchdog, self.stalls, self.exits, self.autotune, self.pg_members)))
 
     def stop(self, lineno: int) -> None:
         """Read no more of this log (its kept rows passed :data:`ROW_LIMIT` at line ``lineno``): what was
@@ -397,7 +388,14 @@ class JobLogParser(RecordFacts, JobTexts):
                 "export with repeated columns): read once",
                 count=self.counts["doubled"],
             )
-        if not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune or self.exits):
+        if not self.counts["records"] and (self.failures.errors or self.versions):  # a framework's texts only
+            self.sink.add(
+                IssueSeverity.INFO,
+                "log.no_nccl_records",
+                "no NCCL_DEBUG record in this file: what it says of NCCL comes from the framework's own texts "
+                "(an error report, a version line); NCCL_DEBUG=INFO adds NCCL's own account (transports, errors)",
+            )
+        elif not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune or self.exits):
             self.sink.add(
                 IssueSeverity.INFO,
                 "log.no_signals",

@@ -390,3 +390,21 @@ def test_nccl_tests_wrong_results_are_a_failure_of_their_own(tmp_path: Path, ind
     warned = "h:1:1 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer g<4>\n" + failed
     assert {e["class"] for e in parse(warned)[1]["nccl_errors"]} == {"socket_error", "wrong_results"}
     assert "nccl_errors" not in parse(NCCL_TESTS_TAIL.format(indent=indent, n=0, verdict="OK"))[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (BLOCK, "log.no_nccl_records"),  # a framework's report, no NCCL_DEBUG record: it is what the file says
+        ("vLLM is using nccl==2.21.5\n", "log.no_nccl_records"),
+        ("epoch 1 loss 0.3\nepoch 2 loss 0.2\n", "log.no_signals"),
+    ],
+)
+def test_a_file_of_framework_texts_is_not_said_to_hold_nothing(tmp_path: Path, text: str, code: str) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    p = JobLogParser(log)
+    with open(log, "rb") as f:
+        p.parse(f)
+    codes = {i.code for i in p.sink.issues}
+    assert code in codes and not codes & ({"log.no_signals", "log.no_nccl_records"} - {code})
