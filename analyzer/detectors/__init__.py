@@ -44,8 +44,8 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     NoGdrdma(),
     VersionMismatch(),
     ReleaseWording(),
+    NcclError(),  # before the init it broke: the verdict names the cause first
     InitIncomplete(),
-    NcclError(),
     WatchdogTimeout(),
     WorkerExit(),
     HorovodStall(),

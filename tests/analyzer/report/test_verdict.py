@@ -138,3 +138,18 @@ def test_in_a_run_of_several_jobs_the_verdict_quotes_the_step_time_of_its_findin
     v = doc["verdict"]
     assert v["headline"].endswith("(job before)") and "cycle" in v["headline"]
     assert v["median_step_ms"] == pytest.approx(slow["steps"]["median_s"] * 1e3, abs=1e-3)
+
+
+def test_the_verdict_names_the_error_before_the_init_it_broke(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(
+        "a:7:9 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 commId 0x5 - Init START\n"
+        "b:8:9 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 18000 commId 0x5 - Init START\n"
+        "b:8:9 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 18000 commId 0x5 - Init COMPLETE\n"
+        "\na:7:9 [0] transport/nvls.cc:598 NCCL WARN Cuda failure 1 'invalid argument'\n"
+        "a:7:9 [0] NCCL INFO transport/nvls.cc:620 -> 1\n"
+    )
+    doc = _doc(log)
+    codes = [f["code"] for f in doc["findings"] if f["severity"] == "critical"]
+    assert codes == ["nccl.error", "nccl.init_incomplete"]  # both fail the job; the first is the cause
+    assert doc["verdict"]["headline"].startswith("Failed: NCCL cuda error: Cuda failure 1 'invalid argument'")
