@@ -308,7 +308,8 @@ _LOG_SIGNALS = (
             rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
             rb"Test NCCL failure \S+:\d+ '|# Out of bounds values : [1-9]\d* FAILED|"  # nccl-tests'
             rb"Heartbeat monitor timed out! Process will be terminated|ProcessGroupNCCL's watchdog got stuck for \d+|"
-            rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d"
+            rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d|"
+            rb"(?:Process group|NCCL) watchdog thread terminated with exception: (?:CUDA|HIP) error: "
         ),
         "a framework's report of a failed NCCL call",
     ),

@@ -161,22 +161,22 @@ CODES: tuple[CodeDoc, ...] = (
         "none: not a verdict",
     ),
     CodeDoc(
+        "nccl.error",
+        "an NCCL error, by root cause",
+        "critical (warning when its root is only a peer going away and another cause exists, or when it is unconfirmed: "
+        "a probe's failure or a chain without a WARN that ends its process's log, with nothing after it showing a failure)",
+        "one finding per root-cause class (`labels.class`): `ib_completion_error`, `ibv_setup_failure`, `socket_error`, `cuda_oom`, `cuda_error`, `shm_exhausted`, `shm_permission`, `shm_missing` (a /dev/shm failure by its errno), `topology_error`, `collective_mismatch`, `config_error`, `remote_process_exited`, `system_error`, `internal_error`, `invalid_usage`, `unique_id_exchange` (PyTorch's rank that never got its communicator's unique id from the c10d store), `watchdog_stuck` (PyTorch's heartbeat monitor ended a process whose watchdog was stuck in an NCCL or CUDA call; a consequence when a collective timed out before it), `wrong_results` (nccl-tests found wrong values in the collectives' results: data corrupted on its way), `gpu_fault` (a CUDA error PyTorch's NCCL watchdog met on its GPU, from whatever kernel faulted there; titled GPU fault), each WARN classified by the NCCL or aws-ofi-nccl call site it comes from; names the root (process, rank, `FILE:LINE`) and lists what followed from it (result chains, failed proxy operations, peers' closed sockets, the framework's `NCCL error in: …`) as evidence; probes NCCL goes on from, noise after the process's own `Abort`, and a result chain with no WARN logged after PyTorch's watchdog timed out (its teardown of the communicator) are not errors; "
+        "an excerpt cut just after a failure NCCL often goes on from (a network plugin's or the verbs wrapper's WARN while it probed its "
+        'networks, a chain without a WARN) shows no failure after it: `labels.unconfirmed`, its advice prefixed "If it did fail", '
+        "and first what to read to tell",
+        "the class's remediation (MTU/PFC/GID index for RoCE completion errors, ACS/IOMMU for status 4, `--shm-size` for `/dev/shm`, memlock for verbs, …)",
+    ),
+    CodeDoc(
         "nccl.init_incomplete",
         "communicators that never finished their initialisation",
         "warning / critical",
         "ranks logged `Init START` and never `Init COMPLETE` while others completed or their process logged errors; names ranks and hosts",
         "read those hosts' first WARN; `NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET`",
-    ),
-    CodeDoc(
-        "nccl.error",
-        "an NCCL error, by root cause",
-        "critical (warning when its root is only a peer going away and another cause exists, or when it is unconfirmed: "
-        "a probe's failure or a chain without a WARN that ends its process's log, with nothing after it showing a failure)",
-        "one finding per root-cause class (`labels.class`): `ib_completion_error`, `ibv_setup_failure`, `socket_error`, `cuda_oom`, `cuda_error`, `shm_exhausted`, `shm_permission`, `shm_missing` (a /dev/shm failure by its errno), `topology_error`, `collective_mismatch`, `config_error`, `remote_process_exited`, `system_error`, `internal_error`, `invalid_usage`, `unique_id_exchange` (PyTorch's rank that never got its communicator's unique id from the c10d store), `watchdog_stuck` (PyTorch's heartbeat monitor ended a process whose watchdog was stuck in an NCCL or CUDA call; a consequence when a collective timed out before it), `wrong_results` (nccl-tests found wrong values in the collectives' results: data corrupted on its way), each WARN classified by the NCCL or aws-ofi-nccl call site it comes from; names the root (process, rank, `FILE:LINE`) and lists what followed from it (result chains, failed proxy operations, peers' closed sockets, the framework's `NCCL error in: …`) as evidence; probes NCCL goes on from, noise after the process's own `Abort`, and a result chain with no WARN logged after PyTorch's watchdog timed out (its teardown of the communicator) are not errors; "
-        "an excerpt cut just after a failure NCCL often goes on from (a network plugin's or the verbs wrapper's WARN while it probed its "
-        'networks, a chain without a WARN) shows no failure after it: `labels.unconfirmed`, its advice prefixed "If it did fail", '
-        "and first what to read to tell",
-        "the class's remediation (MTU/PFC/GID index for RoCE completion errors, ACS/IOMMU for status 4, `--shm-size` for `/dev/shm`, memlock for verbs, …)",
     ),
     CodeDoc(
         "nccl.watchdog_timeout",

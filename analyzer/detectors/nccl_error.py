@@ -23,6 +23,8 @@ from analyzer.nccl.model import NcclModel
 from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
+#: the classes of failures that are not NCCL's own, by the name their title gives them
+NOT_NCCLS = {"gpu_fault": "GPU fault"}
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted
@@ -90,7 +92,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     return Finding(
         code=CODE,
         severity=Severity.WARNING if secondary or unconfirmed else Severity.CRITICAL,
-        title=f"NCCL {cls.replace('_', ' ')}{', unconfirmed' if unconfirmed else ''}: "
+        title=f"{NOT_NCCLS.get(cls) or 'NCCL ' + cls.replace('_', ' ')}{', unconfirmed' if unconfirmed else ''}: "
         f"{clip(_LONG_PATH.sub('…/', text), TITLE_CHARS)}",
         summary=summary,
         detector=NcclError.name,

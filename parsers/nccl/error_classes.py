@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from parsers.nccl.catalogue import lookup
+from parsers.nccl.cuda_errors import cuda_advice
 from parsers.nccl.net_plugins import benign_plugin_warn
 from parsers.shapes import Schema
 
@@ -40,6 +41,7 @@ CLASSES = (
     "unique_id_exchange",
     "watchdog_stuck",
     "wrong_results",
+    "gpu_fault",
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -285,6 +287,8 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
         fix = PROBE_REMEDIATION if cls == "plugin_probe" and benign else remediation(cls)
     else:  # the advice of the rule that knows this text, even where the class is the call site's
         fix = rule.remediation
+    if cls == "cuda_error" and (advice := cuda_advice(msg, src)) is not None:
+        fix = f"{fix} Here: {advice}"
     if rocm and cls in ("cuda_error", "cuda_oom"):
         fix = f"{fix} {ROCM_NOTE}"
     if cls == "ib_completion_error":
@@ -386,6 +390,10 @@ _CODE_REMEDIATION = {
     "way (a faulty GPU, NVLink or PCIe link, NIC or switch, or a bug in NCCL or a network plugin). Run the test on "
     "each node alone, then on pairs of nodes, to find the part that corrupts; look for Xid and ECC errors (dmesg, "
     "nvidia-smi -q -d ECC) and link errors (ibstat, ethtool -S) there. Do not train on these nodes until it passes.",
+    "gpu_fault": "A CUDA error on this process's GPU ended PyTorch's NCCL watchdog, which only met it while polling "
+    "its collectives: the fault is in whatever ran on that GPU (a kernel of the job's own as much as NCCL's). Rerun "
+    "with CUDA_LAUNCH_BLOCKING=1 to stop at the kernel that faulted; look for Xid errors in dmesg (13, 31, 43: a "
+    "kernel's bad access; 48, 63, 64, 74, 79, 94, 95: ECC, NVLink or a GPU lost) and drain the node if they recur.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

@@ -114,6 +114,8 @@ VLLM_VERSION = re.compile(r"\bvLLM is using nccl==(?P<ver>\d+\.\d+\.\d+)")
 VLLM_VERSION_HINT = "vLLM is using nccl=="
 #: PyTorch's heartbeat monitor ending a process whose watchdog was stuck (:func:`parsers.nccl.reports.parse_heartbeat`)
 HEARTBEAT_HINTS = ("Heartbeat monitor timed out!", "watchdog got stuck for ")
+#: PyTorch's watchdog ended by an error (:func:`parsers.nccl.reports.parse_watchdog_exception`)
+WATCHDOG_EXCEPTION_HINT = "watchdog thread terminated with exception: "
 CALL_FAILED_HINT = " failed: "  # Horovod's report: ``ncclAllReduce failed: unhandled system error``
 WATCHDOG_HINT = "Watchdog caught"  # a watchdog timeout's line
 PG_OPTIONS_HINT = "ProcessGroupNCCL initialization options"  # a process group's membership
@@ -137,6 +139,7 @@ SIGNAL_HINTS = (
     MPI_FIRST_EXIT,
     OUT_OF_BOUNDS_HINT,
     *HEARTBEAT_HINTS,
+    WATCHDOG_EXCEPTION_HINT,
     *STALL_HEADS,
     STALL_WARNING,
 )

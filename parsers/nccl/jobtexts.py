@@ -123,6 +123,9 @@ class JobTexts:
             else:  # the process is ended because its watchdog was stuck
                 self._framework_error(report, line, lineno, None)
             return True
+        if joblog.WATCHDOG_EXCEPTION_HINT in line and (fault := reports.parse_watchdog_exception(line)) is not None:
+            self._framework_error(fault, line, lineno, None)  # the watchdog met a CUDA error: the GPU faulted
+            return True
         if joblog.OUT_OF_BOUNDS_HINT in line and (wrong := reports.parse_out_of_bounds(line)) is not None:
             self._framework_error(wrong, line, lineno, None)  # nccl-tests found wrong results: a cause of its own
             return True

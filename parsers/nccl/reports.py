@@ -205,13 +205,38 @@ def parse_heartbeat(line: str) -> tuple[FrameworkError, bool] | None:
     m = HEARTBEAT.search(line)
     if m is None:
         return None
-    start = m.start()
+    report = FrameworkError(None, line[_tagged(line, m.start()) :].strip(), None, cls="watchdog_stuck")
+    return report, m["seconds"] is not None
+
+
+def _tagged(line: str, start: int) -> int:
+    """Where the group and rank tags just before ``line[start:]`` begin (``start`` without them)."""
     for _ in range(PG_TAGS):  # back over the tags just before it, one at a time: linear in the line
         at = line.rfind("[", 0, start)
         if at < 0 or _PG_RANK.fullmatch(line, at, start) is None:
             break
         start = at
-    return FrameworkError(None, line[start:].strip(), None, cls="watchdog_stuck"), m["seconds"] is not None
+    return start
+
+
+#: PyTorch's watchdog thread ended by an error it met while polling its collectives' work: ``[PG ID 0 PG GUID
+#: 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: <what>`` (2.3+), ``[Rank 0] NCCL
+#: watchdog thread terminated with exception: <what>`` (1.13-2.2). A CUDA error there was raised by whatever ran on
+#: the GPU (the job's kernels as much as NCCL's); a timeout or an NCCL error there is read as such by their own forms
+WATCHDOG_EXCEPTION = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<what>.*)")
+_GPU_ERROR = re.compile(r"(?:CUDA|HIP) error: (?P<text>.+)")
+
+
+def parse_watchdog_exception(line: str) -> FrameworkError | None:
+    """PyTorch's watchdog ended by a CUDA error on its GPU (class ``gpu_fault``; ``cuda_oom`` when out of memory)."""
+    m = WATCHDOG_EXCEPTION.search(line)
+    gpu = _GPU_ERROR.match(m["what"].strip()) if m is not None else None
+    if m is None or gpu is None:
+        return None
+    cls = "cuda_oom" if "out of memory" in gpu["text"] else "gpu_fault"
+    tags = line[_tagged(line, m.start()) : m.start()].strip()
+    message = f"{gpu[0].strip()} (met by PyTorch's NCCL watchdog{', ' + tags if tags else ''})"  # the cause first
+    return FrameworkError(None, message, None, cls=cls)
 
 
 #: nccl-tests' check of the results (``-c 1``, the default): ``# Out of bounds values : 3 FAILED`` when any value was

@@ -184,3 +184,28 @@ def test_an_hca_event_that_is_news_is_no_failure(msg: str, src: str, news: bool)
 )
 def test_bytes_from_a_stranger_on_the_proxy_port_are_no_failure(msg: str, stranger: bool) -> None:
     assert _classes(msg, "proxy.cc:1111")[:2] == ("internal_error", stranger)
+
+
+@pytest.mark.parametrize(
+    ("msg", "src", "says"),
+    [
+        ("Cuda failure 'system not yet initialized'", "init.cc:1216", "nvidia-fabricmanager"),  # 2.11
+        ("Cuda failure 802 'system not yet initialized'", "transport/p2p.cc:275", "nvidia-fabricmanager"),  # 2.19
+        ("Cuda failure 1 'invalid argument'", "transport/nvls.cc:598", "NCCL_NVLS_ENABLE=0"),
+        ("Cuda failure 'operation not supported'", "transport/nvls.cc:165", "NCCL_NVLS_ENABLE=0"),
+        ("Cuda failure 401 'the operation cannot be performed in the present state'", "transport/nvls.cc:254", "NVLS"),
+        ("Cuda failure 'peer access is not supported between these two devices'", "transport/p2p.cc:238", "iommu"),
+        ("Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'", "init.cc:1069", "older"),
+        ("Cuda failure 'an illegal memory access was encountered'", "enqueue.cc:1152", "CUDA_LAUNCH_BLOCKING=1"),
+        ("Cuda failure 'uncorrectable ECC error encountered'", "init.cc:200", "drain this node"),
+        ("Cuda failure 'all CUDA-capable devices are busy or unavailable'", "init.cc:200", "EXCLUSIVE_PROCESS"),
+    ],
+)
+def test_a_cuda_failure_says_what_to_change_for_its_error(msg: str, src: str, says: str) -> None:
+    v = verdict(msg, src)
+    assert v.cls == "cuda_error" and says in v.remediation
+
+
+def test_a_cuda_failure_of_no_known_text_keeps_the_general_advice() -> None:
+    v = verdict("Cuda failure 1 'invalid argument'", "transport/p2p.cc:598")  # not NVLS: nothing more is known
+    assert v.remediation.startswith("A CUDA call failed inside NCCL") and "Here:" not in v.remediation
