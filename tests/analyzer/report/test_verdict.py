@@ -153,3 +153,21 @@ def test_the_verdict_names_the_error_before_the_init_it_broke(tmp_path: Path) ->
     codes = [f["code"] for f in doc["findings"] if f["severity"] == "critical"]
     assert codes == ["nccl.error", "nccl.init_incomplete"]  # both fail the job; the first is the cause
     assert doc["verdict"]["headline"].startswith("Failed: NCCL cuda error: Cuda failure 1 'invalid argument'")
+
+
+def test_an_excerpt_that_ends_on_a_failure_nccl_goes_on_from_is_inconclusive(tmp_path: Path) -> None:
+    probe = (
+        "a:7:9 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        "\na:7:9 [0] misc/ibvwrap.cc:107 NCCL WARN Call to ibv_open_device failed\n"
+    )
+    log = tmp_path / "excerpt.log"
+    log.write_text(probe)
+    v = _doc(log)["verdict"]
+    assert v["status"] == "inconclusive" and v["headline"].startswith(
+        "Inconclusive: NCCL ibv setup failure, unconfirmed"
+    )
+    assert v["action"].startswith("Read what")  # what would tell, first
+    log.write_text(
+        probe + "a:7:9 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\na:7:9 [0] NCCL INFO Using network Socket\n"
+    )
+    assert _doc(log)["verdict"]["status"] != "inconclusive"  # it went on: the WARN was a probe, no failure
