@@ -47,7 +47,7 @@ def clean_paste(text: str) -> str:
         text = ANSI.sub("", text)
     if "&" in text and ENTITY.search(text):
         text = ENTITY.sub(lambda m: html.unescape(m[0]), text)
-    if "://" in text:
+    if "](http" in text or "<http" in text:
         text = AUTOLINK.sub(_link_text, text)
     return text
 
@@ -68,7 +68,7 @@ def clean_bytes(data: bytes) -> bytes:
         return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
     if b"&" in data and ENTITY_BYTES.search(data):
         data = ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
-    if b"://" in data:  # a link's text is a run of its own bytes: what is left stays valid where it was
+    if b"](http" in data or b"<http" in data:  # a link's text is a run of its own bytes: what is left stays valid
         data = AUTOLINK_BYTES.sub(_link_bytes, data)
     return data
 
