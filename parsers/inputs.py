@@ -319,7 +319,9 @@ _LOG_SIGNALS = (
             rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
             rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
             rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
-            rb"sigkill_handler\] .* exits with return code = -?\d+"  # DeepSpeed's launcher
+            rb"sigkill_handler\] .* exits with return code = -?\d+|"  # DeepSpeed's launcher
+            rb"Caught signal \d+ \([A-Z][\w ]*[:)]|"  # a process's own report of its crash: UCX's,
+            rb"\[[^\s:\[\]]+:\d+\] \*\*\* Process received signal \*\*\*"  # Open MPI's
         ),
         "a launcher's report of a worker's exit",
     ),

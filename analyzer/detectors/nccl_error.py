@@ -23,8 +23,8 @@ from analyzer.nccl.model import NcclModel
 from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
-#: the classes of failures that are not NCCL's own, by the name their title gives them
-NOT_NCCLS = {"gpu_fault": "GPU fault"}
+#: the classes whose title names them otherwise than "NCCL <class>": failures not NCCL's own, NCCL's crash
+NOT_NCCLS = {"gpu_fault": "GPU fault", "nccl_crash": "NCCL crashed"}
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted

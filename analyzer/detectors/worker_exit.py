@@ -22,6 +22,7 @@ from analyzer.detectors._logs import src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
+from parsers.nccl.crashes import REPORTERS
 from parsers.nccl.joblog import ELASTIC_ROOT
 
 CODE = "job.worker_exit"
@@ -46,6 +47,11 @@ def _how(row: pd.Series) -> str:
         s = signal.Signals(int(sig))
         return CAUSES.get(s, s.name)
     return f"exit code {int(row['exit_code'])}" if pd.notna(row["exit_code"]) else "ended"
+
+
+def _reporter(launcher: str) -> str:
+    """Who said how the worker ended: its launcher, or its own signal handler (a crash's backtrace)."""
+    return f"its own signal handler ({launcher}'s)" if launcher in REPORTERS else f"the launcher ({launcher})"
 
 
 class WorkerExit(LogDetector):
@@ -74,7 +80,11 @@ class WorkerExit(LogDetector):
         who = f"Rank {rank}" if rank is not None else "A worker"
         whose = f"{'rank ' + str(rank) if rank is not None else 'that worker'}'s"
         action = (
-            f"Look at {whose} host at that time: the kernel log (dmesg: 'Out of memory: Killed process'), the "
+            f"Read the backtrace its signal handler printed (line {int(first['line'])}): below the handler's own "
+            "frames (libucs, libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS "
+            "in a container is most often /dev/shm full (--shm-size, --ipc=host)."
+            if first["launcher"] in REPORTERS
+            else f"Look at {whose} host at that time: the kernel log (dmesg: 'Out of memory: Killed process'), the "
             "scheduler's record of the job (time and memory limits), and the worker's own last lines."
             if signalled or pd.isna(first["exit_code"])
             else f"Read {whose} own last lines (its traceback or error message): it ended by itself with exit code "
@@ -103,7 +113,7 @@ class WorkerExit(LogDetector):
                 severity=Severity.CRITICAL,
                 title=f"{who} died{where}: {_how(first).split(':')[0]}{code}",
                 summary=(
-                    f"{first['file']}: the launcher ({first['launcher']}) reports that {who.lower()}{where} ended "
+                    f"{first['file']}: {_reporter(first['launcher'])} reports that {who.lower()}{where} ended "
                     f"first: {_how(first)}. The job stopped because of it."
                 ),
                 detector=self.name,

@@ -150,7 +150,7 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
         return False
     if p._autotune_layout is not None and chunk.autotune_lines:  # lines the CSV before the cut would read
         return False
-    if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic, p._mpi_exit)):  # goes on
+    if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic, p._mpi_exit, p._crash)):
         return False
     recent = p._framework
     if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
@@ -206,6 +206,8 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         p._elastic = replace(chunk._elastic, since=chunk._elastic.since + base)
     if chunk._mpi_exit is not None:
         p._mpi_exit = replace(chunk._mpi_exit, since=chunk._mpi_exit.since + base)
+    if chunk._crash is not None:
+        p._crash = replace(chunk._crash, since=chunk._crash.since + base)
     if chunk._torch_cut is not None:  # its row was shifted with the errors above
         at, first, row = chunk._torch_cut
         p._torch_cut = (at + base, first, row)

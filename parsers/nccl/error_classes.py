@@ -21,27 +21,11 @@ from parsers.nccl.cuda_errors import cuda_advice
 from parsers.nccl.net_plugins import benign_plugin_warn
 from parsers.shapes import Schema
 
-CLASSES = (
-    "ib_completion_error",
-    "ibv_setup_failure",
-    "socket_error",
-    "cuda_oom",
-    "cuda_error",
-    "shm_exhausted",
-    "topology_error",
-    "collective_mismatch",
-    "remote_process_exited",
-    "system_error",
-    "internal_error",
-    "invalid_usage",
-    "shm_permission",
-    "shm_missing",
-    "config_error",
-    "plugin_probe",
-    "unique_id_exchange",
-    "watchdog_stuck",
-    "wrong_results",
-    "gpu_fault",
+#: the root-cause classes, in the order the report's schema lists them
+CLASSES = tuple(
+    """ib_completion_error ibv_setup_failure socket_error cuda_oom cuda_error shm_exhausted topology_error
+    collective_mismatch remote_process_exited system_error internal_error invalid_usage shm_permission shm_missing
+    config_error plugin_probe unique_id_exchange watchdog_stuck wrong_results gpu_fault nccl_crash""".split()
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -394,6 +378,11 @@ _CODE_REMEDIATION = {
     "its collectives: the fault is in whatever ran on that GPU (a kernel of the job's own as much as NCCL's). Rerun "
     "with CUDA_LAUNCH_BLOCKING=1 to stop at the kernel that faulted; look for Xid errors in dmesg (13, 31, 43: a "
     "kernel's bad access; 48, 63, 64, 74, 79, 94, 95: ECC, NVLink or a GPU lost) and drain the node if they recur.",
+    "nccl_crash": "The process crashed inside NCCL's code (its library, or a plugin's NCCL loaded): a bug of that "
+    "build, or memory NCCL was given that was freed or overwritten. Upgrade NCCL (and the plugin whose library is in "
+    "the backtrace); known crashers: RAS in 2.26-2.29 (NCCL_RAS_ENABLE=0) and profiler plugins (unset "
+    "NCCL_PROFILER_PLUGIN). UCX's frames at the top are its signal handler, not the cause. Report it to NCCL with the "
+    "backtrace and an NCCL_DEBUG=INFO log.",
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",

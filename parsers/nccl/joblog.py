@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from parsers.nccl.crashes import CRASH_HINTS
 from parsers.nccl.rows import ExitRow, PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
@@ -138,8 +139,7 @@ SIGNAL_HINTS = (
     ELASTIC_OTHERS,
     MPI_FIRST_EXIT,
     OUT_OF_BOUNDS_HINT,
-    *HEARTBEAT_HINTS,
-    WATCHDOG_EXCEPTION_HINT,
+    *(*HEARTBEAT_HINTS, WATCHDOG_EXCEPTION_HINT, *CRASH_HINTS),  # the ends of a watchdog, of a process
     *STALL_HEADS,
     STALL_WARNING,
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import joblog, reports, rows
+from parsers.nccl import crashes, joblog, reports, rows
 from parsers.nccl.failures import Failures
 
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
@@ -30,6 +30,8 @@ WRAPPED_READINGS = 8
 #: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
 _LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
 #: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
+#: what opens a process's report of its crash: two plain tests, not a loop (most lines of a log come here)
+_UCX_OPENS, _OMPI_OPENS = crashes.CRASH_HINTS
 FRAMEWORK_LINES = 6
 
 
@@ -67,6 +69,7 @@ class JobTexts:
         self._wrapped: tuple[int, list[str], str] | None = None  # a watchdog line hard-wrapped: its readings so far
         self._elastic: ElasticEntry | None = None  # a torchelastic summary being read
         self._mpi_exit: MpiExit | None = None  # Open MPI's report of the first non-zero exit being read
+        self._crash: crashes.Crash | None = None  # a process's report of the signal that killed it, being read
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
@@ -228,7 +231,41 @@ class JobTexts:
             self.exits.append(ended)
         return True
 
-    # -- Open MPI's first non-zero exit ----------------------------------------------------
+    # -- a worker's end: Open MPI's first non-zero exit, a process's report of its crash --------
+    def _end_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of a report of a worker's end that spans lines."""
+        return self._mpi_exit_text(line, lineno) or self._crash_text(line, lineno)
+
+    def _crash_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of a process's report of the signal that killed it: its first line, its signal,
+        a frame of its backtrace, its last line (lines of the process's own prefix are all its)."""
+        if (_UCX_OPENS in line or _OMPI_OPENS in line) and (opened := crashes.open_crash(line, lineno)) is not None:
+            self._end_crash()
+            self._crash = opened
+            return True
+        st = self._crash
+        if st is None:
+            return False
+        if lineno - st.since > crashes.CRASH_LINES:  # cut: what was read of it
+            self._end_crash()
+            return False
+        if crashes.END.search(line) is not None:
+            self._end_crash()
+            return True
+        frames = st.frames
+        st.read(line)
+        return st.frames > frames or (st.host is not None and f"[{st.host}:{st.pid}]" in line)
+
+    def _end_crash(self) -> None:
+        """The report read so far becomes the worker's end and, when NCCL's code was where it crashed, an error."""
+        st, self._crash = self._crash, None
+        if st is None:
+            return
+        text = st.describe()
+        self.exits.append(rows.ExitRow(st.since, st.reporter, None, st.host, st.pid, None, st.signal, text))
+        if st.in_nccl:
+            self.failures.framework(st.since, None, text[0].upper() + text[1:], None, named="nccl_crash", host=st.host)
+
     def _mpi_exit_text(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was part of Open MPI's report of the first process that exited with a non-zero
         code: its opening sentence, the rest of it, the process's name (its rank) and its exit code."""

@@ -275,12 +275,13 @@ class JobLogParser(RecordFacts, JobTexts):
         """Whether no job-log signal of the lines before goes on into the next: a line without any of
         :data:`joblog.SIGNAL_HINTS` and with fewer separators than an autotune header or row has is then no
         signal."""
-        return (
+        return (  # called for most lines the compiled reader reads: plain ands, no tuple, no generator
             self._await_last is None
             and self._wrapped is None
             and self._torch_cut is None
             and self._elastic is None
             and self._mpi_exit is None
+            and self._crash is None
             and not self._in_stall
         )
 
@@ -290,7 +291,7 @@ class JobLogParser(RecordFacts, JobTexts):
             return True
         if self._elastic_text(line, lineno):
             return True
-        if self._mpi_exit_text(line, lineno):
+        if self._end_text(line, lineno):  # Open MPI's first non-zero exit, a process's report of its crash
             return True
         if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
@@ -354,6 +355,7 @@ class JobLogParser(RecordFacts, JobTexts):
     # -- end ------------------------------------------------------------------------
     def _finish(self) -> None:
         fold_fast_colls(self)
+        self._end_crash()  # a report the log ends in: what was read of it
         self.failures.settle(
             self.procs,
             min((w["line"] for w in self.watchdog), default=None),
