@@ -206,6 +206,8 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         p._elastic = replace(chunk._elastic, since=chunk._elastic.since + base)
     if chunk._mpi_exit is not None:
         p._mpi_exit = replace(chunk._mpi_exit, since=chunk._mpi_exit.since + base)
+    if chunk.progressed:
+        p.progressed = chunk.progressed + base
     if chunk._crash is not None:
         p._crash = replace(chunk._crash, since=chunk._crash.since + base)
     if chunk._torch_cut is not None:  # its row was shifted with the errors above

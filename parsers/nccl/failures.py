@@ -158,13 +158,15 @@ class Failures:
         procs: Mapping[tuple[str | None, int | None], ProcessState],
         timed_out: int | None = None,
         exited: int | None = None,
+        progressed: int = 0,
     ) -> None:
         """Declassify the chains after which their process went on normally (failed probes), the
         plugins that stepped aside and the shutdown noise (also a chain without a WARN logged after
         the log's first watchdog timeout, line ``timed_out``: the watchdog's teardown), let
         framework reports inherit the class of NCCL's first classified error (they are its
         consequence, not a cause of their own), and mark the probes' failures that nothing after
-        them confirms (``exited``: the line of the log's first worker exit)."""
+        them confirms (``exited``: the line of the log's first worker exit; ``progressed``: the last line that shows
+        every process went on, nccl-tests' results)."""
         warned = {(e["host"], e["pid"]) for e in self.errors if e["level"] == "WARN" and e["class"] is not None}
         for err in self.errors:
             if (
@@ -184,7 +186,7 @@ class Failures:
                 and (err["host"], err["pid"]) not in warned
             ):
                 err["class"], err["remediation"] = None, TEARDOWN_NOTE
-            went_on = proc.progress_line > err["line"]
+            went_on = max(proc.progress_line, progressed) > err["line"]
             if err["level"] == "WARN" and (0 < proc.network_line < err["line"] or _connecting(err["chain"])):
                 err.pop("_plugin", None)  # after its process chose a network, or while it connected: not a probe's
                 err.pop("_probe", None)
@@ -194,7 +196,11 @@ class Failures:
                 err["level"] == "WARN"
                 and went_on
                 and _source(err["src"]) in IB_WRAPPERS
-                and (proc.verbs_missing or (proc.network is not None and not proc.network.startswith("IB")))
+                and (
+                    proc.verbs_missing
+                    or (proc.network is not None and not proc.network.startswith("IB"))
+                    or progressed > err["line"]  # the job's collectives completed: what it probed was not needed
+                )
             ):
                 err["class"], err["remediation"] = None, WRAPPER_PROBE_NOTE
             if "_plugin" in err:

@@ -70,6 +70,7 @@ class JobTexts:
         self._elastic: ElasticEntry | None = None  # a torchelastic summary being read
         self._mpi_exit: MpiExit | None = None  # Open MPI's report of the first non-zero exit being read
         self._crash: crashes.Crash | None = None  # a process's report of the signal that killed it, being read
+        self.progressed = 0  # the last line that shows every process of the job went on (nccl-tests' results)
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
@@ -129,9 +130,13 @@ class JobTexts:
         if joblog.WATCHDOG_EXCEPTION_HINT in line and (fault := reports.parse_watchdog_exception(line)) is not None:
             self._framework_error(fault, line, lineno, None)  # the watchdog met a CUDA error: the GPU faulted
             return True
-        if joblog.OUT_OF_BOUNDS_HINT in line and (wrong := reports.parse_out_of_bounds(line)) is not None:
-            self._framework_error(wrong, line, lineno, None)  # nccl-tests found wrong results: a cause of its own
-            return True
+        if joblog.OUT_OF_BOUNDS_HINT in line:
+            if (wrong := reports.parse_out_of_bounds(line)) is not None:
+                self._framework_error(wrong, line, lineno, None)  # nccl-tests found wrong results: a cause of its own
+                return True
+            if reports.NCCL_TESTS_OK.search(line) is not None:
+                self.progressed = lineno  # nccl-tests' collectives completed, right, on every rank: the job went on
+                return True
         if reports.UNIQUE_ID_HINT in line and (fetch := reports.parse_unique_id(line)) is not None:
             self._framework_error(fetch, line, lineno, None)  # a rank never got its communicator's unique id
             return True

@@ -356,11 +356,11 @@ class JobLogParser(RecordFacts, JobTexts):
     def _finish(self) -> None:
         fold_fast_colls(self)
         self._end_crash()  # a report the log ends in: what was read of it
-        self.failures.settle(
-            self.procs,
+        timed_out, exited = (
             min((w["line"] for w in self.watchdog), default=None),
             min((e.line for e in self.exits), default=None),
         )
+        self.failures.settle(self.procs, timed_out, exited, self.progressed)
         self.watchdog = joblog.fold_restated(self.watchdog)
         self.exits = joblog.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)

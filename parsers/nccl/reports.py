@@ -242,6 +242,8 @@ def parse_watchdog_exception(line: str) -> FrameworkError | None:
 #: nccl-tests' check of the results (``-c 1``, the default): ``# Out of bounds values : 3 FAILED`` when any value was
 #: wrong (``0 OK`` otherwise); each row's ``#wrong`` column counts them per size and placement
 OUT_OF_BOUNDS = re.compile(r"# Out of bounds values : (?P<n>\d+) FAILED")
+#: nccl-tests found every value right at the end of its run: its collectives completed on every rank
+NCCL_TESTS_OK = re.compile(r"# Out of bounds values : 0 OK")
 
 
 def parse_out_of_bounds(line: str) -> FrameworkError | None:

@@ -189,3 +189,20 @@ def test_healthy_logs_cut_after_each_warn_get_no_critical_finding(corpus: Path, 
             critical = [f["title"] for f in doc["findings"] if f["severity"] == "critical"]
             assert not critical, (path.name, end, lines[end - 1][:120], critical)
     assert cuts > 200
+
+
+NCCL_TESTS_END = (  # nccl-tests' end of run: its collectives completed on every rank, and their values were checked
+    "   134217728      33554432     float     sum      -1   5190.8   25.86   25.86      0   5186.6   25.88   25.88      0\n"
+    "# Out of bounds values : {wrong}\n"
+    "# Avg bus bandwidth    : 8.62002 \n"
+)
+
+
+@pytest.mark.parametrize("probe", [OFI_OLD, OFI_NEW, WRAPPER_23, WRAPPER_229])
+def test_a_probe_failure_before_nccl_tests_results_is_no_failure(probe: str) -> None:
+    """With NCCL_DEBUG=WARN nothing of NCCL's own says it went on; nccl-tests' checked results do."""
+    _, t = parse(probe + NCCL_TESTS_END.format(wrong="0 OK"))
+    assert [e["class"] for e in t.get("nccl_errors", [])] == [None]  # kept, with the note that it was a probe
+    _, t = parse(probe + NCCL_TESTS_END.format(wrong="3 FAILED"))
+    classes = [e["class"] for e in t["nccl_errors"]]
+    assert classes[-1] == "wrong_results" and all(c is not None for c in classes)  # no evidence that it went on
