@@ -23,7 +23,8 @@ from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import _lines as reader
 from parsers.nccl import joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
-from parsers.nccl.failures import ERROR_LIMIT, Failures
+from parsers.nccl.closing import closing_issues
+from parsers.nccl.failures import Failures
 from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.messages import classify_once
 from parsers.nccl.process import ProcessState, bare_versions
@@ -365,45 +366,7 @@ class JobLogParser(RecordFacts, JobTexts):
         self.exits = joblog.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)
         self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
-        if self.counts["foreign"]:
-            self.sink.add(
-                IssueSeverity.INFO,
-                "log.foreign_lines",
-                f"{self.counts['foreign']} line(s) carry no NCCL record and no job-log signal "
-                "(application output, launcher banners): counted, not analysed",
-                count=self.counts["foreign"],
-            )
-        if self.failures.unkept:
-            self.sink.add(
-                IssueSeverity.DATA_LOSS,
-                "log.errors_not_kept",
-                f"{self.failures.unkept:,} NCCL error record(s) after the first {ERROR_LIMIT:,} were counted, not "
-                "kept (a retry loop or every rank repeating one failure): the report reads the first ones, where "
-                "the causes are",
-                count=self.failures.unkept,
-            )
-        if self.counts["doubled"]:
-            self.sink.add(
-                IssueSeverity.INFO,
-                "log.doubled_columns",
-                f"{self.counts['doubled']} line(s) held the same record twice (a CloudWatch-style "
-                "export with repeated columns): read once",
-                count=self.counts["doubled"],
-            )
-        if not self.counts["records"] and (self.failures.errors or self.versions):  # a framework's texts only
-            self.sink.add(
-                IssueSeverity.INFO,
-                "log.no_nccl_records",
-                "no NCCL_DEBUG record in this file: what it says of NCCL comes from the framework's own texts "
-                "(an error report, a version line); NCCL_DEBUG=INFO adds NCCL's own account (transports, errors)",
-            )
-        elif not self.counts["records"] and not (self.watchdog or self.stalls or self.autotune or self.exits):
-            self.sink.add(
-                IssueSeverity.INFO,
-                "log.no_signals",
-                "no NCCL record, watchdog timeout, stall warning or autotune row in this file "
-                "(was NCCL_DEBUG=INFO set?)",
-            )
+        closing_issues(self)
 
     @property
     def info(self) -> rows.LogFacts:

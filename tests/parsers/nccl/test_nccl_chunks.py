@@ -172,10 +172,10 @@ def test_a_flood_of_errors_keeps_the_first_and_counts_the_rest(tmp_path: Path, m
     """64 ranks repeating one IB completion error in turn (no line repeats the one before it): past
     ERROR_LIMIT (2 M such lines took 7.5 GB) a WARN is counted, not kept, in one pass and in chunks alike."""
     import parsers.nccl.chunks as chunks_module
+    import parsers.nccl.closing as closing
     import parsers.nccl.failures as failures
-    import parsers.nccl.parser as parser_module
 
-    for module in (failures, chunks_module, parser_module):
+    for module in (failures, chunks_module, closing):
         monkeypatch.setattr(module, "ERROR_LIMIT", 50)
     lines = [
         f"node{p % 8}:{1000 + p}:{2000 + p} [{p % 8}] transport/net_ib.cc:1294 NCCL WARN NET/IB : Got completion "
