@@ -59,6 +59,18 @@ _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "GPU access (--gpus, the device plugin) and that local ranks map to GPUs that exist.",
         ),
         (
+            r"'CUDA driver is a stub library'",
+            "the process loaded the CUDA toolkit's stub libcuda.so instead of the driver's: take the toolkit's "
+            "stubs directory (…/cuda/lib64/stubs) out of LD_LIBRARY_PATH, and in a container run with the NVIDIA "
+            "runtime (--gpus) so that the driver's library is mounted.",
+        ),
+        (
+            r"'forward compatibility was attempted on non supported HW'|'the provided PTX was compiled with an "
+            r"unsupported toolchain'",
+            "the CUDA runtime is newer than the driver and forward compatibility cannot bridge it here (the cuda-compat "
+            "package works on data-center GPUs only): upgrade the driver, or run an image built for its CUDA version.",
+        ),
+        (
             r"'initialization error'",
             "CUDA could not initialise in this process: a process forked after CUDA was initialised (use the 'spawn' "
             "start method), or a driver problem (nvidia-smi, dmesg).",

@@ -199,6 +199,8 @@ def test_bytes_from_a_stranger_on_the_proxy_port_are_no_failure(msg: str, strang
         ("Cuda failure 'an illegal memory access was encountered'", "enqueue.cc:1152", "CUDA_LAUNCH_BLOCKING=1"),
         ("Cuda failure 'uncorrectable ECC error encountered'", "init.cc:200", "drain this node"),
         ("Cuda failure 'all CUDA-capable devices are busy or unavailable'", "init.cc:200", "EXCLUSIVE_PROCESS"),
+        ("Cuda failure 'CUDA driver is a stub library'", "init.cc:1480", "stubs"),  # horovod#3831
+        ("Cuda failure 804 'forward compatibility was attempted on non supported HW'", "init.cc:98", "cuda-compat"),
     ],
 )
 def test_a_cuda_failure_says_what_to_change_for_its_error(msg: str, src: str, says: str) -> None:
