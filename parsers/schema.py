@@ -211,7 +211,8 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _c(
                     "source",
                     pa.string(),
-                    "info | bare line | pytorch (a version PyTorch printed) | vllm (the version vLLM says it loaded)",
+                    "info | bare line | pytorch (a version PyTorch printed) | vllm (the version vLLM says it loaded) | "
+                    "ras (the version NCCL's RAS client reports)",
                 ),
             ),
         ),

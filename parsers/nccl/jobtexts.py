@@ -94,6 +94,9 @@ class JobTexts:
             self.versions.append(rows.VersionRow(None, None, lineno, vllm["ver"], "", "vllm"))
             return True
         if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
+            if (ras := reports.RAS_VERSION.search(line)) is not None:  # NCCL's RAS client's report starts with it
+                self.versions.append(rows.VersionRow(None, None, lineno, ras["ver"], ras["cuda"], "ras"))
+                return True
             version, err = reports.parse_torch_version(line), reports.parse_torch_error(line)
             if version is not None:
                 self.versions.append(rows.VersionRow(None, None, lineno, version, "", "pytorch"))

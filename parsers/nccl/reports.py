@@ -15,6 +15,9 @@ from dataclasses import dataclass
 #: PyTorch's NCCL version texts: ``ProcessGroupNCCL environments: NCCL version: 2.21.5, …`` and the end
 #: of ``NCCL error in: FILE:LINE, <text>, NCCL version 2.18.3`` (docs/formats/nccl-log.md §5).
 TORCH_VERSION = re.compile(r"(?:ProcessGroupNCCL environments: NCCL version: |, NCCL version )(?P<ver>\d+\.\d+\.\d+)")
+#: NCCL's RAS client (``ncclras``, 2.24+) opens its report with the version of the job's NCCL: ``NCCL version 2.26.2
+#: compiled with CUDA 12.4`` (then ``CUDA runtime version 12040, driver version 12040``)
+RAS_VERSION = re.compile(r"\bNCCL version (?P<ver>\d+\.\d+\.\d+)\S* compiled with CUDA (?P<cuda>\d+\.\d+)")
 #: ``NCCL error in: FILE:LINE, <ncclGetErrorString text>, NCCL version X`` (PyTorch), or ``NCCL error: <text>, …``.
 TORCH_ERROR = re.compile(r"NCCL error(?: in: (?P<src>\S+?:\d+),|:) (?P<text>.+?), NCCL version \S+")
 #: The ncclGetErrorString texts of each result code (their 2.18.1+ suffixes follow them).

@@ -365,6 +365,24 @@ def test_the_nccl_version_vllm_says_it_loaded_is_read(line: str) -> None:
     assert p.counts["foreign"] == 0
 
 
+@pytest.mark.parametrize(
+    ("line", "version", "cuda"),
+    [
+        ("NCCL version 2.26.2 compiled with CUDA 12.4", "2.26.2", "12.4"),  # ncclras's first line (2.24+)
+        (
+            "$ ncclras -v | head\nNCCL version 2.24.3 compiled with CUDA 12.6",
+            "2.24.3",
+            "12.6",
+        ),  # the command pasted too
+    ],
+)
+def test_the_nccl_version_nccls_ras_client_reports_is_read(line: str, version: str, cuda: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    _, tables = parse(line + "\nCUDA runtime version 12040, driver version 12040\n")
+    assert [(v["version"], v["cuda"], v["source"]) for v in tables["nccl_versions"]] == [(version, cuda, "ras")]
+
+
 NCCL_TESTS_TAIL = """\
 #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
    536870912     134217728     float     sum      -1   2432.7  220.69  413.79      0   2382.4  225.35  422.54      0
