@@ -70,7 +70,7 @@ def closing_issues(p: LogState) -> None:
             "log.newest_first",
             f"the lines are newest first (line {line}: {why}), as log viewers show them: NCCL's sequences read "
             "backwards here (an error's frames before its WARN), so causes and what followed them may be swapped; "
-            "turn the file round (tac FILE > FILE.log) and analyse that",
+            "turn the file round (tac FILE > oldest-first.log) and analyse that",
         )
 
 
