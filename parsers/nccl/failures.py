@@ -21,6 +21,7 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,13 @@ STUCK_NOTE = (
     "hung), and its heartbeat monitor ended the process: a consequence of the timeout, not its cause"
 )
 
+#: the HCA's port went down (NCCL up to 2.22 prints every async event as an error; 2.28+ calls this one
+#: non-fatal): NCCL goes on when the link comes back, so what followed decides
+PORT_DOWN = re.compile(r"Got async event : port error\s*$", re.IGNORECASE)
+FLAP_NOTE = (
+    "the InfiniBand port went down and NCCL went on after it (its connections, its init or its collectives "
+    "completed): a link flap the job survived; look at the link (ibstat, the switch port's counters) if it recurs"
+)
 TEARDOWN_LINES = 50  # a chain this close before its process's Abort/Destroy line is the teardown's own
 #: the errors a log keeps (``nccl_errors`` rows, ~1 KB each): the first ones, where the root causes are;
 #: beyond them a WARN or chain is counted only. A retry loop of 64 ranks logging the same IB completion
@@ -94,6 +102,8 @@ class Failures:
             err["_plugin"] = True  # settled by whether NCCL went on
         if plugin or _source(r.src) in IB_WRAPPERS:
             err["_probe"] = True
+        if PORT_DOWN.search(r.msg):
+            err["_flap"] = True  # settled by whether NCCL went on after it
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f"{f.src} -> {f.code}" + (f" ({f.errno})" if f.errno else "") + (f" [{f.thread}]" if f.thread else "")
@@ -192,6 +202,11 @@ class Failures:
                 err.pop("_probe", None)
             if err["level"] == "chain" and went_on:
                 err["class"], err["remediation"] = None, PROBE_NOTE
+            if err.pop("_flap", False):  # an HCA port that went down: a failure only if nothing went on after it
+                if went_on:
+                    err["class"], err["remediation"] = None, FLAP_NOTE
+                else:
+                    err["_probe"] = True  # unconfirmed, unless something after it shows a failure
             if (
                 err["level"] == "WARN"
                 and went_on

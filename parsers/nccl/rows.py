@@ -165,6 +165,7 @@ ErrorRow = TypedDict(
         "unconfirmed": bool,
         "_plugin": NotRequired[bool],  # a network plugin's WARN while probing: settled by whether NCCL went on
         "_probe": NotRequired[bool],  # raised while NCCL probed its networks: unconfirmed unless confirmed later
+        "_flap": NotRequired[bool],  # an HCA port that went down: settled by whether NCCL went on
     },
 )
 """An ``nccl_errors`` row while the log is read (its chain and result code grow as frames follow)."""

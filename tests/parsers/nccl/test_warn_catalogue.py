@@ -211,3 +211,24 @@ def test_a_cuda_failure_says_what_to_change_for_its_error(msg: str, src: str, sa
 def test_a_cuda_failure_of_no_known_text_keeps_the_general_advice() -> None:
     v = verdict("Cuda failure 1 'invalid argument'", "transport/p2p.cc:598")  # not NVLS: nothing more is known
     assert v.remediation.startswith("A CUDA call failed inside NCCL") and "Here:" not in v.remediation
+
+
+PORT_DOWN = "\nh:7:9 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"  # NCCL 2.4-2.19
+PORT_DOWN_222 = "\nh:7:9 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error\n"
+WENT_ON = "h:7:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+BROKE = (
+    "\nh:7:11 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<5001> with error 12, "
+    "opcode 0, len 0, vendor err 129 (Send)\n"
+)
+
+
+@pytest.mark.parametrize("down", [PORT_DOWN, PORT_DOWN_222])
+def test_a_port_that_went_down_is_a_failure_only_if_nothing_went_on_after_it(down: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    def errors(text: str) -> list[tuple[object, ...]]:
+        return [(e["line"], e["class"], e["unconfirmed"]) for e in parse(text)[1]["nccl_errors"]]
+
+    assert errors(down + WENT_ON) == [(2, None, False)]  # a flap NCCL survived: its connections came up after it
+    assert errors(down) == [(2, "ib_completion_error", True)]  # the log ends there: nothing tells
+    assert errors(down + BROKE) == [(2, "ib_completion_error", False), (4, "ib_completion_error", False)]
