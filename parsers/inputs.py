@@ -321,7 +321,8 @@ _LOG_SIGNALS = (
             rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
             rb"sigkill_handler\] .* exits with return code = -?\d+|"  # DeepSpeed's launcher
             rb"Caught signal \d+ \([A-Z][\w ]*[:)]|"  # a process's own report of its crash: UCX's,
-            rb"\[[^\s:\[\]]+:\d+\] \*\*\* Process received signal \*\*\*"  # Open MPI's
+            rb"\[[^\s:\[\]]+:\d+\] \*\*\* Process received signal \*\*\*|"  # Open MPI's
+            rb"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception)"  # faulthandler's
         ),
         "a launcher's report of a worker's exit",
     ),

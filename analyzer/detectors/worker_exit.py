@@ -80,7 +80,10 @@ class WorkerExit(LogDetector):
         who = f"Rank {rank}" if rank is not None else "A worker"
         whose = f"{'rank ' + str(rank) if rank is not None else 'that worker'}'s"
         action = (
-            f"Read the backtrace its signal handler printed (line {int(first['line'])}): below the handler's own "
+            f"Read the Python frames its faulthandler printed (line {int(first['line'])}) and the lines just before "
+            "them: a C++ exception's 'what():', or an NCCL or CUDA error there, says why it ended."
+            if first["launcher"] == "python"
+            else f"Read the backtrace its signal handler printed (line {int(first['line'])}): below the handler's own "
             "frames (libucs, libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS "
             "in a container is most often /dev/shm full (--shm-size, --ipc=host)."
             if first["launcher"] in REPORTERS

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from parsers.inputs import CHUNK_BYTES
 from parsers.nccl.arrow_tables import log_tables
+from parsers.nccl.crashes import CRASH_LINES
 from parsers.nccl.failures import CHAIN_LINES, ERROR_LIMIT
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import ROW_LIMIT, JobLogParser
@@ -152,6 +153,8 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
         return False
     if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic, p._mpi_exit, p._crash)):
         return False
+    if p.crashed and base - p.crashed < CRASH_LINES:  # Python's report of that crash may follow the cut
+        return False
     recent = p._framework
     if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
         return False  # a result code's name or a "Last error:" that belongs to the report before the cut
@@ -208,6 +211,8 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         p._mpi_exit = replace(chunk._mpi_exit, since=chunk._mpi_exit.since + base)
     if chunk.progressed:
         p.progressed = chunk.progressed + base
+    if chunk.crashed:
+        p.crashed = chunk.crashed + base
     if chunk._crash is not None:
         p._crash = replace(chunk._crash, since=chunk._crash.since + base)
     if chunk._torch_cut is not None:  # its row was shifted with the errors above

@@ -7,7 +7,10 @@ process dies; which handler depends on what the job linked, not on NCCL:
   mapped to object at address 0x48)``, then ``==== backtrace (tid: TID) ====``, frames ``N  /lib/libx.so(fn+0x2d)
   [0x7f…]`` or ``N 0x… fn()  file:line``, and a closing line of ``=``;
 - Open MPI's: ``[HOST:PID] *** Process received signal ***``, ``[HOST:PID] Signal: Segmentation fault (11)``, frames
-  ``[HOST:PID] [ N] /lib/libx.so(+0x3533c)[0x7f…]`` and ``[HOST:PID] *** End of error message ***``.
+  ``[HOST:PID] [ N] /lib/libx.so(+0x3533c)[0x7f…]`` and ``[HOST:PID] *** End of error message ***``;
+- Python's faulthandler: ``Fatal Python error: Segmentation fault`` (``Aborted``, ``Bus error``), then the Python
+  frames of each thread; printed after UCX's report of the same crash when both handlers are loaded, and read
+  as that report's then (one end, not two).
 
 The process died on that signal: a worker's end (``worker_exits``). When frames of the backtrace are NCCL's
 (``libnccl.so``, a plugin's ``libnccl-net.so``, or a symbol ``ncclX``), NCCL's code is where it crashed: a failure
@@ -24,6 +27,9 @@ UCX_HEADER = re.compile(
     r"(?:\[(?P<host>[^\s:\[\]]+):(?P<pid>\d+)(?::\d+){1,2}\] )?Caught signal (?P<sig>\d+) \((?P<name>[A-Z][\w ]*)[:)]"
 )
 OMPI_HEADER = re.compile(r"\[(?P<host>[^\s:\[\]]+):(?P<pid>\d+)\] \*\*\* Process received signal \*\*\*")
+#: Python's faulthandler (PyTorch enables it, vLLM and Ray too): the signal by name, then the Python frames
+PY_HEADER = re.compile(r"Fatal Python error: (?P<name>Segmentation fault|Aborted|Bus error|Floating point exception)")
+PY_SIGNALS = {"Segmentation fault": 11, "Aborted": 6, "Bus error": 7, "Floating point exception": 8}
 OMPI_SIGNAL = re.compile(r"\] Signal: (?P<name>[^()\]]{1,64}?) \((?P<sig>\d+)\)")  # bounded: linear in the line
 #: a line of a backtrace: its frame's number first (behind Open MPI's ``[HOST:PID]``), then the frame
 FRAME = re.compile(r"^(?:.*?\] )?\s*\[?\s*\d{1,3}\]?\s+\S")
@@ -34,9 +40,9 @@ END = re.compile(r"^\s*={10,}\s*$|\*\*\* End of error message \*\*\*")
 #: lines a report's backtrace may take: past them it was cut
 CRASH_LINES = 120
 #: who printed a report (``worker_exits.launcher``): the process's own signal handler, not a launcher
-REPORTERS = ("ucx", "open-mpi")
+REPORTERS = ("ucx", "open-mpi", "python")
 #: what a line must hold to open a report (the compiled reader hands such lines over)
-CRASH_HINTS = ("Caught signal ", "*** Process received signal ***")
+CRASH_HINTS = ("Caught signal ", "*** Process received signal ***", "Fatal Python error: ")
 
 
 @dataclass(slots=True)
@@ -44,7 +50,7 @@ class Crash:
     """A process's report of the signal that killed it, as far as it was read."""
 
     since: int  # its first line
-    reporter: str  # ucx | open-mpi: the signal handler that printed it
+    reporter: str  # ucx | open-mpi | python: the signal handler that printed it
     host: str | None
     pid: int | None
     signal: int | None
@@ -84,4 +90,6 @@ def open_crash(line: str, lineno: int) -> Crash | None:
         return Crash(lineno, "ucx", m["host"], pid, int(m["sig"]), m["name"].strip())
     if (m := OMPI_HEADER.search(line)) is not None:
         return Crash(lineno, "open-mpi", m["host"], int(m["pid"]), None, "")
+    if (m := PY_HEADER.search(line)) is not None:
+        return Crash(lineno, "python", None, None, PY_SIGNALS[m["name"]], m["name"])
     return None

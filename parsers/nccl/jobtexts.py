@@ -30,7 +30,7 @@ WRAPPED_READINGS = 8
 #: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
 _LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
 #: what opens a process's report of its crash: two plain tests, not a loop (most lines of a log come here)
-_UCX_OPENS, _OMPI_OPENS = crashes.CRASH_HINTS
+_UCX_OPENS, _OMPI_OPENS, _PY_OPENS = crashes.CRASH_HINTS
 #: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
 FRAMEWORK_LINES = 6
 
@@ -71,6 +71,7 @@ class JobTexts:
         self._mpi_exit: MpiExit | None = None  # Open MPI's report of the first non-zero exit being read
         self._crash: crashes.Crash | None = None  # a process's report of the signal that killed it, being read
         self.progressed = 0  # the last line that shows every process of the job went on (nccl-tests' results)
+        self.crashed = 0  # the first line of the last crash report (another handler's report of it may follow)
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
 
@@ -247,9 +248,12 @@ class JobTexts:
     def _crash_text(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was part of a process's report of the signal that killed it: its first line, its signal,
         a frame of its backtrace, its last line (lines of the process's own prefix are all its)."""
-        if (_UCX_OPENS in line or _OMPI_OPENS in line) and (opened := crashes.open_crash(line, lineno)) is not None:
+        opens = _UCX_OPENS in line or _OMPI_OPENS in line or _PY_OPENS in line
+        if opens and (opened := crashes.open_crash(line, lineno)) is not None:
+            if opened.reporter == "python" and self.crashed and lineno - self.crashed <= crashes.CRASH_LINES:
+                return True  # Python's faulthandler after another handler's report of the same crash
             self._end_crash()
-            self._crash = opened
+            self._crash, self.crashed = opened, lineno
             return True
         st = self._crash
         if st is None:

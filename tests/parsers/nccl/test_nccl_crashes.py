@@ -105,3 +105,35 @@ def test_a_report_cut_by_the_end_of_the_log_or_a_chunk_is_read_as_far_as_it_goes
             merger.add(i, parse_chunk(str(path), a, b, str(path)))
         tables = {k: v.to_pylist() for k, v in merger.tables().items()}
         assert tables["worker_exits"] == one["worker_exits"] and tables["nccl_errors"] == one["nccl_errors"], size
+
+
+PYTHON = (  # Python's faulthandler, behind Ray's worker tag (vLLM#4108): the process aborted itself
+    "(RayWorkerVllm pid=7046) Fatal Python error: Aborted\n"
+    "(RayWorkerVllm pid=7046) \n"
+    "(RayWorkerVllm pid=7046) Extension modules: msgpack._cmsgpack, psutil._psutil_linux (total: 37)\n"
+)
+FAULTHANDLER = (  # Python 3.10's, after UCX's report of the same crash
+    "Fatal Python error: Segmentation fault\n\n"
+    "Current thread 0x00007f1e4f7fe740 (most recent call first):\n"
+    '  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce\n'
+)
+
+
+def test_pythons_faulthandler_is_a_workers_end_and_one_with_the_report_before_it(tmp_path: Path) -> None:
+    _, t = parse(PYTHON)
+    (end,) = t["worker_exits"]
+    assert (end["launcher"], end["signal"], end["line"]) == ("python", 6, 1) and "nccl_errors" not in t
+    (finding,) = report(tmp_path, PYTHON)["findings"]
+    assert finding["title"] == "A worker died: SIGABRT"
+    assert finding["suggestions"][0]["action"].startswith("Read the Python frames its faulthandler printed (line 1)")
+    text = "x\n" * 30 + UCX_RAW + FAULTHANDLER + "y\n" * 30
+    one = parse(text)[1]
+    assert [(e["launcher"], e["line"]) for e in one["worker_exits"]] == [("ucx", 31)]  # one crash, one end
+    path = tmp_path / "both.log"
+    path.write_bytes(text.encode())
+    for size in (60, 200, 400):  # cuts between the two handlers' reports
+        ranges = chunk_ranges(path, len(text), size)
+        merger = ChunkMerger(str(path), ranges, str(path))
+        for i, (a, b) in enumerate(ranges):
+            merger.add(i, parse_chunk(str(path), a, b, str(path)))
+        assert merger.tables()["worker_exits"].to_pylist() == one["worker_exits"], size

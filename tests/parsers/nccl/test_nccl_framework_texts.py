@@ -78,8 +78,9 @@ def test_the_last_error_names_the_cause(tmp_path: Path, text: str, cls: str, cau
     errors, findings = _errors(tmp_path, text)
     (err,) = errors  # one report: its result code's name and its Last error belong to it
     assert err["class"] == cls and err["message"].startswith(f"Last error: {cause}")
-    (f,) = findings
+    f, *more = findings  # and the worker's end, where Python's faulthandler says the process aborted
     assert f["code"] == "nccl.error" and f["labels"]["class"] == cls and cause in f["title"]
+    assert [m["code"] for m in more] == (["job.worker_exit"] if "Fatal Python error: Aborted" in text else [])
 
 
 def test_without_a_last_error_the_result_code_decides(tmp_path: Path) -> None:
