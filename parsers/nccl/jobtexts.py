@@ -29,7 +29,7 @@ WRAPPED_LINES = 4
 WRAPPED_READINGS = 8
 #: a launcher's tag at a line's start (``[rank3]:``, ``[trainer0|0]:``): its wrapped continuation carries it too
 _LINE_TAG = re.compile(r"^\[[^\]\s]{1,64}\]:\s?")
-#: what opens a process's report of its crash: two plain tests, not a loop (most lines of a log come here)
+#: what opens a process's report of its crash: plain tests, not a loop (most lines of a log come here)
 _UCX_OPENS, _OMPI_OPENS, _PY_OPENS = crashes.CRASH_HINTS
 #: lines after a framework's report of a failed NCCL call that still belong to it (result name, Last error)
 FRAMEWORK_LINES = 6
