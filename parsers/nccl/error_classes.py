@@ -220,14 +220,25 @@ PROBE_REMEDIATION = (
     "only if that transport was meant to be used; the process's 'Using network' line shows what NCCL chose."
 )
 _OOM = re.compile(r"out of memory|cudaErrorMemoryAllocation", re.IGNORECASE)
-#: the HCA's asynchronous events that are news, not failures (libibverbs' ``ibv_event_type_str`` names, which NCCL
-#: up to 2.22 prints as ``Got async event : <name>``; 2.28+ prints these as ``Got non-fatal async event``): the port
-#: came up, the subnet manager moved or re-registered, an address or key changed, a queue drained
-_IB_NEWS = re.compile(
-    r"Got async event : (?:port active|LID change|P_Key change|SM change|client reregistration|GID table change"
-    r"|communication established|send queue drained|path migrated|SRQ limit reached|last WQE reached)\s*$",
-    re.IGNORECASE,
+#: an HCA's asynchronous event as NCCL up to 2.22 prints every one, ``Got async event : <name>`` (libibverbs'
+#: ``ibv_event_type_str`` names; 2.28+ prints the non-fatal ones as ``Got non-fatal async event``)
+_ASYNC_EVENT = re.compile(r"Got async event : (?P<event>[\w ]+?)\s*$", re.IGNORECASE)
+#: the events that are news, not failures: the port came up, the subnet manager moved or re-registered, an address
+#: or key changed, a queue drained
+IB_NEWS = frozenset(
+    {"port active", "lid change", "p_key change", "sm change", "client reregistration", "gid table change"}
+    | {"communication established", "send queue drained", "path migrated", "srq limit reached", "last wqe reached"}
 )
+#: the event of an HCA port that went down: NCCL goes on when the link comes back, so what followed decides
+PORT_DOWN = "port error"
+
+
+def async_event(msg: str) -> str | None:
+    """The name (lower case) of the HCA event a WARN reports, if it reports one."""
+    m = _ASYNC_EVENT.search(msg)
+    return None if m is None else m["event"].lower()
+
+
 #: the proxy's service thread reading a connection that never said which local rank it is (localRank -1): not
 #: one of NCCL's own, so NCCL closes it and goes on (2.12+, ``proxy.cc``)
 _STRANGER = re.compile(r"\[Service thread\] Unknown command -?\d+ from localRank -1\s*$")
@@ -250,7 +261,7 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     plugin = benign_plugin_warn(msg, src)
     if plugin is not None:
         return Verdict("plugin_probe", True, False, f"{plugin.project} prints this on its normal path: not an error")
-    if _IB_NEWS.search(msg):
+    if async_event(msg) in IB_NEWS:
         return Verdict("ib_completion_error", True, False, IB_NEWS_NOTE)
     if _STRANGER.search(msg):
         return Verdict("internal_error", True, False, STRANGER_NOTE)

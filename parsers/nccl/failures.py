@@ -21,12 +21,20 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from parsers.nccl.catalogue import lookup
-from parsers.nccl.error_classes import CODE_CLASS, OFI_REMEDIATION, classify_chain, remediation, shm_class, verdict
+from parsers.nccl.error_classes import (
+    CODE_CLASS,
+    OFI_REMEDIATION,
+    PORT_DOWN,
+    async_event,
+    classify_chain,
+    remediation,
+    shm_class,
+    verdict,
+)
 from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
@@ -66,9 +74,6 @@ STUCK_NOTE = (
     "hung), and its heartbeat monitor ended the process: a consequence of the timeout, not its cause"
 )
 
-#: the HCA's port went down (NCCL up to 2.22 prints every async event as an error; 2.28+ calls this one
-#: non-fatal): NCCL goes on when the link comes back, so what followed decides
-PORT_DOWN = re.compile(r"Got async event : port error\s*$", re.IGNORECASE)
 FLAP_NOTE = (
     "the InfiniBand port went down and NCCL went on after it (its connections, its init or its collectives "
     "completed): a link flap the job survived; look at the link (ibstat, the switch port's counters) if it recurs"
@@ -102,7 +107,7 @@ class Failures:
             err["_plugin"] = True  # settled by whether NCCL went on
         if plugin or _source(r.src) in IB_WRAPPERS:
             err["_probe"] = True
-        if PORT_DOWN.search(r.msg):
+        if async_event(r.msg) == PORT_DOWN:  # NCCL up to 2.22 prints it as an error; 2.28+ calls it non-fatal
             err["_flap"] = True  # settled by whether NCCL went on after it
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
