@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from typing import AnyStr, NamedTuple
 
 #: A prefix stripped by the user down to the device: ``[3] NCCL INFO ...``.
 STRIPPED = re.compile(r"^\s*\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN)(?: |$)")
@@ -52,7 +52,8 @@ def clean_paste(text: str) -> str:
     return text
 
 
-def _link_text(m: re.Match[str]) -> str:
+def _link_text(m: re.Match[AnyStr]) -> AnyStr:
+    """The text of an automatic link (Markdown's or Slack's form), as str or bytes."""
     return m[1] or m[2]
 
 
@@ -69,12 +70,8 @@ def clean_bytes(data: bytes) -> bytes:
     if b"&" in data and ENTITY_BYTES.search(data):
         data = ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
     if b"](http" in data or b"<http" in data:  # a link's text is a run of its own bytes: what is left stays valid
-        data = AUTOLINK_BYTES.sub(_link_bytes, data)
+        data = AUTOLINK_BYTES.sub(_link_text, data)
     return data
-
-
-def _link_bytes(m: re.Match[bytes]) -> bytes:
-    return m[1] or m[2]
 
 
 #: NCCL 2.26+ default timestamp at the end of ``outer``.
