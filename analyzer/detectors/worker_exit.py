@@ -54,6 +54,31 @@ def _reporter(launcher: str) -> str:
     return f"its own signal handler ({launcher}'s)" if launcher in REPORTERS else f"the launcher ({launcher})"
 
 
+def _action(first: pd.Series, whose: str, signalled: bool) -> str:
+    """What to read first about the end of ``first`` (``whose``: that worker, in words)."""
+    line = int(first["line"])
+    if first["launcher"] == "python":
+        return (
+            f"Read the Python frames its faulthandler printed (line {line}) and the lines just before them: a C++ "
+            "exception's 'what():', or an NCCL or CUDA error there, says why it ended."
+        )
+    if first["launcher"] in REPORTERS:
+        return (
+            f"Read the backtrace its signal handler printed (line {line}): below the handler's own frames (libucs, "
+            "libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS in a container is "
+            "most often /dev/shm full (--shm-size, --ipc=host)."
+        )
+    if signalled or pd.isna(first["exit_code"]):
+        return (
+            f"Look at {whose} host at that time: the kernel log (dmesg: 'Out of memory: Killed process'), the "
+            "scheduler's record of the job (time and memory limits), and the worker's own last lines."
+        )
+    return (
+        f"Read {whose} own last lines (its traceback or error message): it ended by itself with exit code "
+        f"{int(first['exit_code'])}, not by a signal, so the program said why before it exited."
+    )
+
+
 class WorkerExit(LogDetector):
     name = "worker_exit"
     code = CODE
@@ -79,20 +104,7 @@ class WorkerExit(LogDetector):
         code = "" if pd.isna(first["exit_code"]) or not signalled else f", exit code {int(first['exit_code'])}"
         who = f"Rank {rank}" if rank is not None else "A worker"
         whose = f"{'rank ' + str(rank) if rank is not None else 'that worker'}'s"
-        action = (
-            f"Read the Python frames its faulthandler printed (line {int(first['line'])}) and the lines just before "
-            "them: a C++ exception's 'what():', or an NCCL or CUDA error there, says why it ended."
-            if first["launcher"] == "python"
-            else f"Read the backtrace its signal handler printed (line {int(first['line'])}): below the handler's own "
-            "frames (libucs, libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS "
-            "in a container is most often /dev/shm full (--shm-size, --ipc=host)."
-            if first["launcher"] in REPORTERS
-            else f"Look at {whose} host at that time: the kernel log (dmesg: 'Out of memory: Killed process'), the "
-            "scheduler's record of the job (time and memory limits), and the worker's own last lines."
-            if signalled or pd.isna(first["exit_code"])
-            else f"Read {whose} own last lines (its traceback or error message): it ended by itself with exit code "
-            f"{int(first['exit_code'])}, not by a signal, so the program said why before it exited."
-        )
+        action = _action(first, whose, signalled)
         after = bad.iloc[1:]
         # the same end reported again (a launcher's summary of an end it streamed, in another file)
         after = after[~((after["rank"] == first["rank"]) & (after["exit_code"] == first["exit_code"]))]

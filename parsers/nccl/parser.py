@@ -127,8 +127,19 @@ class JobLogParser(RecordFacts, JobTexts):
 
     def kept_rows(self) -> int:
         """The rows this log keeps for its tables until it ends (what its memory grows with)."""
-        kept: tuple[Sized, ...] = (self.failures.errors, self.comm_ranks, self.versions, self._bare_versions)
-        return sum(map(len, (*kept, self.env, self.watchdog, self.stalls, self.exits, self.autotune, self.pg_members)))
+        kept: tuple[Sized, ...] = (
+            self.failures.errors,
+            self.comm_ranks,
+            self.versions,
+            self._bare_versions,
+            self.env,
+            self.watchdog,
+            self.stalls,
+            self.exits,
+            self.autotune,
+            self.pg_members,
+        )
+        return sum(map(len, kept))
 
     def stop(self, lineno: int) -> None:
         """Read no more of this log (its kept rows passed :data:`ROW_LIMIT` at line ``lineno``): what was
