@@ -81,23 +81,9 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
     if p.env:
         cols["nccl_env"] = _columns(p.env, EnvRow._fields)
     if p.failures.errors:
-        names = [
-            "host",
-            "pid",
-            "tid",
-            "line",
-            "level",
-            "class",
-            "src",
-            "message",
-            "chain",
-            "result_code",
-            "remediation",
-            "time",
-            "consequence",
-            "unconfirmed",
-        ]
-        cols["nccl_errors"] = _dict_columns(p.failures.errors, names)
+        cols["nccl_errors"] = {  # the column ``class`` is the row's ``cls`` (a Python keyword)
+            column: [getattr(e, field) for e in p.failures.errors] for column, field in ERROR_COLUMNS.items()
+        }
     if p.colls:
         in_order = sorted(p.colls.items(), key=lambda kc: kc[1].first_line)  # as the file first shows each, by
         # whichever path its lines took (a block dense in COLL lines is read by one regex, others line by line)
@@ -144,6 +130,28 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             },
         }
     return cols.tables
+
+
+#: the ``nccl_errors`` columns and the :class:`~parsers.nccl.rows.ErrorRow` fields they hold
+ERROR_COLUMNS = {
+    name: "cls" if name == "class" else name
+    for name in (
+        "host",
+        "pid",
+        "tid",
+        "line",
+        "level",
+        "class",
+        "src",
+        "message",
+        "chain",
+        "result_code",
+        "remediation",
+        "time",
+        "consequence",
+        "unconfirmed",
+    )
+}
 
 
 class _Built:

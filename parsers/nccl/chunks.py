@@ -156,11 +156,11 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
     if p.crashed and base - p.crashed < CRASH_LINES:  # Python's report of that crash may follow the cut
         return False
     recent = p._framework
-    if recent is not None and any(n + base - recent["line"] <= FRAMEWORK_LINES for n in chunk.framework_orphans):
+    if recent is not None and any(n + base - recent.line <= FRAMEWORK_LINES for n in chunk.framework_orphans):
         return False  # a result code's name or a "Last error:" that belongs to the report before the cut
     for key, lineno in chunk.failures.chain_orphans:  # frames that may continue a WARN of an earlier chunk
         err = p.failures.open_error.get(key)
-        if err is not None and lineno + base - err["line"] <= CHAIN_LINES:
+        if err is not None and lineno + base - err.line <= CHAIN_LINES:
             return False
     return True
 
@@ -179,7 +179,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     for _, work in chunk.work_orphans:  # "detected by watchdog at work" of a timeout of an earlier chunk
         p.open_timeouts.attach(p.watchdog, work)
     for err in chunk.failures.errors:
-        err["line"] += base  # open_error holds the same dicts
+        err.line += base  # open_error holds the same dicts
     kept = chunk.failures.errors[: max(ERROR_LIMIT - len(p.failures.errors), 0)]  # the first, as one pass keeps
     p.failures.errors += kept
     p.failures.unkept += chunk.failures.unkept + len(chunk.failures.errors) - len(kept)

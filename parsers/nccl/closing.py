@@ -61,7 +61,7 @@ def closing_issues(p: LogState) -> None:
             "log.no_signals",
             "no NCCL record, watchdog timeout, stall warning or autotune row in this file (was NCCL_DEBUG=INFO set?)",
         )
-    stamped = [((e["host"], e["pid"]), e["line"], e["time"]) for e in p.failures.errors if e["time"]]
+    stamped = [((e.host, e.pid), e.line, e.time) for e in p.failures.errors if e.time]
     backwards = newest_first(p.comm_ranks, stamped)
     if backwards is not None:
         line, why = backwards

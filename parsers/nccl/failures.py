@@ -22,6 +22,7 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from sys import intern
 from typing import TYPE_CHECKING
 
 from parsers.nccl.catalogue import lookup
@@ -101,30 +102,30 @@ class Failures:
         network: a probe, which NCCL may go on after)."""
         v = verdict(r.msg, r.src)
         err = self._open(r, lineno, "WARN", None if v.benign else v.cls, r.src, r.msg.strip(), v.remediation)
-        err["consequence"] = v.consequence
+        err.consequence = v.consequence
         plugin = r.msg.lstrip().startswith("NET/OFI")
         if plugin:
-            err["_plugin"] = True  # settled by whether NCCL went on
+            err.plugin = True  # settled by whether NCCL went on
         if plugin or _source(r.src) in IB_WRAPPERS:
-            err["_probe"] = True
+            err.probe = True
         if async_event(r.msg) == PORT_DOWN:  # NCCL up to 2.22 prints it as an error; 2.28+ calls it non-fatal
-            err["_flap"] = True  # settled by whether NCCL went on after it
+            err.flap = True  # settled by whether NCCL went on after it
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f"{f.src} -> {f.code}" + (f" ({f.errno})" if f.errno else "") + (f" [{f.thread}]" if f.thread else "")
         err = self.open_error.get((r.host, r.pid, r.tid))
         if err is None:
             self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
-        if err is None or lineno - err["line"] > CHAIN_LINES:
+        if err is None or lineno - err.line > CHAIN_LINES:
             cls, fix = classify_chain(f.code, f.src)
             err = self._open(r, lineno, "chain", cls, f.src, frame, fix)
-            err["_probe"] = True  # no WARN: a probe's, or an abort unwinding, unless something after it says more
-        err["chain"].append(frame)
-        err["result_code"] = f.code
-        if err["class"] and err["class"].startswith("shm_") and f.errno:  # 2.16+ chains carry the errno
+            err.probe = True  # no WARN: a probe's, or an abort unwinding, unless something after it says more
+        err.chain.append(intern(frame))
+        err.result_code = f.code
+        if err.cls and err.cls.startswith("shm_") and f.errno:  # 2.16+ chains carry the errno
             by_errno = shm_class(f.errno)
-            if by_errno is not None and by_errno != err["class"]:
-                err["class"], err["remediation"] = by_errno, remediation(by_errno)
+            if by_errno is not None and by_errno != err.cls:
+                err.cls, err.remediation = by_errno, remediation(by_errno)
 
     def framework(
         self,
@@ -143,7 +144,7 @@ class Failures:
         records name the cause; ``cause``: a failure of its own (nccl-tests' wrong results), which keeps its class."""
         cls, fix = _code_class(result_code) if named is None else (named, remediation(named))
         err = _row(host, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
-        err["consequence"] = not cause
+        err.consequence = not cause
         self.errors.append(err)
         if last_error:
             self.last_error(err, last_error)
@@ -151,8 +152,8 @@ class Failures:
 
     def reread(self, err: ErrorRow, report: FrameworkError) -> None:
         """Framework report ``err`` read again, whole: its line was hard-wrapped and the next one completes it."""
-        err["src"], err["message"], err["result_code"] = report.src, report.message, report.result_code
-        err["class"], err["remediation"] = _code_class(report.result_code)
+        err.src, err.message, err.result_code = report.src, report.message, report.result_code
+        err.cls, err.remediation = _code_class(report.result_code)
         if report.last_error:
             self.last_error(err, report.last_error)
 
@@ -161,12 +162,12 @@ class Failures:
         """``Last error: <text>`` of a framework's report: the failed call's own words (``Bootstrap : no
         socket interface found``, ``NET/IB : Got completion … error 12``) name the cause more exactly than
         the wrapper's result code, so a text the catalogue classes gives the report its class."""
-        if not err["message"].startswith("Last error:"):  # the cause first: titles quote the start of the message
-            wrapper = err["message"].split("Last error:", 1)[0].rstrip(" .,;")
-            err["message"] = f"Last error: {text} (reported as: {wrapper})"
+        if not err.message.startswith("Last error:"):  # the cause first: titles quote the start of the message
+            wrapper = err.message.split("Last error:", 1)[0].rstrip(" .,;")
+            err.message = f"Last error: {text} (reported as: {wrapper})"
         v = verdict(text)
         if lookup(text) is not None and not v.benign:
-            err["class"], err["remediation"] = v.cls, v.remediation
+            err.cls, err.remediation = v.cls, v.remediation
 
     def settle(
         self,
@@ -182,65 +183,67 @@ class Failures:
         consequence, not a cause of their own), and mark the probes' failures that nothing after
         them confirms (``exited``: the line of the log's first worker exit; ``progressed``: the last line that shows
         every process went on, nccl-tests' results)."""
-        warned = {(e["host"], e["pid"]) for e in self.errors if e["level"] == "WARN" and e["class"] is not None}
+        warned = {(e.host, e.pid) for e in self.errors if e.level == "WARN" and e.cls is not None}
         for err in self.errors:
             if (
                 timed_out is not None
-                and err["level"] == "chain"
-                and err["line"] > timed_out
-                and (err["host"], err["pid"]) not in warned
+                and err.level == "chain"
+                and err.line > timed_out
+                and (err.host, err.pid) not in warned
             ):
-                err["class"], err["remediation"], err["consequence"] = None, WATCHDOG_NOTE, True
+                err.cls, err.remediation, err.consequence = None, WATCHDOG_NOTE, True
                 continue
-            proc = procs.get((err["host"], err["pid"]))
+            proc = procs.get((err.host, err.pid))
             if proc is None:
                 continue
             if (  # a chain without a WARN just before its process's own Abort: the abort unwinding
-                err["level"] == "chain"
-                and 0 < proc.teardown_line - err["line"] <= TEARDOWN_LINES
-                and (err["host"], err["pid"]) not in warned
+                err.level == "chain"
+                and 0 < proc.teardown_line - err.line <= TEARDOWN_LINES
+                and (err.host, err.pid) not in warned
             ):
-                err["class"], err["remediation"] = None, TEARDOWN_NOTE
-            went_on = max(proc.progress_line, progressed) > err["line"]
-            if err["level"] == "WARN" and (0 < proc.network_line < err["line"] or _connecting(err["chain"])):
-                err.pop("_plugin", None)  # after its process chose a network, or while it connected: not a probe's
-                err.pop("_probe", None)
-            if err["level"] == "chain" and went_on:
-                err["class"], err["remediation"] = None, PROBE_NOTE
-            if err.pop("_flap", False):  # an HCA port that went down: a failure only if nothing went on after it
+                err.cls, err.remediation = None, TEARDOWN_NOTE
+            went_on = max(proc.progress_line, progressed) > err.line
+            if err.level == "WARN" and (0 < proc.network_line < err.line or _connecting(err.chain)):
+                err.plugin = err.probe = (
+                    False  # after its process chose a network, or while it connected: not a probe's
+                )
+            if err.level == "chain" and went_on:
+                err.cls, err.remediation = None, PROBE_NOTE
+            if err.flap:  # an HCA port that went down: a failure only if nothing went on after it
+                err.flap = False
                 if went_on:
-                    err["class"], err["remediation"] = None, FLAP_NOTE
+                    err.cls, err.remediation = None, FLAP_NOTE
                 else:
-                    err["_probe"] = True  # unconfirmed, unless something after it shows a failure
+                    err.probe = True  # unconfirmed, unless something after it shows a failure
             if (
-                err["level"] == "WARN"
+                err.level == "WARN"
                 and went_on
-                and _source(err["src"]) in IB_WRAPPERS
+                and _source(err.src) in IB_WRAPPERS
                 and (
                     proc.verbs_missing
                     or (proc.network is not None and not proc.network.startswith("IB"))
-                    or progressed > err["line"]  # the job's collectives completed: what it probed was not needed
+                    or progressed > err.line  # the job's collectives completed: what it probed was not needed
                 )
             ):
-                err["class"], err["remediation"] = None, WRAPPER_PROBE_NOTE
-            if "_plugin" in err:
-                if went_on and err["class"] is not None:
-                    err["class"], err["remediation"] = None, PLUGIN_ASIDE_NOTE
-                elif not went_on and err["class"] is None:  # a probe that was the process's last word
-                    err["class"], err["remediation"] = "system_error", OFI_REMEDIATION
-                del err["_plugin"]
-            if proc.teardown_line and err["line"] > proc.teardown_line and err["class"] is not None:
-                err["class"], err["remediation"], err["consequence"] = None, TEARDOWN_NOTE, True
+                err.cls, err.remediation = None, WRAPPER_PROBE_NOTE
+            if err.plugin:
+                if went_on and err.cls is not None:
+                    err.cls, err.remediation = None, PLUGIN_ASIDE_NOTE
+                elif not went_on and err.cls is None:  # a probe that was the process's last word
+                    err.cls, err.remediation = "system_error", OFI_REMEDIATION
+                err.plugin = False
+            if proc.teardown_line and err.line > proc.teardown_line and err.cls is not None:
+                err.cls, err.remediation, err.consequence = None, TEARDOWN_NOTE, True
         self._confirm(procs, [x for x in (timed_out, exited) if x is not None])
-        root = next((e for e in self.errors if e["level"] != "framework" and e["class"] is not None), None)
+        root = next((e for e in self.errors if e.level != "framework" and e.cls is not None), None)
         if root is not None:
             for err in self.errors:  # the reports of a failed call (not a failure of their own: wrong results)
-                if err["level"] == "framework" and err["consequence"]:
-                    err["class"], err["remediation"] = root["class"], root["remediation"]
+                if err.level == "framework" and err.consequence:
+                    err.cls, err.remediation = root.cls, root.remediation
         for err in self.errors:  # the watchdog stuck in the abort of a collective that timed out before it
-            if err["level"] == "framework" and err["class"] == "watchdog_stuck" and timed_out is not None:
-                if err["line"] > timed_out:
-                    err["class"], err["remediation"] = None, STUCK_NOTE
+            if err.level == "framework" and err.cls == "watchdog_stuck" and timed_out is not None:
+                if err.line > timed_out:
+                    err.cls, err.remediation = None, STUCK_NOTE
 
     def _confirm(self, procs: Mapping[tuple[str | None, int | None], ProcessState], ends: list[int]) -> None:
         """Mark ``unconfirmed`` each probe's failure, and each chain without a WARN, after which its process
@@ -248,29 +251,31 @@ class Failures:
         own of another kind, no abort or destroy of its own, and no framework report, worker exit or timeout
         (lines ``ends``) anywhere after it. NCCL goes on after many such failures (it falls back to another
         network; an abort unwinds through chains), so a log that ends there does not tell whether it was fatal."""
-        probes = [e for e in self.errors if e.pop("_probe", False)]
+        probes = [e for e in self.errors if e.probe]
+        for e in probes:
+            e.probe = False
         if not probes:
             return
         probed = {id(e) for e in probes}
         # one pass each (a log keeps up to ERROR_LIMIT errors): the last failure of the job, and of each process
         # an error of another kind than a probe's
-        last_failure = max([*ends, *(e["line"] for e in self.errors if e["level"] == "framework")], default=0)
+        last_failure = max([*ends, *(e.line for e in self.errors if e.level == "framework")], default=0)
         last_other: dict[tuple[str | None, int | None], int] = {}
         for e in self.errors:
-            if e["class"] is not None and e["level"] != "framework" and id(e) not in probed:
-                who = (e["host"], e["pid"])
-                last_other[who] = max(last_other.get(who, 0), e["line"])
+            if e.cls is not None and e.level != "framework" and id(e) not in probed:
+                who = (e.host, e.pid)
+                last_other[who] = max(last_other.get(who, 0), e.line)
         for err in probes:
-            if err["class"] is None:
+            if err.cls is None:
                 continue
-            line, who = err["line"], (err["host"], err["pid"])
+            line, who = err.line, (err.host, err.pid)
             proc = procs.get(who)
             confirmed = (
                 (proc is not None and (proc.progress_line > line or proc.teardown_line > line))
                 or last_failure > line
                 or last_other.get(who, 0) > line
             )
-            err["unconfirmed"] = not confirmed
+            err.unconfirmed = not confirmed
 
     def _open(
         self, r: Record, lineno: int, level: ErrorLevel, cls: str | None, src: str | None, message: str, fix: str | None
@@ -303,23 +308,27 @@ def _row(
     time: str | None,
     result_code: int | None = None,
 ) -> ErrorRow:
-    """An ``nccl_errors`` row (its chain and result code grow as frames follow)."""
-    return {
-        "host": host,
-        "pid": pid,
-        "tid": tid,
-        "line": line,
-        "level": level,
-        "class": cls,
-        "src": src,
-        "message": message,
-        "chain": [],
-        "result_code": result_code,
-        "remediation": fix,
-        "time": time,
-        "consequence": level == "chain",
-        "unconfirmed": False,
-    }
+    """An ``nccl_errors`` row (its chain and result code grow as frames follow). Its texts are shared with
+    every other row of the same words (``sys.intern``): a retry loop repeats one WARN on every rank."""
+    return ErrorRow(
+        _shared(host),
+        pid,
+        tid,
+        line,
+        level,
+        cls,
+        _shared(src),
+        intern(message),
+        [],
+        result_code,
+        _shared(fix),
+        _shared(time),
+        level == "chain",
+    )
+
+
+def _shared(text: str | None) -> str | None:
+    return None if text is None else intern(text)
 
 
 def _connecting(chain: list[str]) -> bool:

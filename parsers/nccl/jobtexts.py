@@ -126,8 +126,8 @@ class JobTexts:
         if any(h in line for h in joblog.HEARTBEAT_HINTS) and (beat := reports.parse_heartbeat(line)) is not None:
             report, fatal = beat
             recent = self._recent_framework(lineno)
-            if fatal and recent is not None and recent["class"] == "watchdog_stuck":
-                recent["message"] += f" {report.message}"  # how long it was stuck: the same report's second line
+            if fatal and recent is not None and recent.cls == "watchdog_stuck":
+                recent.message += f" {report.message}"  # how long it was stuck: the same report's second line
             else:  # the process is ended because its watchdog was stuck
                 self._framework_error(report, line, lineno, None)
             return True
@@ -184,7 +184,7 @@ class JobTexts:
         """The framework report a line a few lines after it still belongs to (its result code's name,
         its ``Last error:``)."""
         f = self._framework
-        return f if f is not None and lineno - f["line"] <= FRAMEWORK_LINES else None
+        return f if f is not None and lineno - f.line <= FRAMEWORK_LINES else None
 
     def _framework_error(self, err: reports.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:

@@ -5,7 +5,7 @@ index by position."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, NotRequired, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from parsers.issues import IssueSeverity
 from parsers.shapes import Count
@@ -143,32 +143,32 @@ class LogFacts(TypedDict):
 
 ErrorLevel = Literal["WARN", "chain", "framework"]
 
-# "class" is a Python keyword: the functional form
-ErrorRow = TypedDict(
-    "ErrorRow",
-    {
-        "host": str | None,
-        "pid": int | None,
-        "tid": int | None,
-        "line": int,
-        "level": ErrorLevel,
-        "class": str | None,  # parsers.nccl.error_classes.CLASSES; None: benign, or declassified by what followed
-        "src": str | None,
-        "message": str,
-        "chain": list[str],
-        "result_code": int | None,
-        "remediation": str | None,
-        "time": str | None,
-        "consequence": bool,
-        # a failure NCCL often goes on after (a probe), and nothing after it in the log shows that it did not:
-        # the process's last word in an excerpt, or a real failure whose aftermath is not in the log
-        "unconfirmed": bool,
-        "_plugin": NotRequired[bool],  # a network plugin's WARN while probing: settled by whether NCCL went on
-        "_probe": NotRequired[bool],  # raised while NCCL probed its networks: unconfirmed unless confirmed later
-        "_flap": NotRequired[bool],  # an HCA port that went down: settled by whether NCCL went on
-    },
-)
-"""An ``nccl_errors`` row while the log is read (its chain and result code grow as frames follow)."""
+
+@dataclass(slots=True, eq=False)
+class ErrorRow:
+    """An ``nccl_errors`` row while the log is read (its chain and result code grow as frames follow; what
+    followed settles its class). Slots, not a dict: a log keeps up to 100,000 of them, a third of the size.
+    Compared by identity: two WARNs of the same words on the same line are two errors."""
+
+    host: str | None
+    pid: int | None
+    tid: int | None
+    line: int
+    level: ErrorLevel
+    cls: str | None  # the ``class`` column (parsers.nccl.error_classes.CLASSES); None: benign, or declassified
+    src: str | None
+    message: str
+    chain: list[str]
+    result_code: int | None
+    remediation: str | None
+    time: str | None
+    consequence: bool
+    # a failure NCCL often goes on after (a probe), and nothing after it in the log shows that it did not:
+    # the process's last word in an excerpt, or a real failure whose aftermath is not in the log
+    unconfirmed: bool = False
+    plugin: bool = False  # a network plugin's WARN while probing: settled by whether NCCL went on
+    probe: bool = False  # raised while NCCL probed its networks: unconfirmed unless confirmed later
+    flap: bool = False  # an HCA port that went down: settled by whether NCCL went on
 
 
 class WatchdogRow(TypedDict):

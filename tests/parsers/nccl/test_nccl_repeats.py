@@ -25,7 +25,7 @@ def _parse(text: str) -> JobLogParser:
 
 def test_a_line_repeated_is_read_once_and_counted() -> None:
     p = _parse("\n".join([WARN] * 50_000) + "\n")
-    assert len(p.failures.errors) == 1 and p.failures.errors[0]["line"] == 1
+    assert len(p.failures.errors) == 1 and p.failures.errors[0].line == 1
     issues = {i.code: i for i in p.sink.issues}
     assert issues["log.repeated_lines"].count == 49_999 and issues["log.repeated_lines"].severity.value == "info"
     assert p.lines == 50_000
@@ -34,7 +34,7 @@ def test_a_line_repeated_is_read_once_and_counted() -> None:
 def test_lines_that_only_look_alike_are_each_read() -> None:
     other = WARN.replace(":20000 [0]", ":20001 [0]")  # another thread: a record of its own
     p = _parse("\n".join([WARN, CHANNEL, WARN, other, other]) + "\n")
-    assert [e["line"] for e in p.failures.errors] == [1, 3, 4]  # the WARN after the CHANNEL line is new
+    assert [e.line for e in p.failures.errors] == [1, 3, 4]  # the WARN after the CHANNEL line is new
     assert {i.code: i.count for i in p.sink.issues}.get("log.repeated_lines") == 1
 
 
