@@ -34,6 +34,12 @@ SHAPES = {
     "WARN, long message": lambda n: "x:1:1 [0] misc/socket.cc:1 NCCL WARN " + "y" * n + "\n",
     "launcher prefixes": lambda n: "[1,0]<stdout>:" * (n // 14) + "\n",
     "links that are almost automatic": lambda n: "[net.cc:1](http://net.cc:2/) <http://a|b> " * (n // 42) + "\n",
+    "a rendezvous restated": lambda n: (
+        "The server socket has failed to listen on any local network address. " * (n // 69)
+        + "The client socket has failed to connect to any network address of "
+        + "h:" * (n // 2)
+        + "\n"
+    ),
     "a crash's backtrace": lambda n: (
         "[h:1] *** Process received signal ***\n" + "[h:1] Signal: " * (n // 15) + "\n 1 " + "libnccl" * (n // 7) + "\n"
     ),

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, Protocol, cast
 
+from parsers.log_signals import log_signal
+
 try:  # ISA-L inflates gzip 2-3x faster than zlib; optional.
     from isal import igzip as _gzip_impl
 except ImportError:  # pragma: no cover - depends on the environment
@@ -192,7 +194,7 @@ def sniff(path: str | Path) -> Sniffed:
         rest = body[1:].lstrip(b" \t\r\n")
         if not rest or rest.startswith(b'{"ph"') or rest.startswith(b'{"name"') or rest.startswith(b"{"):
             return Sniffed(InputKind.HOROVOD_TIMELINE, compressed, not rest, "JSON array of trace events")
-        signal = _log_signal(head)  # "[1,0]<stdout>:host:..." and "[node:0:174 ...]" logs start with '[' too
+        signal = log_signal(head)  # "[1,0]<stdout>:host:..." and "[node:0:174 ...]" logs start with '[' too
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
         if _BRACKETED_TAG.match(body):  # "[0]<stdout>:...", "[2024-05-01 10:00:00] ...": text, not JSON
@@ -220,12 +222,12 @@ def sniff(path: str | Path) -> Sniffed:
             "a JSON object that is not a PyTorch profiler trace (no schemaVersion, deviceProperties, "
             "distributedInfo or ProfilerStep; a Horovod timeline is a bare array)",
         )
-    signal = _log_signal(head)
+    signal = log_signal(head)
     if signal:
         return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
     if b"\x00" not in head and len(head) == SNIFF_BYTES:  # job stdout: NCCL may start after pip/setup output
         more, _ = read_head(path, TEXT_SNIFF_BYTES)
-        signal = _log_signal(more)
+        signal = log_signal(more)
         if signal:
             return Sniffed(InputKind.JOB_LOG, compressed, False, signal)
     if b"\x00" not in head:
@@ -278,68 +280,6 @@ _LAUNCHER_PREFIX = re.compile(rb"\[\d+(?:,\d+)?\]<std(?:out|err)>:")
 def _launcher(body: bytes) -> str:
     """A note on what the text is, when its lines carry a launcher's prefix."""
     return " (a job's output with horovodrun/mpirun '[N]<stdout>:' prefixes)" if _LAUNCHER_PREFIX.match(body) else ""
-
-
-_LOG_SIGNALS = (
-    (
-        re.compile(
-            # a host starts where the run of host characters starts: linear on a line of them
-            rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
-            rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
-            # a header cut down to its device, alone or behind a launcher's or collector's prefix
-            rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|[NR]CCL version \d+\.\d+\.\d+|"
-            # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
-            # or a WARN's source location only
-            rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)[^\S\n]*)+)?"
-            rb"(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
-            rb"NCCL (?:INFO|WARN) \S",
-            re.MULTILINE,
-        ),
-        "NCCL debug records",
-    ),
-    (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
-    (
-        re.compile(
-            rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:System call|"
-            rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
-            rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
-            rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
-            rb"remote process exited)|"  # Horovod's
-            rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
-            rb"Test NCCL failure \S+:\d+ '|# Out of bounds values : [1-9]\d* FAILED|"  # nccl-tests'
-            rb"Heartbeat monitor timed out! Process will be terminated|ProcessGroupNCCL's watchdog got stuck for \d+|"
-            rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d|"
-            rb"(?:Process group|NCCL) watchdog thread terminated with exception: (?:CUDA|HIP) error: "
-        ),
-        "a framework's report of a failed NCCL call",
-    ),
-    (
-        re.compile(
-            rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
-            rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
-            rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
-            rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
-            rb"sigkill_handler\] .* exits with return code = -?\d+|"  # DeepSpeed's launcher
-            rb"Caught signal \d+ \([A-Z][\w ]*[:)]|"  # a process's own report of its crash: UCX's,
-            rb"\[[^\s:\[\]]+:\d+\] \*\*\* Process received signal \*\*\*|"  # Open MPI's
-            rb"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception)"  # faulthandler's
-        ),
-        "a launcher's report of a worker's exit",
-    ),
-    (
-        re.compile(rb"Missing ranks:|Stalled ranks:|Stalled ops:|One or more tensors were submitted to be"),
-        "Horovod stall-inspector warnings",
-    ),
-    (re.compile(rb"hierarchical_allreduce\s*[,|]\s*hierarchical_allgather"), "a Horovod autotune log"),
-)
-
-
-def _log_signal(head: bytes) -> str | None:
-    """What makes ``head`` a job log, if anything."""
-    for rx, what in _LOG_SIGNALS:
-        if rx.search(head):
-            return what
-    return None
 
 
 def readinto_full(f: Source, view: memoryview) -> int:

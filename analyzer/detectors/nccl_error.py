@@ -24,7 +24,13 @@ from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
 #: the classes whose title names them otherwise than "NCCL <class>": failures not NCCL's own, NCCL's crash
-NOT_NCCLS = {"gpu_fault": "GPU fault", "nccl_crash": "NCCL crashed"}
+NOT_NCCLS = {
+    "gpu_fault": "GPU fault",
+    "nccl_crash": "NCCL crashed",
+    "rendezvous_unreachable": "Rendezvous store unreachable",
+    "rendezvous_port_in_use": "Rendezvous port in use",
+    "rendezvous_incomplete": "Rendezvous incomplete",
+}
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
 CONSEQUENCE_EVIDENCE = 4  # consequences cited one by one; the rest are counted

@@ -11,6 +11,7 @@ turn the file round without moving every line a finding cites, so it says so, an
 from __future__ import annotations
 
 from parsers.issues import IssueSeverity
+from parsers.nccl import rendezvous
 from parsers.nccl.arrow_tables import LogState
 from parsers.nccl.failures import ERROR_LIMIT
 from parsers.nccl.rows import CommRankRow
@@ -49,10 +50,13 @@ def closing_issues(p: LogState) -> None:
             count=counts["doubled"],
         )
     if not counts["records"] and (p.failures.errors or p.versions):  # a framework's texts only
+        never_met = all(e.cls in rendezvous.CLASSES for e in p.failures.errors) and not p.versions
         p.sink.add(
             IssueSeverity.INFO,
             "log.no_nccl_records",
-            "no NCCL_DEBUG record in this file: what it says of NCCL comes from the framework's own texts "
+            "no NCCL_DEBUG record in this file: the job ended at its rendezvous, before NCCL started"
+            if never_met and p.failures.errors
+            else "no NCCL_DEBUG record in this file: what it says of NCCL comes from the framework's own texts "
             "(an error report, a version line); NCCL_DEBUG=INFO adds NCCL's own account (transports, errors)",
         )
     elif not counts["records"] and not (p.watchdog or p.stalls or p.autotune or p.exits):

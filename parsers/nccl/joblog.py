@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from parsers.nccl.crashes import CRASH_HINTS
+from parsers.nccl.rendezvous import RENDEZVOUS_HINTS
 from parsers.nccl.rows import ExitRow, PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
@@ -94,8 +95,7 @@ MPI_FIRST_EXIT = "detected that one or more processes exited with non-zero statu
 MPI_PROCESS = re.compile(r"Process name:\s*(?:\[(?:\[\d+,\d+\]|[^\]\s]*@\d+),(?P<rank>\d+)\]|(?P<bare>\d+)\s*$)")
 MPI_EXIT_CODE = re.compile(r"Exit code:\s*(?P<code>-?\d+)\s*$")
 MPI_LINES = 8  # lines from the report's first to its exit code
-#: nccl-tests' summary of its check of the results (:func:`parsers.nccl.reports.parse_out_of_bounds`)
-OUT_OF_BOUNDS_HINT = "Out of bounds values : "
+OUT_OF_BOUNDS_HINT = "Out of bounds values : "  # nccl-tests' check of the results (reports.parse_out_of_bounds)
 #: torchelastic's summary of a failed job (``ChildFailedError``): its two sections, each entry ``[i]:`` and then
 #: ``host : H``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)`` on lines of their own, then a traceback that
 #: may take many lines; the root cause is the first failure, whatever the order the summary prints them in
@@ -140,12 +140,12 @@ SIGNAL_HINTS = (
     MPI_FIRST_EXIT,
     OUT_OF_BOUNDS_HINT,
     *(*HEARTBEAT_HINTS, WATCHDOG_EXCEPTION_HINT, *CRASH_HINTS),  # the ends of a watchdog, of a process
+    *RENDEZVOUS_HINTS,  # a job that never formed
     *STALL_HEADS,
     STALL_WARNING,
 )
 
-#: the fewest field separators (``,`` or a Markdown table's ``|``) an autotune header or row has: a line with fewer
-#: is neither
+#: the fewest field separators (``,`` or a Markdown table's ``|``) of an autotune header or row: fewer, neither
 HEADER_SEPARATORS = min(h.count(",") for h in AUTOTUNE_LAYOUTS)
 
 

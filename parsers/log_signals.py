@@ -1,0 +1,86 @@
+"""What makes a text file a job log hvd-analyze reads: the signals the sniffer looks for in its first
+bytes, each with the words that name it (:func:`parsers.inputs.sniff`).
+
+The patterns are bytes and restate, as the sniffer needs them, texts the log parsers read
+(:mod:`parsers.nccl`): the sniffer runs before any parser is loaded, and the parsers' own tests check the
+same lines on both sides.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LOG_SIGNALS = (
+    (
+        re.compile(
+            # a host starts where the run of host characters starts: linear on a line of them
+            rb"(?<![^\s:\[\]])[^\s:\[\]]+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ )?NCCL (?:INFO|WARN|TRACE|CALL)|"
+            rb"(?<![\w.-])[\w.-]+ \[\d+\] (?:\S+:\d+ )?NCCL (?:INFO|WARN)|"
+            # a header cut down to its device, alone or behind a launcher's or collector's prefix
+            rb"(?:^|(?<=[\s:>\]|)]))\[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN) \S|[NR]CCL version \d+\.\d+\.\d+|"
+            # records pasted or collected without HOST:PID:TID [DEV]: at a line's start, after a launcher's tag
+            # or a WARN's source location only
+            rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)[^\S\n]*)+)?"
+            rb"(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
+            rb"NCCL (?:INFO|WARN) \S",
+            re.MULTILINE,
+        ),
+        "NCCL debug records",
+    ),
+    (re.compile(rb"Watchdog caught collective operation timeout"), "PyTorch watchdog timeouts"),
+    (
+        re.compile(
+            rb"\bnccl(?:UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error: (?:System call|"
+            rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
+            rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
+            rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
+            rb"remote process exited)|"  # Horovod's
+            rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
+            rb"Test NCCL failure \S+:\d+ '|# Out of bounds values : [1-9]\d* FAILED|"  # nccl-tests'
+            rb"Heartbeat monitor timed out! Process will be terminated|ProcessGroupNCCL's watchdog got stuck for \d+|"
+            rb"is setting up NCCL communicator and retr(?:ie|ei)ving [Nn]cclUniqueId from \[\d+\] via c10d|"
+            rb"(?:Process group|NCCL) watchdog thread terminated with exception: (?:CUDA|HIP) error: "
+        ),
+        "a framework's report of a failed NCCL call",
+    ),
+    (
+        re.compile(
+            rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
+            rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
+            rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
+            rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
+            rb"sigkill_handler\] .* exits with return code = -?\d+|"  # DeepSpeed's launcher
+            rb"Caught signal \d+ \([A-Z][\w ]*[:)]|"  # a process's own report of its crash: UCX's,
+            rb"\[[^\s:\[\]]+:\d+\] \*\*\* Process received signal \*\*\*|"  # Open MPI's
+            rb"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception)"  # faulthandler's
+        ),
+        "a launcher's report of a worker's exit",
+    ),
+    (
+        re.compile(rb"Missing ranks:|Stalled ranks:|Stalled ops:|One or more tensors were submitted to be"),
+        "Horovod stall-inspector warnings",
+    ),
+    (re.compile(rb"hierarchical_allreduce\s*[,|]\s*hierarchical_allgather"), "a Horovod autotune log"),
+    (
+        re.compile(  # parsers.nccl.rendezvous's forms, each by its own words
+            rb"The client socket has (?:timed out after \S+ while trying to connect to|failed to connect to any network "
+            rb"address of) |\bconnect\(\) timed out\. Original timeout was \d+ ms|"
+            rb"The connection to (?:the C10d store|etcd) has failed|"
+            rb"The server socket has failed to (?:listen on any local network address|bind to \S+ \(errno: 98\b)|"
+            rb"\b(?:RuntimeError|DistNetworkError): Address already in use\s*$|"
+            rb"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined|"
+            rb"Timed out initializing process group in store based barrier on rank|"
+            rb"(?:torch\.distributed\.elastic\.rendezvous\.api\.|\"message\": \")RendezvousTimeoutError\b",
+            re.MULTILINE,
+        ),
+        "PyTorch's report of a rendezvous that failed",
+    ),
+)
+
+
+def log_signal(head: bytes) -> str | None:
+    """What makes ``head`` a job log, if anything."""
+    for rx, what in _LOG_SIGNALS:
+        if rx.search(head):
+            return what
+    return None
