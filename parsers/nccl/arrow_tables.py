@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from parsers.arrow import column
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
@@ -165,7 +166,9 @@ class _Built:
     def __setitem__(self, name: str, data: dict[str, list[Any]]) -> None:
         schema = arrow_schema(name).remove(0)  # input_id is added by the store
         data = in_column_range(self.p, name, data, schema)
-        self.tables[name] = pa.table({f.name: pa.array(data[f.name], f.type) for f in schema}, schema=schema)
+        # built from buffers, not by pa.array: its first call imports pandas (~50 MB, ~0.45 s) in a process that
+        # never uses it (an ingest's worker)
+        self.tables[name] = pa.table({f.name: column(data[f.name], f.type) for f in schema}, schema=schema)
 
 
 #: the range of each Arrow integer type a log column may have: a number outside it is input damage

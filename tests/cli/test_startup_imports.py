@@ -81,6 +81,23 @@ def test_ingest_of_a_timeline_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert (tmp_path / "store" / "manifest.json").is_file()
 
 
+def test_ingest_of_an_nccl_log_does_not_import_pandas(tmp_path: Path) -> None:
+    """The log parser's tables are built from buffers too (``parsers.arrow.column``): a worker that ingests
+    logs never imports pandas (~50 MB and ~0.45 s a process)."""
+    script = (
+        "import sys\nfrom analyzer.cli import cli\n"
+        "sys.argv = ['hvd-analyze', 'ingest', sys.argv[1], '-o', sys.argv[2], '-q']\n"
+        "try:\n    cli(prog_name='hvd-analyze')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pandas', 'parsers.nccl.parser') if m in sys.modules))\n"
+    )
+    path = ROOT / "sample_traces" / "synthetic" / "nccl_init_failure" / "job.log"
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(tmp_path / "store")], capture_output=True, text=True, check=True
+    )
+    assert res.stdout.strip().splitlines()[-1] == "['parsers.nccl.parser']"  # the log was parsed here
+    assert (tmp_path / "store" / "manifest.json").is_file()
+
+
 def test_the_collector_skips_the_imports_objects() -> None:
     """A small ``report`` ran 178 garbage collections, 170 of them over the objects its imports make
     (0.045 s of 0.7 s). ``main`` raises the collector's threshold until the command has loaded its

@@ -75,3 +75,28 @@ def test_encoded_strings_equal_arrow_encoding() -> None:
     values = ["warning", "info", "warning", "data_loss", "info"]
     assert A.encoded(values).equals(pa.array(values).dictionary_encode())
     assert A.encoded([]).to_pylist() == []
+
+
+@pytest.mark.parametrize(
+    ("values", "type"),
+    [
+        ([1, None, 3], pa.int32()),
+        ([1, 2**40, None], pa.int64()),
+        ([4, 5], pa.int32()),
+        ([None], pa.int32()),
+        ([True, None, False], pa.bool_()),
+        ([1.5, None, -2.0], pa.float64()),
+        (["a", None, "é"], pa.string()),  # not ASCII: each value encoded
+        (["a", "", "bc"], pa.string()),
+        ([None, None], pa.string()),
+        ([], pa.string()),
+        ([["a", "b"], None, []], pa.list_(pa.string())),
+        ([["é"], []], pa.list_(pa.string())),
+        ([[1, 2], [], None, [3]], pa.list_(pa.int32())),
+        ([], pa.list_(pa.int32())),
+    ],
+)
+def test_a_column_of_python_values_equals_pa_array(values: list[object], type: pa.DataType) -> None:
+    got = A.column(values, type)
+    got.validate(full=True)
+    assert got.equals(pa.array(values, type))
