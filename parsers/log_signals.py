@@ -22,7 +22,9 @@ _LOG_SIGNALS = (
             # or a WARN's source location only
             rb"^[^\S\n]*(?:\[[^\]\s]{1,64}\](?:<\w+>)?:?[^\S\n]*|(?:\([^()\n]{0,80}\bpid=\d+[^()\n]{0,80}\)[^\S\n]*)+)?"
             rb"(?:[\w./-]+\.(?:cc|cu|cpp|c|h):\d+ )?"
-            rb"NCCL (?:INFO|WARN) \S",
+            rb"NCCL (?:INFO|WARN) \S|"
+            # behind a logger's bracketed fields ("[03/16][2025-02-25 15:46:48,389] [misc/socket.cc:602] [h:pid=7]")
+            rb"^(?:[\w./-]+\.(?:log|txt|out|err):)?(?:\[[^\[\]\n]{1,80}\][^\S\n]*){1,8}NCCL (?:INFO|WARN) \S",
             re.MULTILINE,
         ),
         "NCCL debug records",

@@ -172,6 +172,29 @@ _LAUNCHER = re.compile(
 )
 
 
+#: a logger's own fields before the marker, each in brackets (``[03/16][2025-02-25 15:46:48,389] [misc/socket.cc:602]
+#: [s11gn1268:pid=3987720] NCCL WARN …``), after the file name ``grep -r`` puts before each line it found
+_FIELDS = re.compile(r"^(?:[\w./-]+\.(?:log|txt|out|err):)?(?:\[[^\[\]\n]{1,80}\][^\S\n]*){1,8}$")
+_FIELD = re.compile(r"\[([^\[\]\n]*)\]")
+#: the fields that say where the record comes from: its source location, its host and pid
+_FIELD_SRC = re.compile(r"[\w./-]+\.(?:cc|cu|cpp|c|h):\d+")
+_FIELD_PROC = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]*):pid=(?P<pid>\d{1,18})")
+
+
+def _fields(outer: str) -> Header | None:
+    """The header of a record behind a logger's bracketed fields (:data:`_FIELDS`): its host and pid, and its
+    source location, where fields say them; the fields stay its outer text."""
+    if _FIELDS.match(outer) is None:
+        return None
+    host, pid, src = "", None, None
+    for field in _FIELD.findall(outer):
+        if (proc := _FIELD_PROC.fullmatch(field)) is not None:
+            host, pid = proc["host"], int(proc["pid"])
+        elif _FIELD_SRC.fullmatch(field):
+            src = field
+    return outer, host, pid, None, None, src, None
+
+
 @lru_cache(maxsize=1 << 12)
 def _headless(head: str) -> Header | None:
     """The header of a record pasted or collected without ``HOST:PID:TID [DEV]`` (``NCCL INFO Using network
@@ -187,7 +210,7 @@ def _headless(head: str) -> Header | None:
     if dev is not None:  # "[DEV] FILE:LINE NCCL WARN": HOST:PID:TID stripped, the device kept, after any prefix
         return outer[: dev.start()], "", None, None, int(dev["dev"]), m["src"], m["func"]
     if outer.strip() and not (_LAUNCHER.match(outer) or OUTER_TS.fullmatch(outer.strip(" []:|"))):
-        return None
+        return _fields(outer) if m["src"] is None else None
     return outer, "", None, None, None, m["src"], m["func"]
 
 

@@ -144,10 +144,49 @@ def test_a_header_cut_down_to_its_device_is_read_behind_any_prefix(
         "see docs: the NCCL WARN output is printed on rank 0",
         "NCCL INFOMATION",
         "I saw (this pid=1) NCCL INFO lines",
+        "[note] read the [docs] first: NCCL INFO lines",  # brackets, then words: not a logger's fields
     ],
 )
 def test_prose_that_mentions_nccl_is_no_record(line: str) -> None:
     assert split_records(line)[0] == []
+
+
+@pytest.mark.parametrize(
+    ("line", "host", "pid", "src", "msg"),
+    [
+        (  # a logger's fields: the rank, the time, the source, the host and pid (nccl#1618)
+            "[03/16][2025-02-25 15:46:48,389] [misc/socket.cc:602] [s11gn1268:pid=3987720] NCCL WARN socketPollConnect "
+            "poll() failed, ret 1, error Connection timed out",
+            "s11gn1268",
+            3987720,
+            "misc/socket.cc:602",
+            "socketPollConnect poll() failed, ret 1, error Connection timed out",
+        ),
+        (  # the same, as grep -r found it in one rank's file
+            "rank_604.s12gn3064.log:[0604/1024][2025-02-16 22:31:34,422] [misc/socket.cc:586] [s12gn3064:pid=3942408] "
+            "NCCL WARN socketPollConnect poll() returned 1, no POLLOUT events",
+            "s12gn3064",
+            3942408,
+            "misc/socket.cc:586",
+            "socketPollConnect poll() returned 1, no POLLOUT events",
+        ),
+        (  # fields that name no process: an unknown process of the file
+            "[2025-02-25 15:46:49,112] [init.cc:1417] NCCL INFO comm 0x5612 rank 3 nranks 16 - Init COMPLETE",
+            None,
+            None,
+            "init.cc:1417",
+            "comm 0x5612 rank 3 nranks 16 - Init COMPLETE",
+        ),
+    ],
+)
+def test_a_record_behind_a_loggers_bracketed_fields_is_read_with_what_they_name(
+    tmp_path: Path, line: str, host: str | None, pid: int | None, src: str, msg: str
+) -> None:
+    (r,), _, _ = split_records(line)
+    assert (r.host, r.pid, r.src, r.msg) == (host, pid, src, msg)
+    log = tmp_path / "rank.log"
+    log.write_text(line + "\n")
+    assert sniff(log).kind is InputKind.JOB_LOG
 
 
 def test_a_headed_record_keeps_its_header() -> None:

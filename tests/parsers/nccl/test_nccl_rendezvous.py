@@ -169,7 +169,7 @@ Traceback (most recent call last):
   File "/opt/conda/bin/torchrun", line 8, in <module>
     sys.exit(main())
 torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.
-"""  # noqa: E501
+"""
 
 
 def test_a_log_of_a_job_that_never_formed_is_read_and_names_its_cause(tmp_path: Path) -> None:
