@@ -40,6 +40,7 @@ SHAPES = {
         + "h:" * (n // 2)
         + "\n"
     ),
+    "Horovod's texts restated": lambda n: "Horovod has been shut down" * (n // 26) + "Mismatched " * (n // 11) + "\n",
     "a crash's backtrace": lambda n: (
         "[h:1] *** Process received signal ***\n" + "[h:1] Signal: " * (n // 15) + "\n 1 " + "libnccl" * (n // 7) + "\n"
     ),

@@ -30,6 +30,8 @@ NOT_NCCLS = {
     "rendezvous_unreachable": "Rendezvous store unreachable",
     "rendezvous_port_in_use": "Rendezvous port in use",
     "rendezvous_incomplete": "Rendezvous incomplete",
+    "horovod_shutdown": "Horovod stopped",
+    "horovod_mismatch": "Horovod collective mismatch",
 }
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)

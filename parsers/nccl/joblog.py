@@ -20,8 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl.crashes import CRASH_HINTS
-from parsers.nccl.rendezvous import RENDEZVOUS_HINTS
+from parsers.nccl import crashes, horovod_errors, rendezvous
 from parsers.nccl.rows import ExitRow, PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
@@ -139,8 +138,8 @@ SIGNAL_HINTS = (
     ELASTIC_OTHERS,
     MPI_FIRST_EXIT,
     OUT_OF_BOUNDS_HINT,
-    *(*HEARTBEAT_HINTS, WATCHDOG_EXCEPTION_HINT, *CRASH_HINTS),  # the ends of a watchdog, of a process
-    *RENDEZVOUS_HINTS,  # a job that never formed
+    *(*HEARTBEAT_HINTS, WATCHDOG_EXCEPTION_HINT, *crashes.CRASH_HINTS),  # the ends of a watchdog, of a process
+    *(*rendezvous.RENDEZVOUS_HINTS, *horovod_errors.HOROVOD_HINTS),  # a job that never formed, or Horovod stopped
     *STALL_HEADS,
     STALL_WARNING,
 )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from parsers.nccl import crashes, joblog, reports, rows
 from parsers.nccl.failures import Failures
+from parsers.nccl.horovod_errors import parse_horovod
 from parsers.nccl.rendezvous import parse_rendezvous
 
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
@@ -137,6 +138,9 @@ class JobTexts:
             return True
         if (met := parse_rendezvous(line)) is not None:  # the job never formed: its processes did not meet
             self._framework_error(met, line, lineno, None)
+            return True
+        if (stopped := parse_horovod(line)) is not None:  # Horovod's coordinator stopped the job
+            self._framework_error(stopped, line, lineno, None)
             return True
         if joblog.OUT_OF_BOUNDS_HINT in line:
             if (wrong := reports.parse_out_of_bounds(line)) is not None:
