@@ -17,8 +17,9 @@ from parsers.arrow import column
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
+from parsers.nccl.kept import KeptRows, OutOfRange, checked
 from parsers.nccl.process import ProcessState, version_text
-from parsers.nccl.rows import CollCounter, CommRankRow, EnvRow, ExitRow, StallRow, VersionRow
+from parsers.nccl.rows import CollCounter, ExitRow, StallRow
 from parsers.schema import arrow_schema
 
 
@@ -27,8 +28,8 @@ class LogState(Protocol):
 
     sink: IssueSink
     procs: dict[tuple[str | None, int | None], ProcessState]
-    comm_ranks: list[rows.CommRankRow]
-    env: list[rows.EnvRow]
+    comm_ranks: KeptRows[rows.CommRankRow]
+    env: KeptRows[rows.EnvRow]
     failures: Failures
     colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter]
     _fast_colls: dict[tuple[str, str, str, str], rows.FastColl]
@@ -37,7 +38,7 @@ class LogState(Protocol):
     stalls: list[rows.StallRow]
     autotune: list[joblog.AutotuneRow]
     _autotune_layout: str | None
-    versions: list[rows.VersionRow]
+    versions: KeptRows[rows.VersionRow]
     counts: Counter[str]
 
 
@@ -75,12 +76,11 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             cols["nccl_connections"] = _columns(
                 conns, ("host", "pid", "kind", "detail", "net", "gdr", "connections", "first_line")
             )
-    if p.comm_ranks:
-        cols["nccl_comm_ranks"] = _columns(p.comm_ranks, CommRankRow._fields)
-    if p.versions:
-        cols["nccl_versions"] = _columns(p.versions, VersionRow._fields)
-    if p.env:
-        cols["nccl_env"] = _columns(p.env, EnvRow._fields)
+    for name, kept in (("nccl_comm_ranks", p.comm_ranks), ("nccl_versions", p.versions), ("nccl_env", p.env)):
+        if kept:
+            table, wrong = kept.table()
+            say_out_of_range(p, name, wrong)
+            cols.tables[name] = table
     if p.failures.errors:
         cols["nccl_errors"] = {  # the column ``class`` is the row's ``cls`` (a Python keyword)
             column: [getattr(e, field) for e in p.failures.errors] for column, field in ERROR_COLUMNS.items()
@@ -165,71 +165,25 @@ class _Built:
 
     def __setitem__(self, name: str, data: dict[str, list[Any]]) -> None:
         schema = arrow_schema(name).remove(0)  # input_id is added by the store
-        data = in_column_range(self.p, name, data, schema)
+        data, wrong = checked(data, schema)
+        say_out_of_range(self.p, name, wrong)
         # built from buffers, not by pa.array: its first call imports pandas (~50 MB, ~0.45 s) in a process that
         # never uses it (an ingest's worker)
         self.tables[name] = pa.table({f.name: column(data[f.name], f.type) for f in schema}, schema=schema)
 
 
-#: the range of each Arrow integer type a log column may have: a number outside it is input damage
-_INT_RANGES = {
-    pa.int8(): (-(1 << 7), (1 << 7) - 1),
-    pa.int16(): (-(1 << 15), (1 << 15) - 1),
-    pa.int32(): (-(1 << 31), (1 << 31) - 1),
-    pa.int64(): (-(1 << 63), (1 << 63) - 1),
-    pa.uint8(): (0, (1 << 8) - 1),
-    pa.uint16(): (0, (1 << 16) - 1),
-    pa.uint32(): (0, (1 << 32) - 1),
-    pa.uint64(): (0, (1 << 64) - 1),
-}
-
-
-def _in_range(value: Any, limits: tuple[int, int]) -> bool:
-    return not isinstance(value, int) or isinstance(value, bool) or limits[0] <= value <= limits[1]
-
-
-def in_column_range(p: LogState, name: str, data: dict[str, list[Any]], schema: pa.Schema) -> dict[str, list[Any]]:
-    """``data`` with every number its column's type cannot hold left out: the field emptied where the
-    column is nullable, an element dropped from a list, else the whole row dropped; each counted as a
-    parse issue naming the first (a ``[3000000000]`` device, ``nranks 2147483648``, a pid over int64)."""
-    drop: set[int] = set()
-    bad = 0
-    first: tuple[str, Any, int] | None = None
-    for f in schema:
-        limits = _INT_RANGES.get(f.type.value_type if pa.types.is_list(f.type) else f.type)
-        if limits is None:
-            continue
-        column = data[f.name]
-        for i, value in enumerate(column):
-            if pa.types.is_list(f.type) and value is not None:
-                kept = [v for v in value if _in_range(v, limits)]
-                if len(kept) == len(value):
-                    continue
-                column[i] = kept
-                wrong = next(v for v in value if not _in_range(v, limits))
-            elif _in_range(value, limits):
-                continue
-            elif f.nullable:
-                column[i], wrong = None, value
-            else:
-                drop.add(i)
-                wrong = value
-            bad += 1
-            first = first or (f.name, wrong, i)
-    if first is not None:
-        column_name, value, row = first
-        lines = data.get("line") or data.get("first_line")
-        where = f" on line {lines[row]}" if lines and isinstance(lines[row], int) else ""
-        p.sink.add(
-            IssueSeverity.DATA_LOSS,
-            "log.number_out_of_range",
-            f"{bad} number(s) too large or too small for their column (first: {name}.{column_name} = {value}{where}): "
-            "the field is left empty, or the record dropped where it cannot be",
-            count=bad,
-        )
-    if drop:
-        data = {k: [v for i, v in enumerate(col) if i not in drop] for k, col in data.items()}
-    return data
+def say_out_of_range(p: LogState, name: str, wrong: OutOfRange | None) -> None:
+    """The parse issue of the numbers table ``name`` could not hold (:func:`parsers.nccl.kept.checked`)."""
+    if wrong is None:
+        return
+    where = f" on line {wrong.line}" if wrong.line is not None else ""
+    p.sink.add(
+        IssueSeverity.DATA_LOSS,
+        "log.number_out_of_range",
+        f"{wrong.count} number(s) too large or too small for their column (first: {name}.{wrong.column} = "
+        f"{wrong.value}{where}): the field is left empty, or the record dropped where it cannot be",
+        count=wrong.count,
+    )
 
 
 def _dict_columns(rows: Sequence[Mapping[str, object]], names: Sequence[str]) -> dict[str, list[Any]]:

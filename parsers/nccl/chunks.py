@@ -184,9 +184,9 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p.failures.errors += kept
     p.failures.unkept += chunk.failures.unkept + len(chunk.failures.errors) - len(kept)
     p.failures.open_error.update(chunk.failures.open_error)
-    p.comm_ranks += [row._replace(line=row.line + base) for row in chunk.comm_ranks]
-    p.versions += [row._replace(line=row.line + base) for row in chunk.versions]
-    p.env += [row._replace(line=row.line + base) for row in chunk.env]
+    p.comm_ranks.absorb(chunk.comm_ranks, base)
+    p.versions.absorb(chunk.versions, base)
+    p.env.absorb(chunk.env, base)
     for w in chunk.watchdog:
         w["line"] += base
     p.watchdog += chunk.watchdog
@@ -219,7 +219,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
         at, first, row = chunk._torch_cut
         p._torch_cut = (at + base, first, row)
     p._previous_line = chunk._previous_line
-    p._bare_versions += [row._replace(line=row.line + base) for row in chunk._bare_versions]
+    p._bare_versions.absorb(chunk._bare_versions, base)
     p.counts.update(chunk.counts)
     for code, i in chunk.line_issues.items():
         old = p.line_issues.get(code)

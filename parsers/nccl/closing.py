@@ -10,6 +10,8 @@ turn the file round without moving every line a finding cites, so it says so, an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from parsers.issues import IssueSeverity
 from parsers.nccl import rendezvous
 from parsers.nccl.arrow_tables import LogState
@@ -81,7 +83,7 @@ def closing_issues(p: LogState) -> None:
 Who = tuple[str | None, int | None]
 
 
-def newest_first(inits: list[CommRankRow], times: list[tuple[Who, int, str]]) -> tuple[int, str] | None:
+def newest_first(inits: Iterable[CommRankRow], times: list[tuple[Who, int, str]]) -> tuple[int, str] | None:
     """Where a log shows its lines newest first, and how: :data:`NEWEST_FIRST_COMMS` communicators or more whose
     ``Init COMPLETE`` came before their ``Init START`` and none after it, or the times of each process's errors
     (``times``: process, line, time, in line order; a process's own clock, one format) stepping back at least

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from parsers.nccl import crashes, joblog, reports, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.horovod_errors import parse_horovod
+from parsers.nccl.kept import KeptRows
 from parsers.nccl.rendezvous import parse_rendezvous
 
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
@@ -61,7 +62,7 @@ class JobTexts:
 
     failures: Failures
     watchdog: list[rows.WatchdogRow]
-    versions: list[rows.VersionRow]
+    versions: KeptRows[rows.VersionRow]
     exits: list[rows.ExitRow]
 
     def _init_job_texts(self) -> None:

@@ -26,6 +26,7 @@ from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.closing import closing_issues
 from parsers.nccl.failures import Failures
 from parsers.nccl.jobtexts import JobTexts
+from parsers.nccl.kept import BARE_VERSIONS, KeptRows, table_rows
 from parsers.nccl.messages import classify_once
 from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.recordfacts import RecordFacts
@@ -61,8 +62,8 @@ class JobLogParser(RecordFacts, JobTexts):
         self.name = display_name or str(path)
         self.sink = IssueSink(self.name)
         self.procs: dict[tuple[str | None, int | None], ProcessState] = {}
-        self.comm_ranks: list[rows.CommRankRow] = []
-        self.env: list[rows.EnvRow] = []
+        self.comm_ranks = table_rows(rows.CommRankRow, "nccl_comm_ranks")
+        self.env = table_rows(rows.EnvRow, "nccl_env")
         self.failures = Failures()  # WARNs and error chains (nccl_errors)
         self.colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter] = {}
         self._fast_colls: dict[tuple[str, str, str, str], rows.FastColl] = {}
@@ -73,8 +74,8 @@ class JobLogParser(RecordFacts, JobTexts):
         self._autotune_layout: str | None = None
         self._in_stall = False
         self._init_job_texts()
-        self._bare_versions: list[rows.BareVersion] = []
-        self.versions: list[rows.VersionRow] = []
+        self._bare_versions = KeptRows(rows.BareVersion, BARE_VERSIONS)
+        self.versions = table_rows(rows.VersionRow, "nccl_versions")
         self.counts: Counter[str] = Counter()
         self.lines = 0
         self._previous_line: str | None = None  # the last line read: an identical next one is a repeat
@@ -376,7 +377,7 @@ class JobLogParser(RecordFacts, JobTexts):
         self.watchdog = joblog.fold_restated(self.watchdog)
         self.exits = joblog.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)
-        self.versions += bare_versions(self.procs, self._bare_versions, self.versions)
+        self.versions.extend(bare_versions(self.procs, self._bare_versions, self.versions))
         closing_issues(self)
 
     @property

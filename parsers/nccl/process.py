@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from parsers.nccl.messages import (
@@ -180,7 +180,7 @@ def version_owner(procs: dict[tuple[str | None, int | None], ProcessState], oute
 
 
 def bare_versions(
-    procs: dict[tuple[str | None, int | None], ProcessState], bare: Sequence[BareVersion], info: Sequence[VersionRow]
+    procs: dict[tuple[str | None, int | None], ProcessState], bare: Iterable[BareVersion], info: Iterable[VersionRow]
 ) -> list[VersionRow]:
     """The rows of the bare version lines (``NCCL version X+cudaY``, printed by rank 0 only up to
     2.21), each attributed to the process that printed it when that is known. When the file

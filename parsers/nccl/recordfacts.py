@@ -10,6 +10,7 @@ from collections import Counter
 
 from parsers.nccl import rows
 from parsers.nccl.failures import Failures
+from parsers.nccl.kept import KeptRows
 from parsers.nccl.messages import (
     NETWORK_PROGRESS,
     Chain,
@@ -37,13 +38,13 @@ class RecordFacts:
     """The parser's steps for one NCCL record (mixed into the job-log parser, which owns the state)."""
 
     procs: dict[tuple[str | None, int | None], ProcessState]
-    comm_ranks: list[rows.CommRankRow]
-    env: list[rows.EnvRow]
-    versions: list[rows.VersionRow]
+    comm_ranks: KeptRows[rows.CommRankRow]
+    env: KeptRows[rows.EnvRow]
+    versions: KeptRows[rows.VersionRow]
     failures: Failures
     colls: dict[tuple[str | None, int | None, str, str], rows.CollCounter]
     counts: Counter[str]
-    _bare_versions: list[rows.BareVersion]
+    _bare_versions: KeptRows[rows.BareVersion]
 
     def _proc(self, r: Record, lineno: int) -> ProcessState:
         key = (r.host, r.pid)

@@ -1,0 +1,78 @@
+"""A log's biggest tables kept as Arrow record batches while it is read (``parsers.nccl.kept``): whatever the
+batch size, the tables, issues and counts are those of rows kept as tuples, in one pass or in chunks."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from parsers.nccl import kept
+from parsers.nccl.kept import KeptRows, table_rows
+from parsers.nccl.rows import BareVersion, EnvRow
+from tests.parsers.nccl.test_nccl_chunks import KITCHEN_SINK, chunked, single
+
+
+@pytest.fixture
+def tiny_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kept, "BATCH", 2)
+
+
+def _logs(corpus: Path) -> list[Path]:
+    logs = sorted((corpus / "nccl").glob("*.log"))[::4] + sorted((corpus / "nccl-more2").glob("*.log"))[::4]
+    assert len(logs) > 20
+    return logs
+
+
+def test_batches_of_any_size_give_the_tables_of_tuples(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = tmp_path / "job.log"
+    sink.write_text(KITCHEN_SINK)
+    for path in [sink, *_logs(corpus)]:
+        want = single(path)
+        monkeypatch.setattr(kept, "BATCH", 2)
+        got = single(path)
+        monkeypatch.setattr(kept, "BATCH", 1 << 16)
+        assert got == want, path.name
+
+
+def test_chunks_of_batches_merge_into_the_single_pass(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = tmp_path / "job.log"
+    sink.write_text(KITCHEN_SINK)
+    for path in [sink, *_logs(corpus)[:6]]:
+        want = single(path)
+        monkeypatch.setattr(kept, "BATCH", 2)
+        tables, issues, info, n, _ = chunked(path, 997, random.Random(7))
+        monkeypatch.setattr(kept, "BATCH", 1 << 16)
+        assert n >= 1 and (tables, issues, info) == want, path.name
+
+
+def test_rows_come_back_in_order_from_batches_and_tuples(tiny_batches: None) -> None:
+    rows = table_rows(EnvRow, "nccl_env")
+    for i in range(5):
+        rows.append(EnvRow("h", 7, i + 1, f"NCCL_X{i}", str(i)))
+    assert len(rows) == 5 and len(rows.batches) == 2 and len(rows.rows) == 1
+    assert [r.line for r in rows] == [1, 2, 3, 4, 5] and all(isinstance(r, EnvRow) for r in rows)
+    later = table_rows(EnvRow, "nccl_env")
+    later.extend(EnvRow("g", 8, n, "NCCL_Y", "1") for n in (1, 2, 3))
+    rows.absorb(later, base=10)  # a later chunk's lines, counted from 0 there
+    assert [(r.host, r.line) for r in rows] == [("h", n) for n in range(1, 6)] + [("g", 11), ("g", 12), ("g", 13)]
+    table, wrong = rows.table()
+    assert wrong is None and table.num_rows == 8 and table.column("line").to_pylist() == [1, 2, 3, 4, 5, 11, 12, 13]
+
+
+def test_numbers_out_of_range_in_several_batches_are_one_count(tiny_batches: None) -> None:
+    rows = KeptRows(
+        BareVersion,
+        pa.schema([pa.field("line", pa.int32(), nullable=False), ("outer", pa.string()), ("msg", pa.string())]),
+    )
+    for line in (1, 2**40, 3, 2**41, 2**42):
+        rows.append(BareVersion(line, "", "NCCL version 2.18.3+cuda12.2"))
+    table, wrong = rows.table()
+    assert table.column("line").to_pylist() == [1, 3]  # a row whose line its column cannot hold is dropped
+    assert wrong is not None and (wrong.count, wrong.column, wrong.value) == (3, "line", 2**40)
