@@ -32,6 +32,7 @@ NOT_NCCLS = {
     "rendezvous_incomplete": "Rendezvous incomplete",
     "horovod_shutdown": "Horovod stopped",
     "horovod_mismatch": "Horovod collective mismatch",
+    "gpu_oom": "GPU out of memory",
 }
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
@@ -78,7 +79,8 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     if first["level"] == "chain":  # its WARN went unlogged: say what the frames show
         text = f"a result chain without its WARN ({' <- '.join(first['chain'][:4])})"
     others = sorted({who(e["host"], e["pid"]) for e in roots[1:]} - {who(first["host"], first["pid"])})
-    summary = f"Root cause: {cls} on {where}{at}: {text}"
+    known = first["host"] is not None or first["pid"] is not None  # a framework's report may not say its process
+    summary = f"Root cause: {cls}{f' on {where}' if known else ''}{at}: {text}"
     if others:
         summary += f" The same on {listed(others)}."
     if after:

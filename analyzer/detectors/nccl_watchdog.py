@@ -71,12 +71,24 @@ class WatchdogTimeout(LogDetector):
                 )
             ]
         cause = model.incidents[0].roots[0] if model.incidents else None
-        after = (
-            f" NCCL logged a {cause['class']} first ({who(cause['host'], cause['pid'])}, see nccl.error): the "
-            "timeouts follow from it."
-            if cause
-            else ""
-        )
+        after = ""
+        if (
+            cause is not None
+            and cause["level"] == "framework"
+            and (cause["file"], cause["line"])
+            > (
+                first["file"],
+                first["line"],
+            )
+        ):
+            cause = None  # reported after the first timeout: not what the ranks waited for
+        if cause is not None and cause["level"] == "framework":  # the framework's own report: a rank out of memory
+            after = f" The log shows {cause['class']} first (line {cause['line']}, see nccl.error): the timeouts follow from it."
+        elif cause is not None:
+            after = (
+                f" NCCL logged a {cause['class']} first ({who(cause['host'], cause['pid'])}, see nccl.error): the "
+                "timeouts follow from it."
+            )
         return [
             Finding(
                 code=CODE,

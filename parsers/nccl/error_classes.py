@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated
 
-from parsers.nccl import horovod_errors, rendezvous
+from parsers.nccl import job_failures
 from parsers.nccl.catalogue import lookup
 from parsers.nccl.cuda_errors import cuda_advice
 from parsers.nccl.net_plugins import benign_plugin_warn
@@ -27,7 +27,7 @@ CLASSES = tuple(
     """ib_completion_error ibv_setup_failure socket_error cuda_oom cuda_error shm_exhausted topology_error
     collective_mismatch remote_process_exited system_error internal_error invalid_usage shm_permission shm_missing
     config_error plugin_probe unique_id_exchange watchdog_stuck wrong_results gpu_fault nccl_crash""".split()
-    + list(rendezvous.CLASSES + horovod_errors.CLASSES)
+    + list(job_failures.CLASSES)
 )
 
 #: a root-cause class, as the report writes it (its JSON Schema lists them)
@@ -399,8 +399,7 @@ _CODE_REMEDIATION = {
     "invalid_usage": "The program called NCCL wrongly (ncclInvalidUsage / ncclInvalidArgument): communicators, "
     "devices or counts that do not match across ranks, too many outstanding operations, or a malformed NCCL_* "
     "setting; NCCL_DEBUG=WARN shows which check failed.",
-    **rendezvous.REMEDIATION,
-    **horovod_errors.REMEDIATION,
+    **job_failures.REMEDIATION,
 }
 
 #: ncclResult_t codes and the class each stands for when nothing more specific is known.

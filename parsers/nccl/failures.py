@@ -36,6 +36,7 @@ from parsers.nccl.error_classes import (
     shm_class,
     verdict,
 )
+from parsers.nccl.gpu_memory import GPU_OOM
 from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
@@ -68,6 +69,11 @@ TEARDOWN_NOTE = "logged as this process tore its communicator down (Abort, Destr
 WATCHDOG_NOTE = (
     "logged after PyTorch's watchdog timed a collective out in this log, with no WARN of its own before: the "
     "watchdog tearing the communicator down (ncclCommAbort), a consequence of the timeout, not its cause"
+)
+
+LATE_OOM_NOTE = (
+    "a process ran out of GPU memory after a collective had already timed out in this log: not the timeout's "
+    "cause (a rank tearing down or retrying after it can ask for memory it does not have)"
 )
 
 STUCK_NOTE = (
@@ -192,6 +198,9 @@ class Failures:
                 and (err.host, err.pid) not in warned
             ):
                 err.cls, err.remediation, err.consequence = None, WATCHDOG_NOTE, True
+                continue
+            if timed_out is not None and err.cls == GPU_OOM and err.line > timed_out:
+                err.cls, err.remediation, err.consequence = None, LATE_OOM_NOTE, True
                 continue
             proc = procs.get((err.host, err.pid))
             if proc is None:

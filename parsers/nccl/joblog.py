@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import crashes, horovod_errors, rendezvous
+from parsers.nccl import crashes, job_failures
 from parsers.nccl.rows import ExitRow, PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
@@ -139,7 +139,7 @@ SIGNAL_HINTS = (
     MPI_FIRST_EXIT,
     OUT_OF_BOUNDS_HINT,
     *(*HEARTBEAT_HINTS, WATCHDOG_EXCEPTION_HINT, *crashes.CRASH_HINTS),  # the ends of a watchdog, of a process
-    *(*rendezvous.RENDEZVOUS_HINTS, *horovod_errors.HOROVOD_HINTS),  # a job that never formed, or Horovod stopped
+    *job_failures.HINTS,  # a job that never formed, Horovod's stop, a GPU out of memory
     *STALL_HEADS,
     STALL_WARNING,
 )

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 from parsers.nccl import crashes, joblog, reports, rows
 from parsers.nccl.failures import Failures
-from parsers.nccl.horovod_errors import parse_horovod
+from parsers.nccl.job_failures import parse_job_failure
 from parsers.nccl.kept import KeptRows
-from parsers.nccl.rendezvous import parse_rendezvous
 
 #: lines a hard-wrapped watchdog timeout may span, and the ways of joining them kept at most
 WRAPPED_LINES = 4
@@ -137,11 +136,8 @@ class JobTexts:
         if joblog.WATCHDOG_EXCEPTION_HINT in line and (fault := reports.parse_watchdog_exception(line)) is not None:
             self._framework_error(fault, line, lineno, None)  # the watchdog met a CUDA error: the GPU faulted
             return True
-        if (met := parse_rendezvous(line)) is not None:  # the job never formed: its processes did not meet
-            self._framework_error(met, line, lineno, None)
-            return True
-        if (stopped := parse_horovod(line)) is not None:  # Horovod's coordinator stopped the job
-            self._framework_error(stopped, line, lineno, None)
+        if (failed := parse_job_failure(line)) is not None:  # a rendezvous, Horovod's stop, a GPU out of memory
+            self._framework_error(failed, line, lineno, None)
             return True
         if joblog.OUT_OF_BOUNDS_HINT in line:
             if (wrong := reports.parse_out_of_bounds(line)) is not None:
