@@ -48,7 +48,8 @@ _LOG_SIGNALS = (
     (
         re.compile(
             rb"Process \d+ exit with status code|mpirun noticed that process rank|\(exitcode: -?\d+\) local_rank|"
-            rb"srun: error: [^\s:]+: task \d+: (?:Killed|Exited with exit code)|"
+            rb"srun: error: [^\s:]+: tasks? \d+[-,\d]*: (?:Killed|Exited with exit code|Out Of Memory|Segmentation fault|"
+            rb"Aborted|Bus error|Terminated)|slurmstepd: error: Detected \d+ oom[-_]kill event|"
             rb"Root Cause \(first observed failure\):|"  # torchelastic's summary
             rb"detected that one or more processes exited with non-zero status|"  # Open MPI's first non-zero exit
             rb"sigkill_handler\] .* exits with return code = -?\d+|"  # DeepSpeed's launcher

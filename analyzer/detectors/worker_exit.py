@@ -23,7 +23,7 @@ from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
 from parsers.nccl.crashes import REPORTERS
-from parsers.nccl.joblog import ELASTIC_ROOT
+from parsers.nccl.exits import ELASTIC_ROOT, OOM_KILLED
 
 CODE = "job.worker_exit"
 #: why a signal ends a worker, as an SRE reads it
@@ -42,6 +42,8 @@ def _who(row: pd.Series) -> str:
 
 
 def _how(row: pd.Series) -> str:
+    if any(t in row["text"] for t in OOM_KILLED):  # Slurm says which killer it was
+        return "out of memory: the kernel's out-of-memory killer (SIGKILL), at the step's memory limit or the node's"
     sig = row["signal"]
     if pd.notna(sig) and int(sig) in signal.valid_signals():
         s = signal.Signals(int(sig))
@@ -67,6 +69,12 @@ def _action(first: pd.Series, whose: str, signalled: bool) -> str:
             f"Read the backtrace its signal handler printed (line {line}): below the handler's own frames (libucs, "
             "libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS in a container is "
             "most often /dev/shm full (--shm-size, --ipc=host)."
+        )
+    if any(t in first["text"] for t in OOM_KILLED):
+        return (
+            "Lower the host memory the workers need: fewer data loader workers or a smaller prefetch, less pinned "
+            "memory, datasets read lazily instead of loaded whole; or ask the scheduler for more (--mem, "
+            "--mem-per-gpu). sacct -j JOB -o JobID,MaxRSS,ReqMem shows what the step used against its limit."
         )
     if signalled or pd.isna(first["exit_code"]):
         return (

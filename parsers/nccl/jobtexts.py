@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import crashes, joblog, reports, rows
+from parsers.nccl import crashes, exits, joblog, reports, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.job_failures import parse_job_failure
 from parsers.nccl.kept import KeptRows
@@ -219,29 +219,29 @@ class JobTexts:
         """Whether ``line`` was part of torchelastic's summary of a failed job (its sections, entries and
         fields; an entry's traceback lines are read as any other line)."""
         st = self._elastic
-        root = joblog.ELASTIC_ROOT in line
-        if root or line.strip().endswith(joblog.ELASTIC_OTHERS):
+        root = exits.ELASTIC_ROOT in line
+        if root or line.strip().endswith(exits.ELASTIC_OTHERS):
             self._elastic = ElasticEntry(root, lineno)
             return True
         if st is None:
             return False
-        end = joblog.ELASTIC_END.search(line) is not None
-        if end or lineno - st.since > joblog.ELASTIC_LINES:
+        end = exits.ELASTIC_END.search(line) is not None
+        if end or lineno - st.since > exits.ELASTIC_LINES:
             self._elastic = None
             return end
-        if joblog.ELASTIC_ENTRY.search(line):
+        if exits.ELASTIC_ENTRY.search(line):
             st.since, st.host, st.rank = lineno, None, None
             return True
-        m = joblog.ELASTIC_FIELD.search(line)
+        m = exits.ELASTIC_FIELD.search(line)
         if m is None:
             return False
         st.since = lineno
         if m["key"] == "host":
             st.host = m["value"]
         elif m["key"] == "rank":
-            r = joblog.ELASTIC_RANK.match(m["value"])
+            r = exits.ELASTIC_RANK.match(m["value"])
             st.rank = int(r["rank"]) if r else None
-        elif (ended := joblog.elastic_exit(lineno, st.root, st.host, st.rank, m["value"])) is not None:
+        elif (ended := exits.elastic_exit(lineno, st.root, st.host, st.rank, m["value"])) is not None:
             self.exits.append(ended)
         return True
 
@@ -286,20 +286,20 @@ class JobTexts:
     def _mpi_exit_text(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was part of Open MPI's report of the first process that exited with a non-zero
         code: its opening sentence, the rest of it, the process's name (its rank) and its exit code."""
-        if joblog.MPI_FIRST_EXIT in line:
+        if exits.MPI_FIRST_EXIT in line:
             self._mpi_exit = MpiExit(lineno, "horovodrun" if "Horovod detected" in line else "mpirun")
             return True
         st = self._mpi_exit
         if st is None:
             return False
-        if lineno - st.since > joblog.MPI_LINES:  # cut before its exit code
+        if lineno - st.since > exits.MPI_LINES:  # cut before its exit code
             self._mpi_exit = None
             return False
-        if (m := joblog.MPI_PROCESS.search(line)) is not None:
+        if (m := exits.MPI_PROCESS.search(line)) is not None:
             st.rank = int(m["rank"] or m["bare"])
             return True
-        if (m := joblog.MPI_EXIT_CODE.search(line)) is not None:
-            self.exits.append(joblog.mpi_first_exit(lineno, st.launcher, st.rank, int(m["code"])))
+        if (m := exits.MPI_EXIT_CODE.search(line)) is not None:
+            self.exits.append(exits.mpi_first_exit(lineno, st.launcher, st.rank, int(m["code"])))
             self._mpi_exit = None
             return True
         return "first process to do so" in line or not line.strip(" \t\r>-")  # its sentence's end, a blank line

@@ -21,7 +21,7 @@ import pyarrow as pa
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import _lines as reader
-from parsers.nccl import joblog, rows
+from parsers.nccl import exits, joblog, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.closing import closing_issues
 from parsers.nccl.failures import Failures
@@ -306,7 +306,7 @@ class JobLogParser(RecordFacts, JobTexts):
             return True
         if self._end_text(line, lineno):  # Open MPI's first non-zero exit, a process's report of its crash
             return True
-        if any(h in line for h in joblog.EXIT_HINTS) and (ended := joblog.parse_worker_exit(line, lineno)):
+        if any(h in line for h in exits.EXIT_HINTS) and (ended := exits.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
             return True
         if self._watchdog_text(line, lineno):
@@ -375,7 +375,7 @@ class JobLogParser(RecordFacts, JobTexts):
         )
         self.failures.settle(self.procs, timed_out, exited, self.progressed)
         self.watchdog = joblog.fold_restated(self.watchdog)
-        self.exits = joblog.fold_elastic(self.exits)
+        self.exits = exits.fold_elastic(self.exits)
         joblog.resolve_global_ranks(self.watchdog, self.pg_members)
         self.versions.extend(bare_versions(self.procs, self._bare_versions, self.versions))
         closing_issues(self)

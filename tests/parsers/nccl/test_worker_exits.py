@@ -31,6 +31,28 @@ import pytest
         ),
         ("srun: error: node12: task 5: Killed", "srun", 5, None, 9),
         ("srun: error: node12: task 6: Exited with exit code 1", "srun", 6, 1, None),
+        # srun's other words: tasks of a host list that ended alike, a signal's name (strsignal's), the OOM killer
+        ("srun: error: gpu-a[01-02]: tasks 4-7,9: Out Of Memory", "srun", 4, None, 9),
+        ("srun: error: nid002: tasks 0-3: Segmentation fault (core dumped)", "srun", 0, None, 11),
+        ("srun: error: nid002: task 5: Terminated", "srun", 5, None, 15),
+        ("srun: error: nid002: task 1: Bus error", "srun", 1, None, 7),
+        # slurmstepd's report of the OOM killer in the step's cgroup (22.05+, and the older wording)
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=5061512.0. Some of your processes may have been "
+            "killed by the cgroup out-of-memory handler.",
+            "slurmstepd",
+            None,
+            None,
+            9,
+        ),
+        (
+            "slurmstepd: error: Detected 2 oom-kill event(s) in step 12345.0 cgroup. Some of your processes may have "
+            "been killed by the cgroup out-of-memory handler.",
+            "slurmstepd",
+            None,
+            None,
+            9,
+        ),
         # DeepSpeed 0.8-0.16: the command is the last one started, its --local_rank not the failed worker's
         (
             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
@@ -53,7 +75,7 @@ import pytest
 def test_launchers_report_a_workers_end(
     line: str, launcher: str, rank: int | None, code: int | None, sig: int | None
 ) -> None:
-    from parsers.nccl.joblog import parse_worker_exit
+    from parsers.nccl.exits import parse_worker_exit
 
     row = parse_worker_exit(line, 7)
     assert row is not None and (row.launcher, row.rank, row.exit_code, row.signal, row.line) == (
@@ -64,6 +86,7 @@ def test_launchers_report_a_workers_end(
         7,
     )
     assert parse_worker_exit("Process 1 exited normally", 1) is None
+    assert parse_worker_exit("srun: error: Unable to create step for job 123: Invalid generic resource", 1) is None
 
 
 @pytest.mark.parametrize(
@@ -76,8 +99,11 @@ def test_launchers_report_a_workers_end(
         "'--local_rank=0'] exits with return code = -9\n",
         "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
         "the job to be terminated. The first process to do so was:\n\n  Process name: [[56171,1],6]\n  Exit code:    3\n",
+        "srun: error: gpu-a[01-02]: tasks 4-7: Out Of Memory\n",
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=77.0. Some of your processes may have been killed by the "
+        "cgroup out-of-memory handler.\n",
     ],
-    ids=["horovodrun", "srun", "deepspeed", "openmpi"],
+    ids=["horovodrun", "srun", "deepspeed", "openmpi", "srun-oom", "slurmstepd"],
 )
 def test_a_launchers_output_alone_is_a_job_log(tmp_path: Path, text: str) -> None:
     from parsers.inputs import InputKind, sniff
@@ -220,3 +246,19 @@ def test_horovodruns_gloo_launcher_raises_the_same_report_with_the_rank_alone() 
     )
     (row,) = parse(text)[1]["worker_exits"]
     assert (row["launcher"], row["rank"], row["exit_code"], row["signal"]) == ("horovodrun", 1, 137, 9)
+
+
+def test_slurms_out_of_memory_names_the_killer_and_host_memory(tmp_path: Path) -> None:
+    """srun says which killer ended the task: the report says so, and what to change is host memory, not GPU's."""
+    from tests.parsers.nccl.test_nccl_log import report
+
+    doc = report(
+        tmp_path,
+        "srun: error: gpu-a12: task 3: Out Of Memory\n"
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=5061512.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.\n"
+        "srun: error: gpu-a12: tasks 0-2: Terminated\n",
+    )
+    (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
+    assert f["title"] == "Rank 3 died on gpu-a12: out of memory"
+    assert "out-of-memory killer" in f["summary"] and "--mem" in f["suggestions"][0]["action"]
