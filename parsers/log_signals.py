@@ -80,7 +80,7 @@ _LOG_SIGNALS = (
     ),
     (
         re.compile(  # parsers.nccl.horovod_errors's: the coordinator's shutdown and its check of the ranks' tensors
-            rb"Horovod has been shut down\b|\bMismatched (?:MPI |[A-Za-z_]+ )?(?:operations|data types|tensor shapes"
+            rb"Horovod has been shut down\b|Horovod background loop uncaught exception: |\bMismatched (?:MPI |[A-Za-z_]+ )?(?:operations|data types|tensor shapes"
             rb"|root ranks|CPU/GPU device selection|prescale and/or postscale factors): One rank\b"
         ),
         "Horovod's report of a stopped job",

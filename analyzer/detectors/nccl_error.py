@@ -48,6 +48,18 @@ UNCONFIRMED = (
 _LONG_PATH = re.compile(r"(?<![\w/.])(?:\.{1,2})?/(?:[\w.+-]+/){3,}(?=[\w+-]+\.\w+)")
 
 
+#: the classes of reports that follow from something else by their nature: Horovod's shutdown follows from a rank
+#: that raised or left; when the launcher reports a worker's abnormal end, that end is the cause
+CONSEQUENCES = frozenset({"horovod_shutdown"})
+AFTER_AN_END = "It follows from the worker's end the launcher reports (see job.worker_exit), the cause."
+
+
+def _a_worker_died(model: NcclModel) -> bool:
+    """Whether a launcher reports a worker's abnormal end (a signal, or a non-zero exit code)."""
+    w = model.worker_exits
+    return not w.empty and bool(((w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)).any())
+
+
 class NcclError(LogDetector):
     name = "nccl_error"
     code = CODE
@@ -57,6 +69,15 @@ class NcclError(LogDetector):
         incidents = model.incidents
         ranks = _ranks(model)
         out = [_finding(i, ranks, secondary=len(incidents) > 1 and all(map(peer_gone, i.roots))) for i in incidents]
+        if _a_worker_died(model):  # a report that is a consequence by its nature follows from that end
+            out = [
+                replace(
+                    f, severity=Severity.WARNING, summary=f"{f.summary.removeprefix('Root cause: ')} {AFTER_AN_END}"
+                )
+                if i.cls in CONSEQUENCES
+                else f
+                for i, f in zip(incidents, out, strict=True)
+            ]
         w = model.watchdog_timeouts
         if out and not w.empty:  # the framework's timeouts follow from the job's first root cause
             first = w.sort_values(["file", "line"]).iloc[0]
@@ -81,6 +102,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
     others = sorted({who(e["host"], e["pid"]) for e in roots[1:]} - {who(first["host"], first["pid"])})
     known = first["host"] is not None or first["pid"] is not None  # a framework's report may not say its process
     summary = f"Root cause: {cls}{f' on {where}' if known else ''}{at}: {text}"
+    summary += "" if summary.endswith((".", "!", "?")) else "."  # what follows is a sentence of its own
     if others:
         summary += f" The same on {listed(others)}."
     if after:

@@ -2,7 +2,9 @@
 ``operations.cc`` before 0.19), whatever the framework raised them as (TensorFlow's ``AbortedError``,
 ``FailedPreconditionError``, ``UnknownError``; PyTorch's ``RuntimeError``, ``HorovodInternalError``):
 
-* ``Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce,
+* ``Horovod background loop uncaught exception: <what>``, the exception that stopped a rank's Horovod (with Gloo,
+  ``Read error [10.0.0.2]:5000: Connection reset by peer`` when a peer died), then
+  ``Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce,
   allgather or broadcast a tensor after one of the ranks finished execution. …`` (0.14+; ``This has been caused
   by an exception on one of the rank or …`` before): every collective after a rank failed or finished early
   raises it. A consequence: of an error before it in the log, else of a rank that stopped (its exception, or
@@ -24,9 +26,12 @@ SHUTDOWN, MISMATCH = "horovod_shutdown", "horovod_mismatch"
 #: the classes of Horovod's own reports, in the order the report's schema lists them
 CLASSES = (SHUTDOWN, MISMATCH)
 #: a text one of which a line holds when it may be such a report
-HOROVOD_HINTS = ("Horovod has been shut down", "Mismatched ")
+HOROVOD_HINTS = ("Horovod has been shut down", "Mismatched ", "Horovod background loop uncaught exception")
 
 _SHUTDOWN = re.compile(r"Horovod has been shut down\b")
+#: the exception that stopped Horovod's background loop on this rank (``operations.cc``), logged before its shutdown:
+#: with Gloo, ``… pair.cc:589] Read error [10.0.0.2]:5000: Connection reset by peer`` when a peer died
+_LOOP = re.compile(r"Horovod background loop uncaught exception: (?P<what>\S.*)")
 _MISMATCH = re.compile(
     r"\bMismatched (?:MPI |[A-Za-z_]+ )?(?:operations|data types|tensor shapes|root ranks|CPU/GPU device selection"
     r"|prescale and/or postscale factors): One rank\b"
@@ -39,6 +44,8 @@ def parse_horovod(line: str) -> FrameworkError | None:
     """Horovod's report of a stopped job on ``line``: its shutdown (a consequence) or a mismatch (a cause)."""
     if (m := _MISMATCH.search(line)) is not None:
         return FrameworkError(None, line[m.start() :].strip().rstrip("."), None, cls=MISMATCH, cause=True)
+    if (m := _LOOP.search(line)) is not None:  # what stopped this rank's Horovod: its shutdown's own cause
+        return FrameworkError(None, m[0].strip().rstrip("."), None, cls=SHUTDOWN)
     if (m := _SHUTDOWN.search(line)) is not None:
         said = _FIRST_SENTENCE.match(line, m.start())
         message = said[0] if said is not None else m[0]

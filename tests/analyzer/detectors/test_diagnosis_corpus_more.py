@@ -95,3 +95,6 @@ def test_e2_says_rank_1_was_killed_from_the_launchers_output(corpus: Path) -> No
     f = _by_code(report)["job.worker_exit"]
     assert f.ranks == (1,) and "SIGKILL" in f.title and "137" in f.title
     assert report.verdict()["status"] == "failed"
+    assert report.verdict()["headline"].startswith("Failed: Rank 1 died")  # the kill, not what followed it
+    shutdown = _by_code(report)["nccl.error"]  # rank 0's Horovod shut down after it lost rank 1
+    assert shutdown.severity is Severity.WARNING and "job.worker_exit" in shutdown.summary

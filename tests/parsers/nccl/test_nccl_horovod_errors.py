@@ -38,6 +38,14 @@ LINES = [
         "Horovod has been shut down. This was caused by an exception on one of the ranks",
     ),
     ("0.28 torch", f"RuntimeError: {SHUTDOWN_14}", SHUTDOWN, "Horovod has been shut down. This was caused"),
+    (  # the exception that stopped rank 0's background loop when its Gloo peer died, before its shutdown
+        "0.28 gloo",
+        "[0]<stderr>:[2026-11-22 07:16:51.260756: E /src/horovod/common/operations.cc:697] [0]: Horovod background "
+        "loop uncaught exception: [/src/third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:5000: "
+        "Connection reset by peer",
+        SHUTDOWN,
+        "Horovod background loop uncaught exception: [/src/third_party/gloo",
+    ),
     (
         "0.15",
         "Mismatched MPI operations: One rank did an allreduce, but another rank did a broadcast.",
@@ -102,7 +110,8 @@ def test_what_is_not_horovods_report(line: str) -> None:
 
 
 def test_a_mismatch_is_the_cause_its_shutdowns_follow(tmp_path: Path) -> None:
-    text = f"[1,0]<stderr>:{LINES[5][1]}\n[1,1]<stderr>:{SHUTDOWN_14}\n[1,2]<stderr>:{SHUTDOWN_14}\n"
+    shapes = next(line for release, line, cls, _ in LINES if cls == MISMATCH and release == "0.28 torch")
+    text = f"{shapes}\n[1,1]<stderr>:{SHUTDOWN_14}\n[1,2]<stderr>:{SHUTDOWN_14}\n"
     path = tmp_path / "job.log"
     path.write_text(text)
     assert sniff(path).kind is InputKind.JOB_LOG
