@@ -114,7 +114,7 @@ def _finding(incident: Incident, ranks: dict[tuple[Any, ...], list[int]], second
         )
     evidence = [_evidence(e, "root cause") for e in _first_per_process(roots)[:ROOT_EVIDENCE]]
     evidence += [_evidence(e, "consequence") for e in _first_per_process(after)[:CONSEQUENCE_EVIDENCE]]
-    fixes = list(dict.fromkeys(e["remediation"] for e in roots if e["level"] == "WARN" and e["remediation"]))
+    fixes = list(dict.fromkeys(e["remediation"] for e in roots if e["level"] != "chain" and e["remediation"]))
     fixes = [f for f in fixes or [remediation(cls)] if f]
     unconfirmed = all(e["unconfirmed"] for e in roots)
     if unconfirmed:  # the log ends before it shows whether NCCL went on: say so, and what would tell

@@ -387,8 +387,8 @@ _CODE_REMEDIATION = {
     "way (a faulty GPU, NVLink or PCIe link, NIC or switch, or a bug in NCCL or a network plugin). Run the test on "
     "each node alone, then on pairs of nodes, to find the part that corrupts; look for Xid and ECC errors (dmesg, "
     "nvidia-smi -q -d ECC) and link errors (ibstat, ethtool -S) there. Do not train on these nodes until it passes.",
-    "gpu_fault": "A CUDA error on this process's GPU ended PyTorch's NCCL watchdog, which only met it while polling "
-    "its collectives: the fault is in whatever ran on that GPU (a kernel of the job's own as much as NCCL's). Rerun "
+    "gpu_fault": "A CUDA error on this process's GPU, raised by the process or met by PyTorch's NCCL watchdog while "
+    "it polled its collectives: the fault is in whatever ran on that GPU (a kernel of the job's own as much as NCCL's). Rerun "
     "with CUDA_LAUNCH_BLOCKING=1 to stop at the kernel that faulted; look for Xid errors in dmesg (13, 31, 43: a "
     "kernel's bad access; 48, 63, 64, 74, 79, 94, 95: ECC, NVLink or a GPU lost) and drain the node if they recur.",
     "nccl_crash": "The process crashed inside NCCL's code (its library, or a plugin's NCCL loaded): a bug of that "

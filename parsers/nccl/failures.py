@@ -36,7 +36,7 @@ from parsers.nccl.error_classes import (
     shm_class,
     verdict,
 )
-from parsers.nccl.gpu_memory import GPU_OOM
+from parsers.nccl.gpu_errors import GPU_FAULT, GPU_OOM
 from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
@@ -71,9 +71,10 @@ WATCHDOG_NOTE = (
     "watchdog tearing the communicator down (ncclCommAbort), a consequence of the timeout, not its cause"
 )
 
-LATE_OOM_NOTE = (
-    "a process ran out of GPU memory after a collective had already timed out in this log: not the timeout's "
-    "cause (a rank tearing down or retrying after it can ask for memory it does not have)"
+LATE_GPU_NOTE = (
+    "a process's GPU failed (out of memory, a CUDA error) after a collective had already timed out in this log: not "
+    "the timeout's cause (a rank tearing its communicators down can ask for memory it does not have, or meet the "
+    "error the abort left)"
 )
 
 STUCK_NOTE = (
@@ -143,12 +144,14 @@ class Failures:
         named: str | None = None,
         host: str | None = None,
         cause: bool = False,
+        advice: str | None = None,
     ) -> ErrorRow:
         """A framework's report of a failed NCCL call (PyTorch's ``NCCL error in: …``): classified by
         the text NCCL kept of the failed call when it carries one (:meth:`last_error`), else by its
         result code (or the class its text ``named``), until :meth:`settle` knows whether NCCL's own
         records name the cause; ``cause``: a failure of its own (nccl-tests' wrong results), which keeps its class."""
         cls, fix = _code_class(result_code) if named is None else (named, remediation(named))
+        fix = f"{fix} Here: {advice}" if advice and fix else advice or fix
         err = _row(host, None, None, lineno, "framework", cls, src, message, fix, None, result_code)
         err.consequence = not cause
         self.errors.append(err)
@@ -199,8 +202,8 @@ class Failures:
             ):
                 err.cls, err.remediation, err.consequence = None, WATCHDOG_NOTE, True
                 continue
-            if timed_out is not None and err.cls == GPU_OOM and err.line > timed_out:
-                err.cls, err.remediation, err.consequence = None, LATE_OOM_NOTE, True
+            if timed_out is not None and err.cls in (GPU_OOM, GPU_FAULT) and err.line > timed_out:
+                err.cls, err.remediation, err.consequence = None, LATE_GPU_NOTE, True
                 continue
             proc = procs.get((err.host, err.pid))
             if proc is None:

@@ -194,7 +194,14 @@ class JobTexts:
     def _framework_error(self, err: reports.FrameworkError, line: str, lineno: int, same: rows.ErrorRow | None) -> None:
         if same is None:
             same = self.failures.framework(
-                lineno, err.src, err.message, err.result_code, named=err.cls, host=err.host, cause=err.cause
+                lineno,
+                err.src,
+                err.message,
+                err.result_code,
+                named=err.cls,
+                host=err.host,
+                cause=err.cause,
+                advice=err.advice,
             )
         self._framework = same
         if err.last_error:

@@ -77,6 +77,7 @@ class FrameworkError:
     cls: str | None = None  # the class its text names where no result code does (a unique id never fetched)
     host: str | None = None  # the host the report names (nccl-tests prints it)
     cause: bool = False  # a failure of its own (nccl-tests' wrong results), not the report of a failed call
+    advice: str | None = None  # what its own words say to change, beside its class's remediation
 
 
 def parse_result_name(line: str) -> FrameworkError | None:

@@ -1,4 +1,4 @@
-"""A process out of GPU memory, as its framework says it (``parsers.nccl.gpu_memory``): the cause the other ranks'
+"""A process out of GPU memory, as its framework says it (``parsers.nccl.gpu_errors``): the cause the other ranks'
 watchdog timeouts follow from, with its rank; after the first timeout, no cause. PyTorch 1.x, 2.x and ROCm,
 TensorFlow, XLA; torchrun's and mpirun's tags."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from parsers.inputs import InputKind, sniff
-from parsers.nccl.gpu_memory import GPU_OOM, parse_gpu_oom
+from parsers.nccl.gpu_errors import ASSERT_ADVICE, GPU_FAULT, GPU_OOM, parse_gpu_error
 from tests.parsers.nccl.test_nccl_log import parse, report
 
 TORCH_2 = (
@@ -54,7 +54,7 @@ TIMEOUT = (
     ],
 )
 def test_each_framework_words_it_and_the_rank_comes_from_the_tag(line: str, message: str) -> None:
-    found = parse_gpu_oom(line)
+    found = parse_gpu_error(line)
     assert found is not None and found.cls == GPU_OOM and found.cause and found.message == message
 
 
@@ -64,10 +64,11 @@ def test_each_framework_words_it_and_the_rank_comes_from_the_tag(line: str, mess
         "h:1:2 [0] NCCL INFO cudaMalloc failed: out of memory",  # NCCL's own, read as its record
         "print('we ran out of memory yesterday')",
         "cudaErrorMemoryAllocation: out of memory",
+        "we hit a CUDA error: an illegal memory access was encountered last week",  # a sentence that mentions one
     ],
 )
 def test_what_is_not_a_frameworks_report_of_it(line: str) -> None:
-    assert parse_gpu_oom(line) is None
+    assert parse_gpu_error(line) is None
 
 
 def test_the_timeouts_after_it_follow_from_it(tmp_path: Path) -> None:
@@ -93,3 +94,50 @@ def test_after_the_first_timeout_it_is_no_cause(tmp_path: Path) -> None:
     assert (err["class"], err["consequence"]) == (None, True) and "already timed out" in err["remediation"]
     r = report(tmp_path, text)
     assert [f["code"] for f in r["findings"] if f["severity"] == "critical"] == ["nccl.watchdog_timeout"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "advice"),
+    [
+        (
+            "[rank3]: RuntimeError: CUDA error: device-side assert triggered",
+            "CUDA error: device-side assert triggered (rank 3)",
+            ASSERT_ADVICE,
+        ),
+        (
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",  # 2.8+
+            "CUDA error: an illegal memory access was encountered",
+            "a kernel on this GPU faulted",
+        ),
+        (
+            "[1,2]<stderr>:  what():  CUDA error: uncorrectable ECC error encountered",  # a C++ exception, terminate
+            "CUDA error: uncorrectable ECC error encountered (rank 2)",
+            "a hardware fault",
+        ),
+        (
+            "RuntimeError: HIP error: invalid device ordinal",
+            "HIP error: invalid device ordinal",
+            "CUDA_VISIBLE_DEVICES",
+        ),
+    ],
+)
+def test_a_cuda_error_the_process_raised_is_a_gpu_fault_with_what_to_change(
+    line: str, message: str, advice: str
+) -> None:
+    found = parse_gpu_error(line)
+    assert found is not None and (found.cls, found.message, found.cause) == (GPU_FAULT, message, True)
+    assert found.advice is not None and advice in found.advice
+
+
+def test_cuda_out_of_memory_as_a_cuda_error_is_out_of_memory() -> None:
+    found = parse_gpu_error("[rank1]: RuntimeError: CUDA error: out of memory")
+    assert found is not None and (found.cls, found.message) == (GPU_OOM, "CUDA error: out of memory (rank 1)")
+
+
+def test_a_rank_that_faulted_is_what_the_others_timeouts_follow(tmp_path: Path) -> None:
+    text = "[rank3]: RuntimeError: CUDA error: device-side assert triggered\n" + TIMEOUT.format(r=0) + "\n"
+    r = report(tmp_path, text)
+    by_code = {f["code"]: f for f in r["findings"]}
+    assert by_code["nccl.error"]["title"] == "GPU fault: CUDA error: device-side assert triggered (rank 3)"
+    assert "index out of range" in by_code["nccl.error"]["suggestions"][0]["action"]
+    assert by_code["nccl.watchdog_timeout"]["severity"] == "warning"
