@@ -141,14 +141,20 @@ def test_the_reading_says_what_the_address_and_the_count_show() -> None:
         "29500)."
     )
     assert local is not None and local.message.endswith("(a loopback address: only processes on that host reach it)")
-    named = parse_rendezvous(LINES[1][1])
+    named = parse_rendezvous(
+        "torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to connect to "
+        "(gpu-a17, 29400)."
+    )
     assert named is not None and "loopback" not in named.message
     crowded = parse_rendezvous(
         "RuntimeError: Timed out initializing process group in store based barrier on rank: 2, for key: "
         "store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:30:00)"
     )
     assert crowded is not None and "more than the world size" in crowded.message
-    short = parse_rendezvous(LINES[12][1])
+    short = parse_rendezvous(
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 6, for key: "
+        "store_based_barrier_key:1 (world_size=16, worker_count=12, timeout=0:30:00)"
+    )
     assert short is not None and "more than the world size" not in short.message
 
 
