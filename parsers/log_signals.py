@@ -93,6 +93,10 @@ _LOG_SIGNALS = (
         ),
         "a framework's report of a GPU out of memory or faulting",
     ),
+    (
+        re.compile(rb"\bDataLoader worker \(pid(?:\(s\))? [\d, ]+\) (?:is killed by signal|exited unexpectedly)"),
+        "PyTorch's report of a DataLoader worker that died",
+    ),
 )
 
 

@@ -33,6 +33,7 @@ NOT_NCCLS = {
     "horovod_shutdown": "Horovod stopped",
     "horovod_mismatch": "Horovod collective mismatch",
     "gpu_oom": "GPU out of memory",
+    "dataloader_died": "DataLoader worker died",
 }
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
