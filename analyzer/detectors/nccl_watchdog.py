@@ -72,17 +72,10 @@ class WatchdogTimeout(LogDetector):
             ]
         cause = model.incidents[0].roots[0] if model.incidents else None
         after = ""
-        if (
-            cause is not None
-            and cause["level"] == "framework"
-            and (cause["file"], cause["line"])
-            > (
-                first["file"],
-                first["line"],
-            )
-        ):
-            cause = None  # reported after the first timeout: not what the ranks waited for
-        if cause is not None and cause["level"] == "framework":  # the framework's own report: a rank out of memory
+        if cause is not None and cause["level"] == "framework" and cause["file"] == first["file"]:
+            if cause["line"] > first["line"]:  # a framework's report after the first timeout: not what they waited for
+                cause = None
+        if cause is not None and cause["level"] == "framework":  # a rank's own failure (its GPU, its DataLoader, …)
             after = f" The log shows {cause['class']} first (line {cause['line']}, see nccl.error): the timeouts follow from it."
         elif cause is not None:
             after = (

@@ -52,12 +52,14 @@ def closing_issues(p: LogState) -> None:
             count=counts["doubled"],
         )
     if not counts["records"] and (p.failures.errors or p.versions):  # a framework's texts only
-        never_met = all(e.cls in rendezvous.CLASSES for e in p.failures.errors) and not p.versions
+        never_met = (
+            bool(p.failures.errors) and not p.versions and all(e.cls in rendezvous.CLASSES for e in p.failures.errors)
+        )
         p.sink.add(
             IssueSeverity.INFO,
             "log.no_nccl_records",
             "no NCCL_DEBUG record in this file: the job ended at its rendezvous, before NCCL started"
-            if never_met and p.failures.errors
+            if never_met
             else "no NCCL_DEBUG record in this file: what it says of NCCL comes from the framework's own texts "
             "(an error report, a version line); NCCL_DEBUG=INFO adds NCCL's own account (transports, errors)",
         )

@@ -216,9 +216,7 @@ class Failures:
                 err.cls, err.remediation = None, TEARDOWN_NOTE
             went_on = max(proc.progress_line, progressed) > err.line
             if err.level == "WARN" and (0 < proc.network_line < err.line or _connecting(err.chain)):
-                err.plugin = err.probe = (
-                    False  # after its process chose a network, or while it connected: not a probe's
-                )
+                err.plugin = err.probe = False  # after its process chose a network, or while it connected
             if err.level == "chain" and went_on:
                 err.cls, err.remediation = None, PROBE_NOTE
             if err.flap:  # an HCA port that went down: a failure only if nothing went on after it
