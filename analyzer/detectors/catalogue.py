@@ -141,9 +141,9 @@ CODES: tuple[CodeDoc, ...] = (
     ),
     CodeDoc(
         "nccl.no_gdrdma",
-        "InfiniBand without GPUDirect RDMA",
+        "an RDMA network (InfiniBand, RoCE, EFA) without GPUDirect RDMA",
         "warning",
-        "IB/RoCE connections without `/GDRDMA`, or `GPU Direct RDMA Disabled`",
+        "IB/RoCE or EFA (Libfabric) connections without `/GDRDMA`, or `GPU Direct RDMA Disabled`; the title names the fabric",
         "load `nvidia-peermem` (or DMA-BUF); test `NCCL_NET_GDR_LEVEL=PHB`",
     ),
     CodeDoc(

@@ -1,4 +1,4 @@
-"""``nccl.no_gdrdma``: InfiniBand/RoCE without GPUDirect RDMA.
+"""``nccl.no_gdrdma``: an RDMA network (InfiniBand, RoCE, EFA) without GPUDirect RDMA.
 
 Signal: a process whose NET connections run over an RDMA network (IB/RoCE, an IB plugin, Libfabric:
 :mod:`parsers.nccl.net_plugins`) and none of
@@ -8,13 +8,26 @@ detour through host memory on every transfer.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from analyzer.detectors._logs import hosts, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
-from parsers.nccl.net_plugins import is_rdma
+from parsers.nccl.net_plugins import is_rdma, network
 
 CODE = "nccl.no_gdrdma"
+
+
+#: the RDMA fabric each network family is, in a title's words
+FABRICS = {"IB": "InfiniBand", "Libfabric": "EFA (Libfabric)"}
+
+
+def _fabric(nets: pd.Series) -> str:
+    """The fabric the processes' networks run on (``InfiniBand``, ``EFA (Libfabric)``), or ``RDMA`` for several."""
+    families = {f.family for f in map(network, nets.dropna()) if f is not None}
+    named = {FABRICS.get(f, "RDMA") for f in families} or {"InfiniBand"}  # 'GPU Direct RDMA Disabled': IB's words
+    return named.pop() if len(named) == 1 else "RDMA"
 
 
 class NoGdrdma(LogDetector):
@@ -58,7 +71,7 @@ class NoGdrdma(LogDetector):
             Finding(
                 code=CODE,
                 severity=Severity.WARNING,
-                title="InfiniBand without GPUDirect RDMA: transfers go through host memory",
+                title=f"{_fabric(bad['net'])} without GPUDirect RDMA: transfers go through host memory",
                 summary=(
                     f"{len(bad)} process(es) use {', '.join(sorted(set(bad['net'].dropna())))} without GPUDirect "
                     "RDMA, so every inter-node transfer is staged in host memory, costing bandwidth and CPU."

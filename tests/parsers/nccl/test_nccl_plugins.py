@@ -94,3 +94,14 @@ qh100-gpu19:49355:49414 [1] NCCL INFO comm 0x1 rank 1 nranks 16 cudaDev 1 busId 
 def test_an_rdma_plugin_without_gpudirect_is_still_reported(tmp_path: Path) -> None:
     doc = _report(tmp_path, IBEXT_NO_GDR)
     assert [f["code"] for f in doc["findings"]] == ["nccl.no_gdrdma"]
+    assert doc["findings"][0]["title"].startswith("InfiniBand without GPUDirect RDMA")
+
+
+def test_efa_without_gpudirect_is_named_efa_not_infiniband(tmp_path: Path) -> None:
+    doc = _report(
+        tmp_path,
+        "[1,7]<stdout>:ip-172-32-38-1:21471:22316 [7] NCCL INFO Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0\n"
+        "[1,7]<stdout>:ip-172-32-38-1:21471:22316 [7] NCCL INFO Ring 00 : 6 -> 7 [receive] via NET/AWS Libfabric/0\n",
+    )
+    (f,) = [f for f in doc["findings"] if f["code"] == "nccl.no_gdrdma"]
+    assert f["title"] == "EFA (Libfabric) without GPUDirect RDMA: transfers go through host memory"
