@@ -15,8 +15,9 @@ _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), advice)
     for pattern, advice in (
         (
-            r"nvls\.c\S*\s.*Cuda failure",  # any: 'invalid argument', 'operation not supported', 401 'the operation
-            # cannot be performed in the present state' (nccl#1672, nccl#1788)
+            r"nvls\.c\S*\s.*Cuda failure|NVLink SHARP \(NVLS\) Multicast",  # any: 'invalid argument', 'operation not
+            # supported', 401 'the operation cannot be performed in the present state' (nccl#1672, nccl#1788); 2.27+
+            # says it in its own words, 'Failed to bind NVLink SHARP (NVLS) Multicast memory …', behind Last error
             "NVLink SHARP (NVLS) could not set up its multicast memory here (no multicast on this fabric, a driver or "
             "fabric manager too old or not running, a VM or container without it; across nodes, no IMEX): "
             "NCCL_NVLS_ENABLE=0 lets the job run without it; nvidia-smi -q shows the fabric's state.",

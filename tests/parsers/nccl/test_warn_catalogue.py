@@ -201,6 +201,12 @@ def test_bytes_from_a_stranger_on_the_proxy_port_are_no_failure(msg: str, strang
         ("Cuda failure 'all CUDA-capable devices are busy or unavailable'", "init.cc:200", "EXCLUSIVE_PROCESS"),
         ("Cuda failure 'CUDA driver is a stub library'", "init.cc:1480", "stubs"),  # horovod#3831
         ("Cuda failure 804 'forward compatibility was attempted on non supported HW'", "init.cc:98", "cuda-compat"),
+        (  # 2.27+'s own words, also behind PyTorch's "Last error:" with no source (pytorch#177472)
+            "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot "
+            "be performed in the present state'.",
+            "transport/nvls.cc:221",
+            "NCCL_NVLS_ENABLE=0",
+        ),
     ],
 )
 def test_a_cuda_failure_says_what_to_change_for_its_error(msg: str, src: str, says: str) -> None:
@@ -232,3 +238,12 @@ def test_a_port_that_went_down_is_a_failure_only_if_nothing_went_on_after_it(dow
     assert errors(down + WENT_ON) == [(2, None, False)]  # a flap NCCL survived: its connections came up after it
     assert errors(down) == [(2, "ib_completion_error", True)]  # the log ends there: nothing tells
     assert errors(down + BROKE) == [(2, "ib_completion_error", False), (4, "ib_completion_error", False)]
+
+
+def test_nvls_in_its_own_words_says_what_to_change_without_its_source() -> None:
+    """PyTorch's ``Last error:`` carries the text alone: the words still name NVLS."""
+    v = verdict(
+        "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be "
+        "performed in the present state'."
+    )
+    assert v.cls == "cuda_error" and "NCCL_NVLS_ENABLE=0" in v.remediation
