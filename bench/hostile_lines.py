@@ -41,6 +41,10 @@ SHAPES = {
         + "\n"
     ),
     "Horovod's texts restated": lambda n: "Horovod has been shut down" * (n // 26) + "Mismatched " * (n // 11) + "\n",
+    "dotted words before a CUDA error": lambda n: "a." * (n // 2) + " CUDA error: x\n",
+    "digits after a barrier's timeout": lambda n: (
+        "Timed out initializing process group in store based barrier on rank: 1 " + "9" * n + "\n"
+    ),
     "a crash's backtrace": lambda n: (
         "[h:1] *** Process received signal ***\n" + "[h:1] Signal: " * (n // 15) + "\n 1 " + "libnccl" * (n // 7) + "\n"
     ),

@@ -89,7 +89,7 @@ _LOG_SIGNALS = (
         re.compile(  # parsers.nccl.gpu_errors's: PyTorch's, TensorFlow's and XLA's
             rb"\b(?:CUDA|HIP) out of memory\. Tried to allocate|\bOOM when allocating tensor with shape"
             rb"|\bRESOURCE_EXHAUSTED: Out of memory while trying to allocate \d+ bytes"
-            rb"|(?:\b[\w.]*(?:Error|Exception): |\bwhat\(\):\s*)(?:CUDA|HIP) error: \S"
+            rb"|(?:\b[\w.]{0,100}(?:Error|Exception): |\bwhat\(\):\s*)(?:CUDA|HIP) error: \S"
         ),
         "a framework's report of a GPU out of memory or faulting",
     ),

@@ -43,9 +43,10 @@ _OOM = re.compile(
     r"|\bRESOURCE_EXHAUSTED: Out of memory while trying to allocate \d+ bytes"
 )
 #: a CUDA error raised by the process itself: at a line's start (after tags), after an exception's name or a C++
-#: exception's ``what():``; a sentence that mentions one is none
+#: exception's ``what():``; a sentence that mentions one is none. The exception's dotted name is bounded: a long run of
+#: word characters and dots before it is read in linear time
 _CUDA_ERROR = re.compile(
-    r"(?:^\s*(?:\[[^\[\]\n]{1,40}\](?:<\w+>)?:?\s*)*|\bwhat\(\):\s*|\b[\w.]*(?:Error|Exception): )"
+    r"(?:^\s*(?:\[[^\[\]\n]{1,40}\](?:<\w+>)?:?\s*)*|\bwhat\(\):\s*|\b[\w.]{0,100}(?:Error|Exception): )"
     r"(?P<err>(?:CUDA|HIP) error: (?P<text>\S.*?))\s*$"
 )
 #: a device-side assert: the job's own check failed in a kernel
@@ -55,7 +56,7 @@ ASSERT_ADVICE = (
     "(embedding ids past the vocabulary, loss targets past the classes, a gather): rerun with CUDA_LAUNCH_BLOCKING=1, "
     "or the step on CPU, to see which"
 )
-#: the launcher's tag that names the rank: torchrun's ``[rank2]:``, mpirun's ``[1,2]<stderr>:``, DeepSpeed's ``2: ``
+#: the launcher's tag that names the rank: torchrun's ``[rank2]:``, mpirun's ``[1,2]<stderr>:``
 _RANK = re.compile(r"^\s*(?:\[rank(?P<torch>\d+)\]:|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:)")
 
 

@@ -77,7 +77,8 @@ _ANCHORS = (
 )
 #: how many processes joined, and of how many: ``3/4 clients joined``, ``(world_size=4, worker_count=3``
 _JOINED = re.compile(
-    r"(?P<k>\d+)/(?P<n>\d+) (?:clients|workers) joined|world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<count>\d+)"
+    r"(?<!\d)(?P<k>\d{1,9})/(?P<n>\d{1,9}) (?:clients|workers) joined"
+    r"|world_size=(?P<world>\d{1,9}), (?:worker_count|num_workers_joined)=(?P<count>\d{1,9})"
 )
 #: a store on the same host only: on a job of more than one node the others cannot reach it
 _LOOPBACK = re.compile(r"localhost|127\.\d+\.\d+\.\d+|\[?::1\]?")
