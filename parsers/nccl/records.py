@@ -38,17 +38,27 @@ ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 #: writer's own.
 AUTOLINK = re.compile(r"\[([^\[\]()\s]{1,256})\]\(https?://\1/?\)|<https?://([^<>|\s]{1,256}?)/?\|\2>")
 AUTOLINK_BYTES = re.compile(AUTOLINK.pattern.encode("ascii"))
+#: what Ray's log deduplication (2.3+) appends to a line that several workers printed alike: `` [repeated 6x across
+#: cluster]``, on the first such line with its note ``(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 …)``
+RAY_REPEAT = re.compile(
+    r" \[repeated \d{1,9}x across cluster\](?: \(Ray deduplicates logs by default\.[^\n]{0,300}\))?(?=\r?$)",
+    re.MULTILINE,
+)
+RAY_REPEAT_BYTES = re.compile(RAY_REPEAT.pattern.encode("ascii"), re.MULTILINE)
 
 
 def clean_paste(text: str) -> str:
-    """``text`` without ANSI sequences, with HTML character references decoded and automatic links
-    written back as their text: what a terminal, a web page or an editor added to the lines NCCL printed."""
+    """``text`` without ANSI sequences, with HTML character references decoded, automatic links written back as
+    their text and Ray's note of a deduplicated line taken off: what a terminal, a web page, an editor or a log
+    collector added to the lines NCCL printed."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
     if "&" in text and ENTITY.search(text):
         text = ENTITY.sub(lambda m: html.unescape(m[0]), text)
     if "](http" in text or "<http" in text:
         text = AUTOLINK.sub(_link_text, text)
+    if "x across cluster]" in text:
+        text = RAY_REPEAT.sub("", text)
     return text
 
 
@@ -71,6 +81,8 @@ def clean_bytes(data: bytes) -> bytes:
         data = ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
     if b"](http" in data or b"<http" in data:  # a link's text is a run of its own bytes: what is left stays valid
         data = AUTOLINK_BYTES.sub(_link_text, data)
+    if b"x across cluster]" in data:  # ASCII at a line's end: what is left stays valid
+        data = RAY_REPEAT_BYTES.sub(b"", data)
     return data
 
 

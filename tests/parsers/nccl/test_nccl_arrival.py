@@ -62,6 +62,26 @@ def test_links_an_editor_made_of_file_names_and_addresses_are_their_text(src: st
     assert p.counts["foreign"] == 1  # a link of other words is the writer's own text, not an automatic one
 
 
+def test_rays_note_of_a_deduplicated_line_is_taken_off() -> None:
+    """Ray 2.3+ prints a line several workers printed alike once, with `` [repeated Nx across cluster]`` (and, the
+    first time, its note on how to turn that off): the record and the framework's report are read without it."""
+    text = (
+        "(RayWorkerWrapper pid=9) node1:9:40 [0] misc/shmutils.cc:165 NCCL WARN Error while attaching to shared memory "
+        "segment /dev/shm/nccl-nK2bxb (size 192814336), error: No such file or directory (2) [repeated 2x across "
+        "cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see "
+        "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication for more "
+        "options.)\r\n"
+        "(RayWorkerWrapper pid=9) node1:9:40 [0] NCCL INFO transport/shm.cc:380 -> 2 [repeated 2x across cluster]\n"
+        "(RayWorkerWrapper pid=880) ERROR 04-16 01:01:44 [worker_base.py:620] RuntimeError: NCCL error: unhandled "
+        "system error (run with NCCL_DEBUG=INFO for details) [repeated 6x across cluster]\n"
+    )
+    _, t = parse(text)
+    warn, report_ = t["nccl_errors"]
+    assert warn["message"].endswith("error: No such file or directory (2)") and warn["class"] == "shm_missing"
+    assert warn["chain"] == ["transport/shm.cc:380 -> 2"]
+    assert report_["message"].endswith("(run with NCCL_DEBUG=INFO for details)")
+
+
 def test_watchdog_timeouts_after_an_nccl_error_are_its_consequence(tmp_path: Path) -> None:
     timeout = (
         "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
