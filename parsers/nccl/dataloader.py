@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.nccl.reports import FrameworkError
+from parsers.nccl.reports import FrameworkError, rank_said
 
 DATALOADER = "dataloader_died"
 CLASSES = (DATALOADER,)
@@ -25,7 +25,6 @@ _DIED = re.compile(
     r"unexpectedly)"
     r"|\bUnexpected (?P<own>bus error|segmentation fault|floating-point exception) encountered in worker"
 )
-_RANK = re.compile(r"^\s*(?:\[rank(?P<torch>\d+)\]:|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:)")
 _ADVICE = {
     "bus": "a bus error in a DataLoader worker is /dev/shm too small for the batches the workers hand over: give "
     "the container more (docker --shm-size=16g, or --ipc=host; Kubernetes: an emptyDir of medium Memory on "
@@ -44,9 +43,7 @@ def parse_dataloader(line: str) -> FrameworkError | None:
         return None
     how = (m["sig"] or m["own"] or "").lower()
     advice = next((text for key, text in _ADVICE.items() if how.startswith(key)), None)
-    tag = _RANK.match(line)
-    rank = "" if tag is None else f" (rank {tag['torch'] or tag['mpi']})"
-    return FrameworkError(None, m[0] + rank, None, cls=DATALOADER, cause=True, advice=advice)
+    return FrameworkError(None, m[0] + rank_said(line), None, cls=DATALOADER, cause=True, advice=advice)
 
 
 REMEDIATION = {

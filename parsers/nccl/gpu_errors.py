@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from parsers.nccl.cuda_errors import cuda_advice
-from parsers.nccl.reports import FrameworkError
+from parsers.nccl.reports import FrameworkError, rank_said
 
 GPU_OOM = "gpu_oom"
 GPU_FAULT = "gpu_fault"  # one of error_classes' own (the watchdog's): not listed here
@@ -56,28 +56,20 @@ ASSERT_ADVICE = (
     "(embedding ids past the vocabulary, loss targets past the classes, a gather): rerun with CUDA_LAUNCH_BLOCKING=1, "
     "or the step on CPU, to see which"
 )
-#: the launcher's tag that names the rank: torchrun's ``[rank2]:``, mpirun's ``[1,2]<stderr>:``
-_RANK = re.compile(r"^\s*(?:\[rank(?P<torch>\d+)\]:|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:)")
 
 
 def parse_gpu_error(line: str) -> FrameworkError | None:
     """The report on ``line`` of a process's GPU out of memory, or of a CUDA error it raised, its rank named when a
     launcher's tag says it."""
     if (m := _OOM.search(line)) is not None:
-        return FrameworkError(None, m[0].rstrip(".") + _rank(line), None, cls=GPU_OOM, cause=True)
+        return FrameworkError(None, m[0].rstrip(".") + rank_said(line), None, cls=GPU_OOM, cause=True)
     if "error: " not in line or (c := _CUDA_ERROR.search(line)) is None:
         return None
     text = c["text"].rstrip(".")
     if text.lower() == "out of memory":
-        return FrameworkError(None, c["err"].rstrip(".") + _rank(line), None, cls=GPU_OOM, cause=True)
+        return FrameworkError(None, c["err"].rstrip(".") + rank_said(line), None, cls=GPU_OOM, cause=True)
     advice = ASSERT_ADVICE if _ASSERT in text else cuda_advice(f"'{text}'")
-    return FrameworkError(None, c["err"].rstrip(".") + _rank(line), None, cls=GPU_FAULT, cause=True, advice=advice)
-
-
-def _rank(line: str) -> str:
-    """`` (rank N)`` when a launcher's tag at the line's start names it."""
-    tag = _RANK.match(line)
-    return "" if tag is None else f" (rank {tag['torch'] or tag['mpi']})"
+    return FrameworkError(None, c["err"].rstrip(".") + rank_said(line), None, cls=GPU_FAULT, cause=True, advice=advice)
 
 
 REMEDIATION = {

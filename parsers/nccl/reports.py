@@ -65,6 +65,17 @@ _RESULT_CODES = {"UnhandledCuda": 1, "System": 2, "Internal": 3, "InvalidArgumen
 LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
 
 
+#: the launcher's tag that names a report's rank: torchrun's ``[rank2]:``, mpirun's ``[1,2]<stderr>:``
+_RANK_TAG = re.compile(r"^\s*(?:\[rank(?P<torch>\d+)\]:|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>:)")
+
+
+def rank_said(line: str) -> str:
+    """`` (rank N)`` when a launcher's tag at ``line``'s start names its rank, else nothing: what a framework's report
+    that names no process of its own adds to its message."""
+    tag = _RANK_TAG.match(line)
+    return "" if tag is None else f" (rank {tag['torch'] or tag['mpi']})"
+
+
 @dataclass(frozen=True, slots=True)
 class FrameworkError:
     """A framework's report of a failed NCCL call: where it was raised, its text, the result code, and
