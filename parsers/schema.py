@@ -302,16 +302,22 @@ LOG_TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             "worker_exits",
-            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun, "
-            "DeepSpeed's launcher).",
+            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun "
+            "and slurmstepd's OOM killer, DeepSpeed's launcher), or as the process's own crash handler did.",
             (
                 _INPUT,
                 _LINE,
-                _c("launcher", pa.string(), "horovodrun | mpirun | torchrun | torchelastic | srun | deepspeed"),
+                _c(
+                    "launcher",
+                    pa.string(),
+                    "horovodrun | mpirun | torchrun | torchelastic | srun | slurmstepd | deepspeed; the crash handler "
+                    "that reported it: ucx | open-mpi | python",
+                ),
                 _c(
                     "rank",
                     pa.int32(),
-                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its task; deepspeed: none)",
+                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its (first) task; "
+                    "deepspeed, slurmstepd: none)",
                     null=True,
                 ),
                 _c("host", pa.string(), "the node it ran on, when the launcher names it", null=True),
