@@ -302,22 +302,16 @@ LOG_TABLES: dict[str, TableSpec] = {
         ),
         TableSpec(
             "worker_exits",
-            "A worker's end as its launcher reported it (horovodrun, mpirun, torchrun and its torchelastic summary, srun "
-            "and slurmstepd's OOM killer, DeepSpeed's launcher), or as the process's own crash handler did.",
+            "A worker's end as its launcher (horovodrun, mpirun, torchrun and torchelastic, srun and slurmstepd, "
+            "DeepSpeed) or its own crash handler reported it.",
             (
                 _INPUT,
                 _LINE,
-                _c(
-                    "launcher",
-                    pa.string(),
-                    "horovodrun | mpirun | torchrun | torchelastic | srun | slurmstepd | deepspeed; the crash handler "
-                    "that reported it: ucx | open-mpi | python",
-                ),
+                _c("launcher", pa.string(), "the launcher, or the crash handler (ucx, open-mpi, python)"),
                 _c(
                     "rank",
                     pa.int32(),
-                    "the worker's rank (torchrun: its local rank; torchelastic: the job's rank; srun: its (first) task; "
-                    "deepspeed, slurmstepd: none)",
+                    "the worker's rank (torchrun: local; torchelastic: the job's; srun: its first task; deepspeed: none)",
                     null=True,
                 ),
                 _c("host", pa.string(), "the node it ran on, when the launcher names it", null=True),
