@@ -19,6 +19,7 @@ from typing import Annotated
 from parsers.nccl import job_failures
 from parsers.nccl.catalogue import lookup
 from parsers.nccl.cuda_errors import cuda_advice
+from parsers.nccl.hca_events import PORT_DOWN, async_event, hca_news
 from parsers.nccl.net_plugins import benign_plugin_warn
 from parsers.shapes import Schema
 
@@ -222,35 +223,12 @@ PROBE_REMEDIATION = (
     "only if that transport was meant to be used; the process's 'Using network' line shows what NCCL chose."
 )
 _OOM = re.compile(r"out of memory|cudaErrorMemoryAllocation", re.IGNORECASE)
-#: an HCA's asynchronous event as NCCL up to 2.22 prints every one, ``Got async event : <name>`` (libibverbs'
-#: ``ibv_event_type_str`` names; 2.28+ prints the non-fatal ones as ``Got non-fatal async event``)
-_ASYNC_EVENT = re.compile(r"Got async event : (?P<event>[\w ]+?)\s*$", re.IGNORECASE)
-#: the events that are news, not failures: the port came up, the subnet manager moved or re-registered, an address
-#: or key changed, a queue drained
-IB_NEWS = frozenset(
-    {"port active", "lid change", "p_key change", "sm change", "client reregistration", "gid table change"}
-    | {"communication established", "send queue drained", "path migrated", "srq limit reached", "last wqe reached"}
-)
-#: the event of an HCA port that went down: NCCL goes on when the link comes back, so what followed decides
-PORT_DOWN = "port error"
-
-
-def async_event(msg: str) -> str | None:
-    """The name (lower case) of the HCA event a WARN reports, if it reports one."""
-    m = _ASYNC_EVENT.search(msg)
-    return None if m is None else m["event"].lower()
-
-
 #: the proxy's service thread reading a connection that never said which local rank it is (localRank -1): not
 #: one of NCCL's own, so NCCL closes it and goes on (2.12+, ``proxy.cc``)
 _STRANGER = re.compile(r"\[Service thread\] Unknown command -?\d+ from localRank -1\s*$")
 STRANGER_NOTE = (
     "something that is not one of NCCL's ranks (a port scanner, a health check, a stray client) connected to this "
     "process's proxy port and sent bytes NCCL does not know: NCCL closed that connection and went on"
-)
-IB_NEWS_NOTE = (
-    "the InfiniBand port or subnet changed state (the port came up, the subnet manager moved or asked to re-register, "
-    "an address changed): news NCCL goes on after, not a failure; a link flap only if completion errors follow"
 )
 _SHM = re.compile(r"/dev/shm|shared memory|shm_open|posix_fallocate|shmutils|\bshm\b", re.IGNORECASE)
 
@@ -263,8 +241,8 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     plugin = benign_plugin_warn(msg, src)
     if plugin is not None:
         return Verdict("plugin_probe", True, False, f"{plugin.project} prints this on its normal path: not an error")
-    if async_event(msg) in IB_NEWS:
-        return Verdict("ib_completion_error", True, False, IB_NEWS_NOTE)
+    if (news := hca_news(msg)) is not None:
+        return Verdict("ib_completion_error", True, False, news)
     if _STRANGER.search(msg):
         return Verdict("internal_error", True, False, STRANGER_NOTE)
     nccl_msg, file = _as_nccl(msg, src.rsplit(":", 1)[0] if src else None)
@@ -274,6 +252,7 @@ def verdict(msg: str, src: str | None = None) -> Verdict:
     fmt = lookup(msg, file)
     base = fmt.cls if fmt is not None and fmt.cls else rule.cls or "plugin_probe"
     benign = fmt.benign if fmt is not None and fmt.cls else rule.cls is None
+    benign = benign and async_event(msg) != PORT_DOWN  # listed as non-fatal by 2.23+: what followed decides
     consequence = fmt is not None and fmt.consequence
     cls = base
     if cls.startswith("shm_") or (cls in ("system_error", "internal_error") and _SHM.search(msg)):

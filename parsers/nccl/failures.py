@@ -29,14 +29,13 @@ from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import (
     CODE_CLASS,
     OFI_REMEDIATION,
-    PORT_DOWN,
-    async_event,
     classify_chain,
     remediation,
     shm_class,
     verdict,
 )
 from parsers.nccl.gpu_errors import GPU_FAULT, GPU_OOM
+from parsers.nccl.hca_events import PORT_DOWN, async_event
 from parsers.nccl.messages import Chain
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
@@ -115,7 +114,7 @@ class Failures:
             err.plugin = True  # settled by whether NCCL went on
         if plugin or _source(r.src) in IB_WRAPPERS:
             err.probe = True
-        if async_event(r.msg) == PORT_DOWN:  # NCCL up to 2.22 prints it as an error; 2.28+ calls it non-fatal
+        if async_event(r.msg) == PORT_DOWN:  # an error to NCCL up to 2.22; non-fatal to 2.23+
             err.flap = True  # settled by whether NCCL went on after it
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:

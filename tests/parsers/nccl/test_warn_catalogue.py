@@ -71,10 +71,12 @@ def warn_rows() -> list[dict[str, str]]:
     ]
 
 
-def _policy() -> dict[str, tuple[str, str]]:
-    """The table's deliberate differences: pattern -> (class, why)."""
+def _policy() -> dict[str, tuple[str, str, str]]:
+    """The table's deliberate differences: pattern -> (class, benign, why)."""
     with open(TABLE, newline="", encoding="utf-8") as f:
-        return {r["pattern"]: (r["class"], r["why"]) for r in csv.DictReader(f, delimiter="\t") if r["why"]}
+        return {
+            r["pattern"]: (r["class"], r["benign"], r["why"]) for r in csv.DictReader(f, delimiter="\t") if r["why"]
+        }
 
 
 needs_catalogue = pytest.mark.skipif(not CATALOGUE.is_file(), reason="../shared/docs/nccl-warn-catalogue.tsv absent")
@@ -95,18 +97,18 @@ def test_every_catalogue_warn_gets_its_class(capsys: pytest.CaptureFixture[str])
     deliberate: dict[tuple[str, str, str], str] = {}
     rows = warn_rows()
     for row in rows:
-        expected, why = row["suggested_class"], ""
+        expected, benign = row["suggested_class"], row["benign"]
         pattern = gen.to_pattern(row["format_string"])
-        if pattern in policy and policy[pattern][0] != expected:
-            (now, why), was = policy[pattern], expected
-            deliberate[(row["format_string"][:70], was, now)] = why
-            expected = now
+        if pattern in policy and policy[pattern][:2] != (expected, benign):
+            now, now_benign, why = policy[pattern]
+            deliberate[(row["format_string"][:70], f"{expected}/{benign}", f"{now}/{now_benign}")] = why
+            expected, benign = now, now_benign
         for line in lines(row):
             (rec,), _, _ = split_records(line)
             v = verdict(rec.msg, rec.src)
             got = (rec.level, v.cls, "yes" if v.benign else "no")
-            if got != ("WARN", expected, row["benign"]):
-                wrong.append((row["source_file"], row["format_string"][:80], f"{expected}/{row['benign']}", str(got)))
+            if got != ("WARN", expected, benign):
+                wrong.append((row["source_file"], row["format_string"][:80], f"{expected}/{benign}", str(got)))
     with capsys.disabled():
         print(f"\n{len(rows)} catalogue WARN rows; deliberate differences ({len(deliberate)}):")
         for (fmt, was, now), why in sorted(deliberate.items()):
@@ -221,6 +223,7 @@ def test_a_cuda_failure_of_no_known_text_keeps_the_general_advice() -> None:
 
 PORT_DOWN = "\nh:7:9 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"  # NCCL 2.4-2.19
 PORT_DOWN_222 = "\nh:7:9 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error\n"
+PORT_DOWN_223 = "\nh:7:9 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async error event: port error\n"
 WENT_ON = "h:7:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
 BROKE = (
     "\nh:7:11 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<5001> with error 12, "
@@ -228,7 +231,7 @@ BROKE = (
 )
 
 
-@pytest.mark.parametrize("down", [PORT_DOWN, PORT_DOWN_222])
+@pytest.mark.parametrize("down", [PORT_DOWN, PORT_DOWN_222, PORT_DOWN_223])
 def test_a_port_that_went_down_is_a_failure_only_if_nothing_went_on_after_it(down: str) -> None:
     from tests.parsers.nccl.test_nccl_log import parse
 
@@ -247,3 +250,23 @@ def test_nvls_in_its_own_words_says_what_to_change_without_its_source() -> None:
         "performed in the present state'."
     )
     assert v.cls == "cuda_error" and "NCCL_NVLS_ENABLE=0" in v.remediation
+
+
+@pytest.mark.parametrize(
+    ("msg", "news"),
+    [
+        # 2.23.4-2.28 print the events their code lists as non-fatal as "async error event"
+        ("NET/IB : mlx5_0:1 Got async error event: port active", True),
+        ("NET/IB : mlx5_2:1 Got async error event: SM change", True),
+        ("NET/IB : mlx5_0:1 Got async error event: path migration request error", True),
+        ("NET/IB : mlx5_0:1 unknown event type (18)", True),  # a GID table change: not in their list, only logged
+        ("NET/IB : mlx5_0:1 Got non-fatal async event: GID table change(18)", True),  # 2.28.7+
+        # the fatal ones, in every release's words
+        ("NET/IB : mlx5_0:1 async fatal event on QP (0x55d1): local work queue catastrophic error", False),
+        ("NET/IB : mlx5_0:1 async fatal event on CQ (0x7f3a): CQ error", False),
+        ("NET/IB : Got async event : local catastrophic error", False),  # up to 2.22
+    ],
+)
+def test_hca_events_nccl_goes_on_after_are_no_failure(msg: str, news: bool) -> None:
+    v = verdict(msg, "transport/net_ib.cc:101")
+    assert v.cls == "ib_completion_error" and v.benign is news
