@@ -69,7 +69,7 @@ _LOG_SIGNALS = (
             rb"The client socket has (?:timed out after \S+ while trying to connect to|failed to connect to any network "
             rb"address of) |\bconnect\(\) timed out\. Original timeout was \d+ ms|"
             rb"The connection to (?:the C10d store|etcd) has failed|"
-            rb"The server socket has failed to (?:listen on any local network address|bind to \S+ \(errno: 98\b)|"
+            rb"The server socket has failed to (?:listen on any local network address|(?:bind to|listen on) \S+ \(errno: 98\b)|"
             rb"\b(?:RuntimeError|DistNetworkError): Address already in use\s*$|"
             rb"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined|"
             rb"Timed out initializing process group in store based barrier on rank|"

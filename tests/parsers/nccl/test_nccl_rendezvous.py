@@ -110,7 +110,12 @@ LINES = [
 
 
 @pytest.mark.parametrize(("release", "line", "cls", "start"), LINES, ids=[f"{c}-{r}" for r, _, c, _ in LINES])
-def test_each_release_words_its_failure_and_each_is_read(release: str, line: str, cls: str, start: str) -> None:
+def test_each_release_words_its_failure_and_each_is_read(
+    tmp_path: Path, release: str, line: str, cls: str, start: str
+) -> None:
+    alone = tmp_path / "job.log"
+    alone.write_text(line + "\n")
+    assert sniff(alone).kind is InputKind.JOB_LOG, release  # a file of that line alone is a job log
     found = parse_rendezvous(line)
     assert found is not None and found.cls == cls and found.cause, release
     assert found.message.startswith(start) and not found.message.endswith((".", ": ", '"')), found.message
