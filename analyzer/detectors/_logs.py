@@ -27,6 +27,11 @@ def hosts(df: pd.DataFrame) -> tuple[str, ...]:
     return tuple(sorted({h for h in df["host"] if isinstance(h, str)}))
 
 
+def abnormal_exits(w: pd.DataFrame) -> pd.DataFrame:
+    """The launcher-reported worker ends that are abnormal: by a signal, or with a non-zero exit code."""
+    return w[w["signal"].notna() | (w["exit_code"].fillna(0) != 0)]
+
+
 def listed(items: list[str], limit: int = 8) -> str:
     """``a, b, c`` or ``a, b, ... (+N more)``."""
     items = list(items)

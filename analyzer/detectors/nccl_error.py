@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from analyzer.detectors._logs import listed, src, who
+from analyzer.detectors._logs import abnormal_exits, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion, clip
 from analyzer.nccl.incidents import ClassifiedError, Incident, peer_gone
@@ -57,8 +57,7 @@ AFTER_AN_END = "It follows from the worker's end the launcher reports (see job.w
 
 def _a_worker_died(model: NcclModel) -> bool:
     """Whether a launcher reports a worker's abnormal end (a signal, or a non-zero exit code)."""
-    w = model.worker_exits
-    return not w.empty and bool(((w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)).any())
+    return not model.worker_exits.empty and not abnormal_exits(model.worker_exits).empty
 
 
 class NcclError(LogDetector):

@@ -18,7 +18,7 @@ import signal
 
 import pandas as pd
 
-from analyzer.detectors._logs import src
+from analyzer.detectors._logs import abnormal_exits, src
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
@@ -41,8 +41,13 @@ def _who(row: pd.Series) -> str:
     return f"rank {int(row['rank'])}" if pd.notna(row["rank"]) else "a worker (rank not named)"
 
 
+def _oom_killed(row: pd.Series) -> bool:
+    """Whether the launcher's line names the out-of-memory killer (Slurm says which killer it was)."""
+    return any(t in row["text"] for t in OOM_KILLED)
+
+
 def _how(row: pd.Series) -> str:
-    if any(t in row["text"] for t in OOM_KILLED):  # Slurm says which killer it was
+    if _oom_killed(row):  # Slurm says which killer it was
         return "out of memory: the kernel's out-of-memory killer (SIGKILL), at the step's memory limit or the node's"
     sig = row["signal"]
     if pd.notna(sig) and int(sig) in signal.valid_signals():
@@ -70,7 +75,7 @@ def _action(first: pd.Series, whose: str, signalled: bool) -> str:
             "libpthread, the C library's sigaction) the first library is where it crashed; a SIGBUS in a container is "
             "most often /dev/shm full (--shm-size, --ipc=host)."
         )
-    if any(t in first["text"] for t in OOM_KILLED):
+    if _oom_killed(first):
         return (
             "Lower the host memory the workers need: fewer data loader workers or a smaller prefetch, less pinned "
             "memory, datasets read lazily instead of loaded whole; or ask the scheduler for more (--mem, "
@@ -99,7 +104,7 @@ class WorkerExit(LogDetector):
         w = model.worker_exits
         if w.empty:
             return []
-        bad = w[(w["signal"].notna()) | (w["exit_code"].fillna(0) != 0)]
+        bad = abnormal_exits(w)
         if bad.empty:
             return []
         # torchelastic's summary prints the first failure last (its Root Cause section): it goes first
