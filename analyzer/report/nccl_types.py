@@ -8,7 +8,6 @@ from analyzer.nccl.incidents import CauseDoc as CauseDoc
 from analyzer.nccl.incidents import ClassifiedError
 from analyzer.nccl.model import Communicator, IncompleteRank
 from analyzer.report.doc_base import Count, Schema
-from parsers.nccl.rows import WatchdogRow
 
 # -- the NCCL section ------------------------------------------------------------------------------
 
@@ -53,9 +52,24 @@ CommunicatorDoc = Communicator
 NcclErrorDoc = ClassifiedError  # one declaration, the model's (analyzer.nccl.incidents)
 
 
-class WatchdogDoc(WatchdogRow):
-    """A ``watchdog_timeouts`` row (the parser's :class:`parsers.nccl.rows.WatchdogRow`) and its file."""
+class WatchdogDoc(TypedDict):
+    """A ``watchdog_timeouts`` row (the parser's :class:`parsers.nccl.rows.WatchdogRow`, field for field) and
+    its file."""
 
+    line: int
+    rank: (
+        int | None
+    )  # the launcher's ``[rankN]:`` when it tags the line, else PyTorch's ``[Rank N]`` (within the group)
+    global_rank: int | None  # the job's rank: the launcher's tag, the default group's rank, or the group's membership
+    seq: int
+    op: str
+    numel_in: int | None
+    numel_out: int | None
+    timeout_ms: int
+    ran_ms: int
+    pg: str | None
+    last_enqueued: int | None
+    last_completed: int | None
     file: str
 
 

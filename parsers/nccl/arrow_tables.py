@@ -8,7 +8,7 @@ does not import the parser that calls it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -81,10 +81,14 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             table, wrong = kept.table()
             say_out_of_range(p, name, wrong)
             cols.tables[name] = table
-    if p.failures.errors:
-        cols["nccl_errors"] = {  # the column ``class`` is the row's ``cls`` (a Python keyword)
-            column: [getattr(e, field) for e in p.failures.errors] for column, field in ERROR_COLUMNS.items()
-        }
+    if errors := p.failures.errors:
+        cols.in_slices(  # the column ``class`` is the row's ``cls`` (a Python keyword)
+            "nccl_errors",
+            (
+                {column: [getattr(e, field) for e in errors[k : k + SLICE]] for column, field in ERROR_COLUMNS.items()}
+                for k in range(0, len(errors), SLICE)
+            ),
+        )
     if p.colls:
         in_order = sorted(p.colls.items(), key=lambda kc: kc[1].first_line)  # as the file first shows each, by
         # whichever path its lines took (a block dense in COLL lines is read by one regex, others line by line)
@@ -107,7 +111,7 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
             "last_enqueued",
             "last_completed",
         ]
-        cols["watchdog_timeouts"] = _dict_columns(p.watchdog, names)
+        cols["watchdog_timeouts"] = {n: [getattr(w, n) for w in p.watchdog] for n in names}
     if p.stalls:
         cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
     if p.exits:
@@ -133,6 +137,8 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
     return cols.tables
 
 
+#: rows of ``nccl_errors`` made into a record batch at a time
+SLICE = 1 << 14
 #: the ``nccl_errors`` columns and the :class:`~parsers.nccl.rows.ErrorRow` fields they hold
 ERROR_COLUMNS = {
     name: "cls" if name == "class" else name
@@ -164,12 +170,22 @@ class _Built:
         self.tables: dict[str, pa.Table] = {}
 
     def __setitem__(self, name: str, data: dict[str, list[Any]]) -> None:
+        self.in_slices(name, (data,))
+
+    def in_slices(self, name: str, slices: Iterable[dict[str, list[Any]]]) -> None:
+        """The table ``name`` of the columns of each of ``slices`` in turn: only one slice's Python lists and their
+        text's copies are held at a time (the ``nccl_errors`` of 1 GB of real lines, in one: 75 MB over its 52)."""
         schema = arrow_schema(name).remove(0)  # input_id is added by the store
-        data, wrong = checked(data, schema)
-        say_out_of_range(self.p, name, wrong)
-        # built from buffers, not by pa.array: its first call imports pandas (~50 MB, ~0.45 s) in a process that
-        # never uses it (an ingest's worker)
-        self.tables[name] = pa.table({f.name: column(data[f.name], f.type) for f in schema}, schema=schema)
+        batches = []
+        out_of_range: OutOfRange | None = None
+        for data in slices:
+            data, wrong = checked(data, schema)
+            out_of_range = wrong if out_of_range is None else out_of_range.add(wrong)
+            # built from buffers, not by pa.array: its first call imports pandas (~50 MB, ~0.45 s) in a process that
+            # never uses it (an ingest's worker)
+            batches.append(pa.record_batch([column(data[f.name], f.type) for f in schema], schema=schema))
+        say_out_of_range(self.p, name, out_of_range)
+        self.tables[name] = pa.Table.from_batches(batches, schema)
 
 
 def say_out_of_range(p: LogState, name: str, wrong: OutOfRange | None) -> None:
@@ -184,11 +200,6 @@ def say_out_of_range(p: LogState, name: str, wrong: OutOfRange | None) -> None:
         f"{wrong.value}{where}): the field is left empty, or the record dropped where it cannot be",
         count=wrong.count,
     )
-
-
-def _dict_columns(rows: Sequence[Mapping[str, object]], names: Sequence[str]) -> dict[str, list[Any]]:
-    """The columns ``names`` of rows that are dicts (a TypedDict's rows)."""
-    return {n: [r[n] for r in rows] for n in names}
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:

@@ -188,7 +188,7 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p.versions.absorb(chunk.versions, base)
     p.env.absorb(chunk.env, base)
     for w in chunk.watchdog:
-        w["line"] += base
+        w.line += base
     p.watchdog += chunk.watchdog
     p.stalls += [row._replace(line=row.line + base) for row in chunk.stalls]
     p.pg_members += [row._replace(line=row.line + base) for row in chunk.pg_members]

@@ -117,20 +117,20 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
     tag = _RANK_TAG.search(line, 0, m.start())
     within = m["rank"] or m["pgrank"]
     rank = within if within is not None else tag["rank"] if tag else None
-    return {
-        "line": lineno,
-        "rank": int(rank) if rank is not None else None,
-        "global_rank": int(tag["rank"]) if tag else None,  # else known at the end (resolve_global_ranks)
-        "seq": int(m["seq"]),
-        "op": m["op"],
-        "numel_in": int(m["nin"]) if m["nin"] else None,
-        "numel_out": int(m["nout"]) if m["nout"] else None,
-        "timeout_ms": int(m["timeout"]),
-        "ran_ms": int(m["ran"]),
-        "pg": _pg(m) if m["pg"] is not None else None,  # 2.3+ names the group on the timeout line itself
-        "last_enqueued": None,
-        "last_completed": None,
-    }
+    return WatchdogRow(
+        line=lineno,
+        rank=int(rank) if rank is not None else None,
+        global_rank=int(tag["rank"]) if tag else None,  # else known at the end (resolve_global_ranks)
+        seq=int(m["seq"]),
+        op=m["op"],
+        numel_in=int(m["nin"]) if m["nin"] else None,
+        numel_out=int(m["nout"]) if m["nout"] else None,
+        timeout_ms=int(m["timeout"]),
+        ran_ms=int(m["ran"]),
+        pg=_pg(m) if m["pg"] is not None else None,  # 2.3+ names the group on the timeout line itself
+        last_enqueued=None,
+        last_completed=None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,20 +178,23 @@ def fold_restated(watchdog: list[WatchdogRow]) -> list[WatchdogRow]:
     first: dict[tuple[int | None, int, str, int, int], list[WatchdogRow]] = {}
     kept: list[WatchdogRow] = []
     for w in watchdog:
-        same = first.setdefault((w["rank"], w["seq"], w["op"], w["timeout_ms"], w["ran_ms"]), [])
+        same = first.setdefault((w.rank, w.seq, w.op, w.timeout_ms, w.ran_ms), [])
         earlier = next((e for e in same if _compatible(e, w)), None)
         if earlier is None:
             same.append(w)
             kept.append(w)
             continue
         for key in ("global_rank", "pg", "numel_in", "numel_out", "last_enqueued", "last_completed"):
-            if earlier[key] is None:
-                earlier[key] = w[key]
+            if getattr(earlier, key) is None:
+                setattr(earlier, key, getattr(w, key))
     return kept
 
 
 def _compatible(a: WatchdogRow, b: WatchdogRow) -> bool:
-    return all(a[k] is None or b[k] is None or a[k] == b[k] for k in ("global_rank", "pg", "numel_in", "numel_out"))
+    return all(
+        x is None or y is None or x == y
+        for x, y in ((a.global_rank, b.global_rank), (a.pg, b.pg), (a.numel_in, b.numel_in), (a.numel_out, b.numel_out))
+    )
 
 
 def resolve_global_ranks(watchdog: list[WatchdogRow], members: list[PgMember]) -> None:
@@ -201,15 +204,15 @@ def resolve_global_ranks(watchdog: list[WatchdogRow], members: list[PgMember]) -
     for m in members:
         places.setdefault((m.pg, m.rank), set()).add((m.guid, m.global_rank))
     for w in watchdog:
-        if w["global_rank"] is not None or w["rank"] is None or not w["pg"]:
+        if w.global_rank is not None or w.rank is None or not w.pg:
             continue
-        pg, guid = pg_key(w["pg"])
+        pg, guid = pg_key(w.pg)
         if pg == "0":
-            w["global_rank"] = w["rank"]
+            w.global_rank = w.rank
             continue
-        found = {g for gd, g in places.get((pg, w["rank"]), set()) if guid is None or gd is None or gd == guid}
+        found = {g for gd, g in places.get((pg, w.rank), set()) if guid is None or gd is None or gd == guid}
         if len(found) == 1:
-            w["global_rank"] = found.pop()
+            w.global_rank = found.pop()
 
 
 def _pg(m: re.Match[str]) -> str:
@@ -295,10 +298,10 @@ def _csv_body(line: str) -> str:
 
 
 def _describes(work: WatchdogWork, w: WatchdogRow) -> bool:
-    same_rank = w["rank"] in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
-        w["global_rank"] is not None and w["global_rank"] == work.global_rank
+    same_rank = w.rank in (work.rank, work.global_rank) or (  # the group's rank, or the launcher's
+        w.global_rank is not None and w.global_rank == work.global_rank
     )
-    return same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None
+    return same_rank and w.seq == work.work and w.pg in (None, work.pg) and w.last_completed is None
 
 
 class OpenTimeouts:
@@ -315,14 +318,14 @@ class OpenTimeouts:
         describes; False when there is none."""
         for k in range(self._seen, len(watchdog)):
             w = watchdog[k]
-            if w["last_completed"] is None:
-                self._by_seq.setdefault(w["seq"], []).append(w)
+            if w.last_completed is None:
+                self._by_seq.setdefault(w.seq, []).append(w)
         self._seen = len(watchdog)
         rows = self._by_seq.get(work.work, [])
         for k in range(len(rows) - 1, -1, -1):
             w = rows[k]
             if _describes(work, w):
-                w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
+                w.pg, w.last_enqueued, w.last_completed = work.pg, work.last_enqueued, work.last_completed
                 del rows[k]  # completed: no later work line describes it
                 return True
         return False

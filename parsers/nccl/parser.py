@@ -370,7 +370,7 @@ class JobLogParser(RecordFacts, JobTexts):
         fold_fast_colls(self)
         self._end_crash()  # a report the log ends in: what was read of it
         timed_out, exited = (
-            min((w["line"] for w in self.watchdog), default=None),
+            min((w.line for w in self.watchdog), default=None),
             min((e.line for e in self.exits), default=None),
         )
         self.failures.settle(self.procs, timed_out, exited, self.progressed)

@@ -171,8 +171,11 @@ class ErrorRow:
     flap: bool = False  # an HCA port that went down: settled by whether NCCL went on
 
 
-class WatchdogRow(TypedDict):
-    """A ``watchdog_timeouts`` row: a PyTorch watchdog's timeout line, completed by the work line after it."""
+@dataclass(slots=True)
+class WatchdogRow:
+    """A ``watchdog_timeouts`` row: a PyTorch watchdog's timeout line, completed by the work line after it.
+    (Slotted: a log of a job timing out again and again holds ~150 k of them until they are folded, 650 B each
+    as a dict.)"""
 
     line: int
     rank: (

@@ -100,3 +100,24 @@ def test_a_column_of_python_values_equals_pa_array(values: list[object], type: p
     got = A.column(values, type)
     got.validate(full=True)
     assert got.equals(pa.array(values, type))
+
+
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_much_repeated_text_equals_pa_array(with_nulls: bool) -> None:
+    """A column of more than :data:`~parsers.arrow.REPEATED_TEXT` of few distinct values (an error's remediation
+    on every row) is joined from one encoding of each: the same array, nulls and text other than ASCII kept."""
+    words = ["fix the fabric " * 40, "ré-essayer " * 30, "", "x"] + ([None] if with_nulls else [])
+    values = [words[(k * 7) % len(words)] for k in range(30_000)]
+    assert sum(len(v) for v in values if v) > A.REPEATED_TEXT  # the path under test is taken
+    got = A.strings(values)
+    assert got.equals(pa.array(values, pa.string()))
+    assert got.null_count == (values.count(None))
+
+
+def test_repeated_text_is_joined_from_one_encoding_of_each_value() -> None:
+    """The repeated path holds references to one encoding of each distinct value; values mostly distinct are left
+    to the plain path (None)."""
+    repeated = ["a" * 1000, "b" * 1000] * 600
+    got = A._decoded_repeats(repeated)
+    assert got is not None and got.equals(pa.array(repeated, pa.string()))
+    assert A._decoded_repeats([str(k) * 50 for k in range(2000)]) is None

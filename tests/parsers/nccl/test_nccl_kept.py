@@ -76,3 +76,32 @@ def test_numbers_out_of_range_in_several_batches_are_one_count(tiny_batches: Non
     table, wrong = rows.table()
     assert table.column("line").to_pylist() == [1, 3]  # a row whose line its column cannot hold is dropped
     assert wrong is not None and (wrong.count, wrong.column, wrong.value) == (3, "line", 2**40)
+
+
+def test_the_errors_table_made_in_slices_is_the_table_made_at_once(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nccl_errors`` is made a slice of rows at a time (:data:`parsers.nccl.arrow_tables.SLICE`): slices of
+    two rows give the tables and issues of one slice, a number out of range in a later slice included."""
+    from parsers.nccl import arrow_tables
+
+    sink = tmp_path / "job.log"
+    sink.write_text(KITCHEN_SINK)
+    damaged = tmp_path / "damaged.log"  # the third error's pid is past int64: said once, with the count of both
+    warn = "h{n}:{pid}:2 [0] misc/socket.cc:{n} NCCL WARN Net : Connection closed by remote peer\n"
+    damaged.write_text("".join(warn.format(n=n, pid=pid) for n, pid in enumerate([5, 6, 1 << 70, 7, 1 << 71])))
+    many = ("040-", "207-", "217-", "056-")  # the corpus's logs of the most errors
+    logs = [
+        sink,
+        damaged,
+        *(p for d in ("nccl", "nccl-more2") for p in sorted((corpus / d).glob("*.log")) if p.name.startswith(many)),
+    ]
+    assert sum(len(single(p)[0].get("nccl_errors", [])) > 2 for p in logs) >= 3
+    for path in logs:
+        want = single(path)
+        monkeypatch.setattr(arrow_tables, "SLICE", 2)
+        got = single(path)
+        monkeypatch.setattr(arrow_tables, "SLICE", 1 << 14)
+        assert got == want, path.name
+    issues = single(damaged)[1]
+    assert any("2 number(s) too large" in str(i) for i in issues), issues

@@ -92,24 +92,24 @@ def test_membership_of_a_group_made_twice_at_one_place_names_no_one() -> None:
     rows = [joblog.parse_watchdog(f"[PG 11 Rank 1] {WD.format(seq=5, op='X')}", 3)]
     assert all(m is not None for m in members) and rows[0] is not None
     joblog.resolve_global_ranks(rows, members)  # type: ignore[arg-type]
-    assert rows[0]["global_rank"] is None
+    assert rows[0].global_rank is None
     guided = [joblog.PgMember(1, "11", "11", 1, 5), joblog.PgMember(2, "11", "12", 1, 9)]
     row = joblog.parse_watchdog(f"[PG ID 11 PG GUID 12 Rank 1] {WD.format(seq=5, op='X')}", 3)
     assert row is not None
     joblog.resolve_global_ranks([row], guided)
-    assert row["global_rank"] == 9
+    assert row.global_rank == 9
 
 
 def test_the_timeout_line_names_its_group_and_rank_and_the_work_line_still_completes_it() -> None:
     w = joblog.parse_watchdog(_v24(5, 3, 9141, "_ALLGATHER_BASE"), 7)
-    assert w is not None and (w["line"], w["rank"], w["pg"], w["seq"]) == (7, 5, "3 3", 9141)
+    assert w is not None and (w.line, w.rank, w.pg, w.seq) == (7, 5, "3 3", 9141)
     work = joblog.parse_watchdog_work(
         f"[rank13]:[E ProcessGroupNCCL.cpp:1537] [PG 3 Rank 5] {WORK.format(seq=9141, enq=9142, done=9140)}"
     )
     assert work is not None and work.global_rank == 13 and work.rank == 5
     tagged = joblog.parse_watchdog(f"[rank13]:[E ProcessGroupNCCL.cpp:563] [Rank 5] {WD.format(seq=9141, op='X')}", 1)
-    assert tagged is not None and (tagged["rank"], tagged["global_rank"]) == (5, 13)  # the tag is the job's rank
-    assert joblog.OpenTimeouts().attach([tagged], work) and tagged["pg"] == "3" and tagged["last_completed"] == 9140
+    assert tagged is not None and (tagged.rank, tagged.global_rank) == (5, 13)  # the tag is the job's rank
+    assert joblog.OpenTimeouts().attach([tagged], work) and tagged.pg == "3" and tagged.last_completed == 9140
 
 
 @pytest.mark.parametrize("prefix", ["", "2025-02-18 12:54 "], ids=["plain", "timestamped"])
@@ -137,11 +137,11 @@ def test_a_chain_after_the_watchdog_timed_out_is_its_teardown_not_a_cause(tmp_pa
 def _linear_attach(watchdog: list[WatchdogRow], work: joblog.WatchdogWork) -> bool:
     """The scan :class:`joblog.OpenTimeouts` replaces: every timeout, latest first."""
     for w in reversed(watchdog):
-        same_rank = w["rank"] in (work.rank, work.global_rank) or (
-            w["global_rank"] is not None and w["global_rank"] == work.global_rank
+        same_rank = w.rank in (work.rank, work.global_rank) or (
+            w.global_rank is not None and w.global_rank == work.global_rank
         )
-        if same_rank and w["seq"] == work.work and w["pg"] in (None, work.pg) and w["last_completed"] is None:
-            w["pg"], w["last_enqueued"], w["last_completed"] = work.pg, work.last_enqueued, work.last_completed
+        if same_rank and w.seq == work.work and w.pg in (None, work.pg) and w.last_completed is None:
+            w.pg, w.last_enqueued, w.last_completed = work.pg, work.last_enqueued, work.last_completed
             return True
     return False
 
@@ -159,20 +159,20 @@ def test_open_timeouts_complete_the_rows_the_linear_scan_completes() -> None:
         reference: list[WatchdogRow] = []
         for step in range(60):
             if rng.random() < 0.5:
-                row: WatchdogRow = {
-                    "line": step,
-                    "rank": rng.choice([0, 1, 2, None]),
-                    "global_rank": rng.choice([None, 0, 5]),
-                    "seq": rng.randrange(4),
-                    "op": "ALLREDUCE",
-                    "numel_in": None,
-                    "numel_out": None,
-                    "timeout_ms": 1000,
-                    "ran_ms": 1001,
-                    "pg": rng.choice([None, "0", "1"]),
-                    "last_enqueued": None,
-                    "last_completed": None,
-                }
+                row = WatchdogRow(
+                    line=step,
+                    rank=rng.choice([0, 1, 2, None]),
+                    global_rank=rng.choice([None, 0, 5]),
+                    seq=rng.randrange(4),
+                    op="ALLREDUCE",
+                    numel_in=None,
+                    numel_out=None,
+                    timeout_ms=1000,
+                    ran_ms=1001,
+                    pg=rng.choice([None, "0", "1"]),
+                    last_enqueued=None,
+                    last_completed=None,
+                )
                 rows.append(row)
                 reference.append(copy.deepcopy(row))
             else:
@@ -242,4 +242,4 @@ def test_the_same_rank_of_two_groups_is_two_timeouts() -> None:
         joblog.parse_watchdog(f"[PG ID {pg} PG GUID {pg} Rank 3] {wd}", n) for n, pg in enumerate((0, 1, 0), start=1)
     ]
     kept = joblog.fold_restated([r for r in rows if r is not None])
-    assert [(w["line"], w["pg"]) for w in kept] == [(1, "0 0"), (2, "1 1")]
+    assert [(w.line, w.pg) for w in kept] == [(1, "0 0"), (2, "1 1")]
