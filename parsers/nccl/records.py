@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import AnyStr, NamedTuple
 
@@ -77,13 +78,47 @@ def clean_bytes(data: bytes) -> bytes:
     (what it stands for, in UTF-8: it cannot continue a cut sequence before it)."""
     if b"\x1b" in data:
         return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
-    if b"&" in data and ENTITY_BYTES.search(data):
-        data = ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
-    if b"](http" in data or b"<http" in data:  # a link's text is a run of its own bytes: what is left stays valid
-        data = AUTOLINK_BYTES.sub(_link_text, data)
+    if b"&" in data:
+        data = sub_lines(data, (b"&",), ENTITY_BYTES, _entity_bytes)
+    if b"http" in data:  # in every automatic link (found at memchr's speed, where "](http" took 3 ms a block)
+        data = sub_lines(data, (b"http",), AUTOLINK_BYTES, _link_text)  # its text: valid UTF-8 stays valid
     if b"x across cluster]" in data:  # ASCII at a line's end: what is left stays valid
-        data = RAY_REPEAT_BYTES.sub(b"", data)
+        data = sub_lines(data, (b"x across cluster]",), RAY_REPEAT_BYTES, b"")
     return data
+
+
+def _entity_bytes(m: re.Match[bytes]) -> bytes:
+    return html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass")
+
+
+def sub_lines(
+    data: bytes,
+    needles: tuple[bytes, ...],
+    rx: re.Pattern[bytes],
+    repl: bytes | Callable[[re.Match[bytes]], bytes],
+) -> bytes:
+    """``rx.sub(repl, data)`` for a pattern whose every match holds one of ``needles`` and no newline: only the
+    lines that hold a needle are searched (a block of 4 MB with one pasted link was searched whole by a
+    pattern that starts with a class of characters, at a few hundred MB/s)."""
+    starts: set[int] = set()
+    for needle in needles:
+        i = data.find(needle)
+        while i >= 0:
+            starts.add(data.rfind(b"\n", 0, i) + 1)
+            i = data.find(needle, i + len(needle))
+    out: list[bytes] = []
+    done = 0
+    for start in sorted(starts):
+        if start < done:
+            continue
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        out += (data[done:start], rx.sub(repl, data[start:end]))
+        done = end
+    if not out:
+        return data
+    out.append(data[done:])
+    return b"".join(out)
 
 
 #: NCCL 2.26+ default timestamp at the end of ``outer``.

@@ -243,6 +243,42 @@ def test_cleaning_bytes_decodes_as_cleaning_the_text() -> None:
         assert clean_bytes(data).decode("utf-8", "replace") == clean_paste(data.decode("utf-8", "replace")), data
 
 
+def test_cleaning_the_lines_that_hold_a_needle_is_cleaning_the_block() -> None:
+    """:func:`~parsers.nccl.records.sub_lines` searches only the lines holding a pattern's needle: the result is
+    the pattern's substitution over the whole block, for references, links of both forms, Ray's notes, needles
+    without a match, carriage returns and a block without its last newline."""
+    import html
+    import re
+
+    from parsers.nccl import records as R
+
+    def whole(data: bytes) -> bytes:
+        data = R.ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
+        data = R.AUTOLINK_BYTES.sub(R._link_text, data)
+        return R.RAY_REPEAT_BYTES.sub(b"", data)
+
+    pieces = [
+        b"a &lt;b&gt; &amp;&#233;",
+        b"[net_ib.cc:101](http://net_ib.cc:101/)",
+        b"<http://10.1.3.201|10.1.3.201>",
+        b"[a](http://b/)",
+        b" [repeated 6x across cluster]",
+        b" [repeated 2x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to see all.)",
+        b"h:1:2 [0] NCCL INFO x",
+        b"&",
+        b"](http",
+        b"<http",
+        b"x across cluster]",
+        b"\r",
+    ]
+    rng = random.Random(53)
+    for _ in range(3000):
+        lines = [b"".join(rng.choice(pieces) for _ in range(rng.randrange(4))) for _ in range(rng.randrange(7))]
+        data = b"\n".join(lines) + (b"\n" if rng.random() < 0.7 else b"")
+        assert clean_bytes(data) == whole(data), data
+    assert R.sub_lines(b"a\nb &lt;\nc\n", (b"&",), re.compile(rb"&lt;"), b"<") == b"a\nb <\nc\n"
+
+
 def test_job_log_signals_read_the_same_by_every_path() -> None:
     """Framework reports with their Last error on the next line, a hard-wrapped watchdog timeout, a stall
     warning with its rank list, an autotune CSV, worker exits, work lines: the lines the compiled reader
