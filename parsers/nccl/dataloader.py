@@ -38,7 +38,7 @@ _ADVICE = {
 
 def parse_dataloader(line: str) -> FrameworkError | None:
     """PyTorch's report on ``line`` that a DataLoader worker died, with what its signal says to change."""
-    m = _DIED.search(line)
+    m = _DIED.search(line) if any(map(line.__contains__, HINTS)) else None  # each form holds a hint
     if m is None:
         return None
     how = (m["sig"] or m["own"] or "").lower()

@@ -61,6 +61,8 @@ ASSERT_ADVICE = (
 def parse_gpu_error(line: str) -> FrameworkError | None:
     """The report on ``line`` of a process's GPU out of memory, or of a CUDA error it raised, its rank named when a
     launcher's tag says it."""
+    if not any(map(line.__contains__, HINTS)):  # each pattern holds one
+        return None
     if (m := _OOM.search(line)) is not None:
         return FrameworkError(None, m[0].rstrip(".") + rank_said(line), None, cls=GPU_OOM, cause=True)
     if "error: " not in line or (c := _CUDA_ERROR.search(line)) is None:

@@ -125,7 +125,7 @@ class JobTexts:
         if reports.NCCL_TESTS_HINT in line and (tested := reports.parse_nccl_tests(line)) is not None:
             self._framework_error(tested, line, lineno, None)  # nccl-tests' report, NCCL's last error in it
             return True
-        if any(h in line for h in joblog.HEARTBEAT_HINTS) and (beat := reports.parse_heartbeat(line)) is not None:
+        if any(map(line.__contains__, joblog.HEARTBEAT_HINTS)) and (beat := reports.parse_heartbeat(line)) is not None:
             report, fatal = beat
             recent = self._recent_framework(lineno)
             if fatal and recent is not None and recent.cls == "watchdog_stuck":

@@ -312,7 +312,7 @@ class JobLogParser(RecordFacts, JobTexts):
             return True
         if self._end_text(line, lineno):  # Open MPI's first non-zero exit, a process's report of its crash
             return True
-        if any(h in line for h in exits.EXIT_HINTS) and (ended := exits.parse_worker_exit(line, lineno)):
+        if any(map(line.__contains__, exits.EXIT_HINTS)) and (ended := exits.parse_worker_exit(line, lineno)):
             self.exits.append(ended)
             return True
         if self._watchdog_text(line, lineno):
@@ -322,13 +322,13 @@ class JobLogParser(RecordFacts, JobTexts):
             if member is not None:
                 self.pg_members.append(member)
                 return True
-        if any(h in line for h in joblog.WORK_HINTS):
+        if any(map(line.__contains__, joblog.WORK_HINTS)):
             work = joblog.parse_watchdog_work(line)
             if work is not None:
                 if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return True
-        if any(h in line for h in joblog.STALL_HEADS) or joblog.STALL_WARNING in line:
+        if any(map(line.__contains__, joblog.STALL_HEADS)) or joblog.STALL_WARNING in line:
             self._in_stall = True
             if "[missing ranks:" not in line:
                 return True

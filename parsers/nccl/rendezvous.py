@@ -91,7 +91,7 @@ def _in_use(line: str) -> bool:
 
 def parse_rendezvous(line: str) -> FrameworkError | None:
     """The rendezvous failure ``line`` reports, its class named (a failure of its own, not an NCCL call's)."""
-    if not any(a in line for a in _ANCHORS):
+    if not any(map(line.__contains__, _ANCHORS)):  # map: no generator frame a line
         return None
     for cls, form in _FORMS:
         m = form.search(line)
