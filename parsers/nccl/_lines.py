@@ -41,7 +41,6 @@ COMPILED = cython.compiled
 
 Buf = cython.typedef(cython.pointer(cython.const[cython.uchar]))
 Ints = cython.typedef(cython.longlong[::1])
-U8 = cython.typedef(cython.uchar[::1])
 
 #: :func:`plain_fields`'s output: where the header starts, the host ends, the numbers, the source and
 #: function spans (-1: absent), the level and where the message starts
@@ -56,7 +55,7 @@ WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
 #: what the reader tells the parser's Python path of a line it hands it (``JobLogParser._line``): nothing,
 #: that it holds no plain record (the careful path only), that it holds no record and no job-log signal
 UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
-#: the job-log signals' texts, one after the other, with (start, length) of each and a table of their first bytes
+#: the job-log signals' texts by their first bytes, with (start, length) of each and where each first byte's start
 SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(joblog.SIGNAL_HINTS)
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
 #: the careful path's record levels, as bytes (:func:`_second_marker`)
@@ -323,24 +322,23 @@ def _level_end(buf: Buf, j: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.P
 
 @cython.cfunc
 @cython.exceptval(check=False)
-def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: U8) -> cython.bint:
-    """Whether ``buf[a:b]`` holds one of :data:`joblog.SIGNAL_HINTS`, or an autotune header's separators."""
+def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: Ints) -> cython.bint:
+    """Whether ``buf[a:b]`` holds one of :data:`joblog.SIGNAL_HINTS` (:func:`~parsers.nccl._foreign.text_table`'s
+    buckets), or an autotune header's separators."""
     seps: cython.longlong = 0
-    n_texts: cython.Py_ssize_t = spans.shape[0] // 2
     for i in range(a, b):
         c = buf[i]
         if c == 44 or c == 124:  # , |
             seps += 1
-        if first[c]:
-            for k in range(n_texts):
-                s = spans[2 * k]
-                n = spans[2 * k + 1]
-                if texts[s] == c and i + n <= b:
-                    j = 1
-                    while j < n and buf[i + j] == texts[s + j]:
-                        j += 1
-                    if j == n:
-                        return True
+        for k in range(first[c], first[c + 1]):
+            s = spans[2 * k]
+            n = spans[2 * k + 1]
+            if i + n <= b:
+                j = 1
+                while j < n and buf[i + j] == texts[s + j]:
+                    j += 1
+                if j == n:
+                    return True
     return seps >= SEPARATORS
 
 
@@ -372,7 +370,7 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
     f: Ints = fa
     texts: Buf = SIGNAL_TEXTS
     spans: Ints = SIGNAL_SPANS
-    first: U8 = SIGNAL_FIRST
+    first: Ints = SIGNAL_FIRST
     buf: Buf = data
     pos: cython.Py_ssize_t = 0
     end: cython.Py_ssize_t = len(data)

@@ -295,3 +295,20 @@ def test_job_log_signals_read_the_same_by_every_path() -> None:
     for step in (1 << 30, 61):
         assert _read(data, "compiled", step) == _read(data, "python", step), step
     assert _read(data, "source", 61) == python
+
+
+def test_a_line_is_searched_for_its_signals_by_first_byte_buckets() -> None:
+    """The signals' table keeps each text with the others of its first byte (:func:`parsers.nccl._foreign.text_table`):
+    the reader's search of a line (the source's, run as Python) finds a signal exactly where one is in it, also texts
+    at the line's end, cut one byte short, run together, and bytes no signal starts with."""
+    from parsers.nccl import joblog
+
+    texts, spans, first = REFERENCE.SIGNAL_TEXTS, REFERENCE.SIGNAL_SPANS, REFERENCE.SIGNAL_FIRST
+    assert list(first[:1]) == [0] and int(first[256]) == len(joblog.SIGNAL_HINTS) == len(spans) // 2
+    hints = [h.encode() for h in joblog.SIGNAL_HINTS]
+    pieces = [*hints, *(h[:-1] for h in hints), *(h[1:] for h in hints), b"x", b" ", b"\xc3\xa9", b"Watchdog"]
+    rng = random.Random(59)
+    for _ in range(3000):
+        line = b"".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
+        want = any(h in line for h in hints) or line.count(b",") + line.count(b"|") >= joblog.HEADER_SEPARATORS
+        assert bool(REFERENCE._signal(line, 0, len(line), texts, spans, first)) == want, line
