@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from parsers.collector import fewer_passes
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import _lines as reader
@@ -107,16 +108,17 @@ class JobLogParser(RecordFacts, JobTexts):
         Nothing more is read once the log's kept rows passed :data:`ROW_LIMIT` (:meth:`stop`)."""
         rest = b""
         lineno = self.lines
-        while not self.stopped and (block := stream.read(BLOCK)):
-            data = rest + block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1 :]
-            lineno = self._block(data[: cut + 1], lineno)
-            if self.kept_rows() > ROW_LIMIT:
-                self.stop(lineno)
+        with fewer_passes():
+            while not self.stopped and (block := stream.read(BLOCK)):
+                data = rest + block
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    rest = data
+                    continue
+                rest = data[cut + 1 :]
+                lineno = self._block(data[: cut + 1], lineno)
+                if self.kept_rows() > ROW_LIMIT:
+                    self.stop(lineno)
         if rest and not self.stopped:
             lineno += 1
             self._issue_at(
