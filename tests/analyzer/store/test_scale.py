@@ -313,3 +313,40 @@ def test_a_big_timeline_tokenized_in_ranges_on_workers_gives_the_single_process_
         same = {k: v for k, v in a.items() if k not in ("ingested_at", "run")}
         assert same == {k: v for k, v in b.items() if k not in ("ingested_at", "run")}
         assert b["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_big_logs_chunks_go_out_in_file_order() -> None:
+    """A log's chunks differ in size by a line's bytes: they go out in file order (and come back nearly so), so
+    the coordinator merges them as they come instead of holding those after a late one."""
+    import random
+
+    from analyzer.store.ingest import TASK_BYTES
+    from analyzer.store.parallel import _tapering
+    from parsers.inputs import CHUNK_BYTES
+
+    rng = random.Random(61)
+    sizes = [CHUNK_BYTES + rng.randrange(-(64 << 10), 64 << 10) for _ in range(32)] + [5 << 20]
+    groups = _tapering(list(range(len(sizes))), sizes.__getitem__, 2, TASK_BYTES)
+    assert [i for g in groups for i in g] == list(range(len(sizes)))
+    assert max(map(len, groups)) == 2 and len(groups[-1]) == 1  # a few to a task while much is left
+
+
+def _own_pid(items: list[int]) -> list[int]:
+    import os
+
+    return [os.getpid() for _ in items]
+
+
+def test_the_workers_are_gone_before_the_last_results_are_used() -> None:
+    """The process pool ends before its last results reach the caller (a big log's merge and write come after
+    them): its workers' memory is not held through that work."""
+    import os
+
+    pids: list[int] = []
+    for pid in Executor(jobs=2).map(_own_pid, list(range(8)), weight=lambda _: 1):
+        pids.append(pid)
+        if len(pids) == 8:  # the last result, while the caller works on it
+            for worker in set(pids):
+                with pytest.raises(ProcessLookupError):
+                    os.kill(worker, 0)
+    assert len(pids) == 8 and os.getpid() not in pids
