@@ -53,8 +53,7 @@ NcclErrorDoc = ClassifiedError  # one declaration, the model's (analyzer.nccl.in
 
 
 class WatchdogDoc(TypedDict):
-    """A ``watchdog_timeouts`` row (the parser's :class:`parsers.nccl.rows.WatchdogRow`, field for field) and
-    its file."""
+    """A ``watchdog_timeouts`` row (the parser's :class:`parsers.nccl.rows.WatchdogRow`) and its file."""
 
     line: int
     rank: (
