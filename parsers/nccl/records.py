@@ -341,7 +341,7 @@ def careful_split(line: str) -> tuple[list[Record], bool, bool]:
                 False,
                 False,
             )
-        v = VERSION.search(line)
+        v = VERSION.search(line) if "CCL version" in line else None  # no literal start: it tried every position
         if v:
             at = line.index("CCL version", v.start()) - 1
             return (
