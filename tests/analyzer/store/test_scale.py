@@ -107,6 +107,15 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
             super().add(index, chunk)  # type: ignore[arg-type]
 
     monkeypatch.setattr(parsers.nccl.chunks, "ChunkMerger", Counting)  # ingest imports it when a log comes
+    tapering = analyzer.store.parallel._tapering
+    handed: list[list[object]] = []
+
+    def recording(items, weight, workers, most):  # type: ignore[no-untyped-def]
+        groups = tapering(items, weight, workers, most)
+        handed.extend(groups)
+        return groups
+
+    monkeypatch.setattr(analyzer.store.parallel, "_tapering", recording)
     single = _ingest(tmp_path / "single", src, None)
     assert not merged
     for name, executor in (("pool", Executor(jobs=2)), ("dask", Executor(dask_workers=2))):
@@ -114,6 +123,8 @@ def test_a_big_log_parsed_in_chunks_on_workers_gives_the_single_process_store(
         RunStore.create_or_open(root).ingest(*discover([src]), runner=ingest_runner(executor, chunk_bytes=16 * 1024))
         chunked = RunStore.open(root)
         assert sorted(merged) == list(range(len(chunk_ranges(log, size, 16 * 1024))))  # every chunk on a worker
+        assert handed and all(len(g) == 1 for g in handed), [len(g) for g in handed]  # one chunk a task: a worker
+        handed.clear()  # holds one chunk's parser at a time
         merged.clear()
         _same(single, chunked)
         (a,), (b,) = single.inputs, chunked.inputs
