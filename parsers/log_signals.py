@@ -97,6 +97,16 @@ _LOG_SIGNALS = (
         re.compile(rb"\bDataLoader worker \(pid(?:\(s\))? [\d, ]+\) (?:is killed by signal|exited unexpectedly)"),
         "PyTorch's report of a DataLoader worker that died",
     ),
+    (
+        re.compile(  # parsers.nccl.gloo_errors's: behind Gloo's source location, or in its own words
+            rb"\bgloo/(?:[\w-]+/){0,3}[\w-]+\.cc:\d+\] (?:ifa != nullptr\. |rp != nullptr\. )?(?:Connection closed by peer|"
+            rb"Read error|writev|Socket (?:unexpectedly )?closed|(?:Read|Write|Connect) timeout|Timed out waiting \d+ms|"
+            rb"op\.preamble\.length <= op\.nbytes|Received data size doesn't match|Unable to find (?:address|interface) "
+            rb"for|timed out connecting|no error)|\bGloo connectFullMesh failed with\b|"
+            rb"(?:RuntimeError|IoException|what\(\)): +Unable to find (?:address|interface) for: ?\S"
+        ),
+        "Gloo's report of a failed operation",
+    ),
 )
 
 

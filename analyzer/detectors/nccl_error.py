@@ -20,6 +20,7 @@ from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion, clip
 from analyzer.nccl.incidents import ClassifiedError, Incident, peer_gone
 from analyzer.nccl.model import NcclModel
+from parsers.nccl import gloo_errors
 from parsers.nccl.error_classes import remediation
 
 CODE = "nccl.error"
@@ -34,6 +35,11 @@ NOT_NCCLS = {
     "horovod_mismatch": "Horovod collective mismatch",
     "gpu_oom": "GPU out of memory",
     "dataloader_died": "DataLoader worker died",
+    "gloo_peer_lost": "Gloo peer lost",
+    "gloo_timeout": "Gloo timeout",
+    "gloo_connect": "Gloo could not connect",
+    "gloo_interface": "Gloo interface not found",
+    "gloo_mismatch": "Gloo collective mismatch",
 }
 TITLE_CHARS = 90  # of the root cause's message in the title; the summary has it whole
 ROOT_EVIDENCE = 6  # root errors cited (one per process)
@@ -50,14 +56,27 @@ _LONG_PATH = re.compile(r"(?<![\w/.])(?:\.{1,2})?/(?:[\w.+-]+/){3,}(?=[\w+-]+\.\
 
 
 #: the classes of reports that follow from something else by their nature: Horovod's shutdown follows from a rank
-#: that raised or left; when the launcher reports a worker's abnormal end, that end is the cause
-CONSEQUENCES = frozenset({"horovod_shutdown"})
+#: that raised or left, a Gloo peer lost or waited for from the peer's end; when the launcher reports a worker's
+#: abnormal end, that end is the cause
+CONSEQUENCES = frozenset({"horovod_shutdown", *gloo_errors.CONSEQUENCES})
 AFTER_AN_END = "It follows from the worker's end the launcher reports (see job.worker_exit), the cause."
 
 
-def _a_worker_died(model: NcclModel) -> bool:
-    """Whether a launcher reports a worker's abnormal end (a signal, or a non-zero exit code)."""
-    return not model.worker_exits.empty and not abnormal_exits(model.worker_exits).empty
+#: the reporters of a process's own report of the signal that ended it (Python's faulthandler, UCX's and Open MPI's
+#: handlers): an abort they report is what an uncaught exception ends in, a Gloo error's own among them
+SELF_REPORTERS = frozenset({"python", "ucx", "open-mpi"})
+SIGABRT = 6
+
+
+def _a_worker_died(model: NcclModel, but_own_aborts: bool = False) -> bool:
+    """Whether a launcher reports a worker's abnormal end (a signal, or a non-zero exit code); ``but_own_aborts``:
+    other than a process's own report that it aborted (the end a Gloo error it raised may have caused itself)."""
+    if model.worker_exits.empty:
+        return False
+    bad = abnormal_exits(model.worker_exits)
+    if but_own_aborts:
+        bad = bad[~(bad["launcher"].isin(SELF_REPORTERS) & (bad["signal"] == SIGABRT))]
+    return not bad.empty
 
 
 class NcclError(LogDetector):
@@ -69,15 +88,15 @@ class NcclError(LogDetector):
         incidents = model.incidents
         ranks = _ranks(model)
         out = [_finding(i, ranks, secondary=len(incidents) > 1 and all(map(peer_gone, i.roots))) for i in incidents]
-        if _a_worker_died(model):  # a report that is a consequence by its nature follows from that end
-            out = [
-                replace(
-                    f, severity=Severity.WARNING, summary=f"{f.summary.removeprefix('Root cause: ')} {AFTER_AN_END}"
-                )
-                if i.cls in CONSEQUENCES
-                else f
-                for i, f in zip(incidents, out, strict=True)
-            ]
+        # a report that is a consequence by its nature follows from that end; a Gloo peer's loss not from an abort the
+        # process reports of itself, which its own uncaught Gloo error may have caused
+        died, peer_died = _a_worker_died(model), _a_worker_died(model, but_own_aborts=True)
+        out = [
+            replace(f, severity=Severity.WARNING, summary=f"{f.summary.removeprefix('Root cause: ')} {AFTER_AN_END}")
+            if i.cls in CONSEQUENCES and (peer_died if i.cls in gloo_errors.CONSEQUENCES else died)
+            else f
+            for i, f in zip(incidents, out, strict=True)
+        ]
         w = model.watchdog_timeouts
         if out and not w.empty:  # the framework's timeouts follow from the job's first root cause
             first = w.sort_values(["file", "line"]).iloc[0]
