@@ -45,6 +45,8 @@ SHAPES = {
     "digits after a barrier's timeout": lambda n: (
         "Timed out initializing process group in store based barrier on rank: 1 " + "9" * n + "\n"
     ),
+    "Gloo's locations without a message": lambda n: "[enforce fail at " + "gloo/" * (n // 5) + "x.cc:1] \n",
+    "a long path before Gloo's": lambda n: "[" + "a" * n + " [gloo/" + "w-" * (n // 2) + ".cc:9] Read timeout\n",
     "a crash's backtrace": lambda n: (
         "[h:1] *** Process received signal ***\n" + "[h:1] Signal: " * (n // 15) + "\n 1 " + "libnccl" * (n // 7) + "\n"
     ),
