@@ -89,10 +89,11 @@ def _decoded_repeats(values: Sequence[str | None]) -> pa.Array | None:
     """``values``' UTF-8 joined from one encoding of each distinct value (the list holds references to them, the
     join is the one copy), when the distinct ones are at most a quarter of them (else None)."""
     n = len(values)
-    encoded: dict[str | None, bytes] = {None: b""}
-    raw = [encoded[v] if v in encoded else encoded.setdefault(v, v.encode()) for v in values]  # type: ignore[union-attr]
-    if len(encoded) * 4 > n + 4:
+    distinct = dict.fromkeys(values)
+    if len(distinct) * 4 > n:
         return None
+    encoded = {v: b"" if v is None else v.encode() for v in distinct}
+    raw = list(map(encoded.__getitem__, values))
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(np.fromiter(map(len, raw), np.int32, n), out=offsets[1:])
     mask = np.fromiter(map(operator.is_, values, repeat(None)), np.bool_, n) if None in values else None

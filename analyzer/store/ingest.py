@@ -233,10 +233,10 @@ def ingest_runner(
 
             # processes or a cluster only for enough work (the timelines' threads cost nothing to start)
             here = executor if executor.pays_off(len(tasks), sum(map(weight, tasks))) else Executor()
-            # a bucket is 16 MB of small inputs or one big one: a few per task, one at the end; a chunk 32 MB
+            # buckets (16 MB of small inputs, or one big input) go a few to a task while much is left, one at the end;
+            # with a big log, its chunks (and the buckets) one to a task: a worker then holds one chunk's parser at a
+            # time (two held ~25 MB more each: the 1 GB log's ingest tree peaked at 646 MB instead of 567), same time
             tasks_of = partial(ingest_tasks, local=local)
-            # a big log's chunks one to a task: a worker then holds one chunk's parser at a time (two held ~25 MB more
-            # each, and the 1 GB log's ingest tree peaked at 646 MB instead of 567), for the same time
             most = chunk_bytes if logs else TASK_BYTES
             for result in here.map(tasks_of, tasks, weight=weight, most=most):
                 if isinstance(result, BucketDone):

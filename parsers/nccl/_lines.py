@@ -55,7 +55,7 @@ WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
 #: what the reader tells the parser's Python path of a line it hands it (``JobLogParser._line``): nothing,
 #: that it holds no plain record (the careful path only), that it holds no record and no job-log signal
 UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
-#: the job-log signals' texts by their first bytes, with (start, length) of each and where each first byte's start
+#: the job-log signals' texts ordered by their first bytes, (start, length) of each, and where each byte's run starts
 SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(joblog.SIGNAL_HINTS)
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
 #: the careful path's record levels, as bytes (:func:`_second_marker`)

@@ -190,9 +190,8 @@ class JobLogParser(RecordFacts, JobTexts):
         # COLL trace lines are most of the block (a log of WARNs: 5x; 30 MB of the corpus's mixed lines,
         # 1,008 COLL lines among 325 k: 2.3 s of 9); elsewhere they take the careful path, one by one
         probe = min(len(data), COLL_PROBE)
-        if data.count(b" opCount ", 0, probe) * COLL_SHARE * 2 <= probe or data.count(b" opCount ") * COLL_SHARE <= len(
-            data
-        ):
+        sparse = data.count(b" opCount ", 0, probe) * COLL_SHARE * 2 <= probe
+        if sparse or data.count(b" opCount ") * COLL_SHARE <= len(data):
             if self.compiled:
                 return int(reader.read_lines(self, clean_bytes(data), lineno))
             return self._lines(clean_paste(data.decode("utf-8", "replace")), lineno)
