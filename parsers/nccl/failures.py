@@ -118,7 +118,7 @@ class Failures:
             err.flap = True  # settled by whether NCCL went on after it
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
-        frame = f"{f.src} -> {f.code}" + (f" ({f.errno})" if f.errno else "") + (f" [{f.thread}]" if f.thread else "")
+        frame = f.frame
         err = self.open_error.get((r.host, r.pid, r.tid))
         if err is None:
             self.chain_orphans.append(((r.host, r.pid, r.tid), lineno))
@@ -126,7 +126,7 @@ class Failures:
             cls, fix = classify_chain(f.code, f.src)
             err = self._open(r, lineno, "chain", cls, f.src, frame, fix)
             err.probe = True  # no WARN: a probe's, or an abort unwinding, unless something after it says more
-        err.chain.append(intern(frame))
+        err.chain.append(frame)
         err.result_code = f.code
         if err.cls and err.cls.startswith("shm_") and f.errno:  # 2.16+ chains carry the errno
             by_errno = shm_class(f.errno)

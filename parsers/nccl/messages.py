@@ -9,7 +9,8 @@ version of a process that never printed its version line: :func:`wording_range`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 Version = tuple[int, int, int]
@@ -116,6 +117,11 @@ class Conn:
     net: str | None  # the network of a NET or COLLNET connection (IB, Socket, AWS Libfabric, ...)
     detail: str  # what the report shows: ``NET/IB/GDRDMA``, ``P2P/IPC/read``, ``SHM``
     gdr: bool
+    #: a process's count of such connections is kept under it (made once: a fact is shared by every line of its words)
+    key: tuple[str, str, str | None, bool] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.kind, self.detail, self.net, self.gdr))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +143,12 @@ class Chain:
     code: int  # ncclResult_t
     errno: str | None
     thread: str | None
+    #: the frame as an error's chain lists it (made once, interned: a fact is shared by every line of its words)
+    frame: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        text = f"{self.src} -> {self.code}" + (f" ({self.errno})" if self.errno else "")
+        object.__setattr__(self, "frame", sys.intern(text + (f" [{self.thread}]" if self.thread else "")))
 
 
 @dataclass(frozen=True, slots=True)

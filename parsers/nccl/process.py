@@ -132,10 +132,10 @@ class ProcessState:
             c[1] += base
 
     def add_conn(self, f: Conn, lineno: int) -> None:
-        key = (f.kind, f.detail, f.net, f.gdr)
-        c = self.conns.get(key)
+        """A connection of ``f``'s kind (the compiled reader, :mod:`parsers.nccl._lines`, does the same inline)."""
+        c = self.conns.get(f.key)
         if c is None:
-            self.conns[key] = [1, lineno]
+            self.conns[f.key] = [1, lineno]
             if not self.network_line:  # the first connection: its network was chosen
                 self.network_line = lineno
         else:
