@@ -11,7 +11,7 @@ from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
-from parsers.nccl.messages import parse_version
+from parsers.nccl.wording import parse_version
 from sample_traces.generator.nccl import WORDINGS, NcclLogSpec, write_nccl_log
 
 

@@ -15,7 +15,7 @@ from analyzer.detectors._logs import hosts, listed, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
-from parsers.nccl.messages import parse_version
+from parsers.nccl.wording import parse_version
 
 CODE = "nccl.version_mismatch"
 WORDING_CODE = "nccl.release_wording"

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzer.nccl.incidents import ClassifiedError, Incident, attribute
-from parsers.nccl.messages import parse_version
+from parsers.nccl.wording import parse_version
 
 LOG_TABLES = (
     "nccl_processes",

@@ -31,10 +31,11 @@ import numpy as np
 from parsers.issues import IssueSeverity
 from parsers.nccl import joblog
 from parsers.nccl._foreign import certainly_foreign, text_table
-from parsers.nccl.messages import Chain, Conn, classify, wording_range
+from parsers.nccl.messages import Chain, Conn, classify
 from parsers.nccl.process import WORDING_RECORDS
 from parsers.nccl.recordfacts import RECORD_FACTS
 from parsers.nccl.records import HEADER_WINDOW, MARKER_LEVELS, Record
+from parsers.nccl.wording import wording_range
 
 #: the compiled module (False: this file runs as plain Python)
 COMPILED = cython.compiled

@@ -16,12 +16,12 @@ from parsers.nccl.messages import (
     NoVerbs,
     Plugin,
     SocketUsing,
-    Version,
     VersionLine,
     classify,
 )
 from parsers.nccl.records import launcher_tag
 from parsers.nccl.rows import BareVersion, VersionRow
+from parsers.nccl.wording import Version
 
 WORDING_RECORDS = 40  # records of a process whose wording is checked (and more until one matches)
 

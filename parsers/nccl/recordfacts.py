@@ -24,10 +24,10 @@ from parsers.nccl.messages import (
     Teardown,
     VersionLine,
     classify,
-    wording_range,
 )
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record
+from parsers.nccl.wording import wording_range
 
 #: the facts kept with their record's host, pid or thread (rows, counters, error chains): the others
 #: change only their process (:meth:`RecordFacts._setup`)
