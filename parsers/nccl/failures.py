@@ -85,6 +85,15 @@ FLAP_NOTE = (
     "the InfiniBand port went down and NCCL went on after it (its connections, its init or its collectives "
     "completed): a link flap the job survived; look at the link (ibstat, the switch port's counters) if it recurs"
 )
+#: NCCL 2.8-2.11's remote allocator (bootstrap.cc) ending its service thread when a poll() fails: its "error 1" is
+#: the comparison ``poll(...) < 0`` assigned, whatever the errno (a signal interrupting it is enough)
+ALLOCATOR_POLL = "[Rem Allocator] Poll failed"
+ALLOCATOR_NOTE = (
+    "NCCL's remote allocator thread (2.8-2.11) stopped when a poll() of it failed (its 'error 1' is whatever the "
+    "errno was: a signal interrupting it is enough), and this process went on: the job did not need it then. It serves "
+    "the buffers of GPUs that reach each other through an intermediate GPU; a send or receive between such GPUs that "
+    "hangs later would follow from it"
+)
 TEARDOWN_LINES = 50  # a chain this close before its process's Abort/Destroy line is the teardown's own
 #: the errors a log keeps (``nccl_errors`` rows, ~1 KB each): the first ones, where the root causes are;
 #: beyond them a WARN or chain is counted only. A retry loop of 64 ranks logging the same IB completion
@@ -114,8 +123,8 @@ class Failures:
             err.plugin = True  # settled by whether NCCL went on
         if plugin or _source(r.src) in IB_WRAPPERS:
             err.probe = True
-        if async_event(r.msg) == PORT_DOWN:  # an error to NCCL up to 2.22; non-fatal to 2.23+
-            err.flap = True  # settled by whether NCCL went on after it
+        if async_event(r.msg) == PORT_DOWN or r.msg.lstrip().startswith(ALLOCATOR_POLL):  # a port down: an error to
+            err.flap = True  # NCCL up to 2.22, non-fatal to 2.23+; a service thread stopped: settled by what followed
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f.frame
@@ -218,10 +227,13 @@ class Failures:
                 err.plugin = err.probe = False  # after its process chose a network, or while it connected
             if err.level == "chain" and went_on:
                 err.cls, err.remediation = None, PROBE_NOTE
-            if err.flap:  # an HCA port that went down: a failure only if nothing went on after it
+            if err.flap:  # an HCA port that went down, a service thread stopped: a failure only if nothing went on
                 err.flap = False
                 if went_on:
-                    err.cls, err.remediation = None, FLAP_NOTE
+                    err.cls, err.remediation = (
+                        None,
+                        ALLOCATOR_NOTE if err.message.startswith(ALLOCATOR_POLL) else FLAP_NOTE,
+                    )
                 else:
                     err.probe = True  # unconfirmed, unless something after it shows a failure
             if (

@@ -168,7 +168,7 @@ class ErrorRow:
     unconfirmed: bool = False
     plugin: bool = False  # a network plugin's WARN while probing: settled by whether NCCL went on
     probe: bool = False  # raised while NCCL probed its networks: unconfirmed unless confirmed later
-    flap: bool = False  # an HCA port that went down: settled by whether NCCL went on
+    flap: bool = False  # an HCA port that went down, a service thread stopped: settled by whether NCCL went on
 
 
 @dataclass(slots=True)

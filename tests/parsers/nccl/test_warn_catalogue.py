@@ -243,6 +243,25 @@ def test_a_port_that_went_down_is_a_failure_only_if_nothing_went_on_after_it(dow
     assert errors(down + BROKE) == [(2, "ib_completion_error", False), (4, "ib_completion_error", False)]
 
 
+#: NCCL 2.8's and 2.11's remote allocator stopping its service thread (bootstrap.cc; nccl#472: "a red herring")
+ALLOCATOR_28 = "\nh:7:9 [0] bootstrap.cc:270 NCCL WARN [Rem Allocator] Poll failed with error 1\n"
+ALLOCATOR_211 = "\nh:7:9 [0] bootstrap.cc:311 NCCL WARN [Rem Allocator] Poll failed with error 1\n"
+
+
+@pytest.mark.parametrize("stopped", [ALLOCATOR_28, ALLOCATOR_211], ids=["2.8", "2.11"])
+def test_the_remote_allocator_stopping_is_a_failure_only_if_nothing_went_on_after_it(stopped: str) -> None:
+    from parsers.nccl.failures import ALLOCATOR_NOTE
+    from tests.parsers.nccl.test_nccl_log import parse
+
+    def errors(text: str) -> list[tuple[object, ...]]:
+        return [(e["line"], e["class"], e["unconfirmed"]) for e in parse(text)[1]["nccl_errors"]]
+
+    assert errors(stopped + WENT_ON) == [(2, None, False)]  # the process went on: the job did not need the thread
+    assert parse(stopped + WENT_ON)[1]["nccl_errors"][0]["remediation"] == ALLOCATOR_NOTE
+    assert errors(stopped) == [(2, "system_error", True)]  # the log ends there: nothing tells
+    assert errors(stopped + BROKE) == [(2, "system_error", False), (4, "ib_completion_error", False)]
+
+
 def test_nvls_in_its_own_words_says_what_to_change_without_its_source() -> None:
     """PyTorch's ``Last error:`` carries the text alone: the words still name NVLS."""
     v = verdict(
