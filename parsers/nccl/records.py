@@ -192,8 +192,8 @@ def _header(head: str) -> tuple[str, str, int | None, int | None, int | None, st
     while cut >= 0 and not (pre_host[cut] in _BEFORE_HOST or pre_host[cut].isspace()):
         cut -= 1
     host = pre_host[cut + 1 :]
-    if not host:
-        return None
+    if not host and pid is None:
+        return None  # (a host cut off, ``:PID:TID [DEV]``, a redacted paste's or a collector's: its process by its pid)
     outer = " ".join(tokens[:k]) + (" " if k else "") + pre_host[: cut + 1]
     if host[:2].isdigit() and GLUED_TS.search(outer + host[:2]):  # CloudWatch "...-07:00ip-10-..."
         outer, host = outer + host[:2], host[2:]

@@ -245,3 +245,36 @@ def test_a_verbs_wrapper_warn_before_another_network_is_a_failed_probe(tmp_path:
         doc = to_document(analyze(store))
     assert not [f for f in doc["findings"] if f["code"] == "nccl.error"]
     assert doc["nccl"] is not None and all(e["class"] is None for e in doc["nccl"]["errors"])
+
+
+@pytest.mark.parametrize(
+    ("line", "outer"),
+    [
+        # a collector's timestamp and host tag before a header whose host was cut off (nccl#1808, NCCL 2.27)
+        ("2025-08-12 09:37:02.216313 worker-9 >> :168:1228 [2] NCCL INFO Connected all trees", "2025-08-12 "),
+        ("[1,0]<stdout>::168:1228 [2] NCCL INFO Connected all trees", "[1,0]<stdout>:"),  # mpirun's tag
+        (":168:1228 [2] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong magic 1 != 2", ""),
+    ],
+)
+def test_a_header_whose_host_was_cut_off_keeps_its_pid_and_thread(line: str, outer: str) -> None:
+    """``:PID:TID [DEV]``: the process is told apart by its pid (eight ranks of a redacted paste were one unknown
+    process), the host stays unknown."""
+    (record,), merged, doubled = split_records(line)
+    assert (record.host, record.pid, record.tid, record.dev) == (None, 168, 1228, 2) and not (merged or doubled)
+    assert record.outer.startswith(outer) and ":168" not in record.outer
+
+
+def test_ranks_of_a_paste_without_hosts_stay_apart(tmp_path: Path) -> None:
+    text = "".join(
+        f"2025-08-12 09:37:02.2{pid} worker-9 >> :{pid}:{pid + 1000} [{pid - 166}] NCCL INFO Channel 00/0 : "
+        f"{pid - 166}[{pid - 166}] -> 9[1] [send] via NET/IBext_v10/10/GDRDMA\n"
+        for pid in range(166, 174)
+    )
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    assert sniff(path).kind is InputKind.JOB_LOG
+    with temporary_store() as store:
+        store.ingest(*discover([path]))
+        doc = to_document(analyze(store))
+    assert sorted(p["pid"] for p in doc["nccl"]["processes"]) == list(range(166, 174))
+    assert {p["host"] for p in doc["nccl"]["processes"]} == {None}
