@@ -20,6 +20,7 @@ from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
 from parsers.inputs import InputKind, sniff
 from parsers.nccl.records import split_records
+from tests.parsers.nccl.test_nccl_log import report
 
 
 @pytest.mark.parametrize(
@@ -270,11 +271,6 @@ def test_ranks_of_a_paste_without_hosts_stay_apart(tmp_path: Path) -> None:
         f"{pid - 166}[{pid - 166}] -> 9[1] [send] via NET/IBext_v10/10/GDRDMA\n"
         for pid in range(166, 174)
     )
-    path = tmp_path / "job.log"
-    path.write_text(text)
-    assert sniff(path).kind is InputKind.JOB_LOG
-    with temporary_store() as store:
-        store.ingest(*discover([path]))
-        doc = to_document(analyze(store))
+    doc = report(tmp_path, text)
     assert sorted(p["pid"] for p in doc["nccl"]["processes"]) == list(range(166, 174))
     assert {p["host"] for p in doc["nccl"]["processes"]} == {None}
