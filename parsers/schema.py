@@ -289,7 +289,7 @@ LOG_TABLES: dict[str, TableSpec] = {
                 _LINE,
                 _c("rank", pa.int32(), "rank that timed out, within its process group", null=True),
                 _c("global_rank", pa.int32(), "the job's rank that timed out, where the log tells", null=True),
-                _c("seq", pa.int64(), "SeqNum of the collective"),
+                _c("seq", pa.int64(), "SeqNum of the collective (null: PyTorch 1.8-1.10 print none)", null=True),
                 _c("op", pa.string(), "OpType"),
                 _c("numel_in", pa.int64(), "NumelIn", null=True),
                 _c("numel_out", pa.int64(), "NumelOut", null=True),

@@ -38,3 +38,8 @@ def listed(items: list[str], limit: int = 8) -> str:
     if len(items) <= limit:
         return ", ".join(items)
     return ", ".join(items[:limit]) + f", ... (+{len(items) - limit} more)"
+
+
+def seq_said(seq: object) -> str:
+    """`` SeqNum N`` of a watchdog timeout, or nothing where its PyTorch (1.8-1.10) printed none."""
+    return "" if seq is None or seq != seq else f" SeqNum {int(seq)}"  # type: ignore[call-overload]

@@ -182,7 +182,7 @@ CODES: tuple[CodeDoc, ...] = (
         "nccl.watchdog_timeout",
         "PyTorch's watchdog timed a collective out: hang, desync or a rank behind",
         "critical (warning when NCCL logged an error in the same job: the timeouts follow from it, and `nccl.error` cites them)",
-        "PyTorch watchdog timeouts; `labels.verdict`: `hang` (same SeqNum and op everywhere), `desync` (same SeqNum, different ops), `behind` (the rank with the lowest SeqNum is named: within one process group, and only a rank of the default group, whose ranks are the global ones), `groups` (several process groups timed out, each with its own SeqNum counter: compared within each group only, so two groups in different collectives are no desync)",
+        "PyTorch watchdog timeouts; `labels.verdict`: `hang` (same SeqNum and op everywhere), `unknown` (PyTorch 1.8-1.10 print no SeqNum: which collective each rank waits in is not known), `desync` (same SeqNum, different ops), `behind` (the rank with the lowest SeqNum is named: within one process group, and only a rank of the default group, whose ranks are the global ones), `groups` (several process groups timed out, each with its own SeqNum counter: compared within each group only, so two groups in different collectives are no desync)",
         "flight recorder (`TORCH_NCCL_TRACE_BUFFER_SIZE`, `TORCH_NCCL_DUMP_ON_TIMEOUT`); inspect the suspect rank",
     ),
     CodeDoc(

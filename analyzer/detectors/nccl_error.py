@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from analyzer.detectors._logs import abnormal_exits, listed, src, who
+from analyzer.detectors._logs import abnormal_exits, listed, seq_said, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion, clip
 from analyzer.nccl.incidents import ClassifiedError, Incident, peer_gone
@@ -101,8 +101,8 @@ class NcclError(LogDetector):
         if out and not w.empty:  # the framework's timeouts follow from the job's first root cause
             first = w.sort_values(["file", "line"]).iloc[0]
             timeouts = Evidence(
-                summary=f"consequence: {len(w)} PyTorch watchdog timeout(s), first {first['op']} SeqNum "
-                f"{int(first['seq'])} (see nccl.watchdog_timeout)",
+                summary=f"consequence: {len(w)} PyTorch watchdog timeout(s), first {first['op']}"
+                f"{seq_said(first['seq'])} (see nccl.watchdog_timeout)",
                 sources=(src(first["file"], first["line"]),),
             )
             out[0] = replace(out[0], evidence=(*out[0].evidence, timeouts))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analyzer.detectors._logs import listed, src, who
+from analyzer.detectors._logs import listed, seq_said, src, who
 from analyzer.detectors.base import LogDetector
 from analyzer.findings import Evidence, Finding, Severity, Suggestion
 from analyzer.nccl.model import NcclModel
@@ -40,12 +40,15 @@ class WatchdogTimeout(LogDetector):
         if w.empty:
             return []
         per_rank = _first_per_rank(w)
-        seqs = sorted(set(w["seq"]))
+        seqs = _seqs(w)
         ops = sorted(set(w["op"]))
         readings = [_group_verdict(pg, rows) for pg, rows in _by_group(w)]
         kinds = {r.kind for r in readings}
         suspect = tuple(sorted({rank for r in readings for rank in r.suspects}))
-        kind = next((k for k in ("behind", "desync") if k in kinds), "groups" if len(readings) > 1 else "hang")
+        kind = next(
+            (k for k in ("behind", "desync") if k in kinds),
+            "groups" if len(readings) > 1 else "unknown" if kinds == {"unknown"} else "hang",
+        )
         verdict = "; ".join(r.text for r in readings)
         if len(readings) > 1:
             verdict = (
@@ -55,18 +58,18 @@ class WatchdogTimeout(LogDetector):
         first = w.sort_values(["file", "line"]).iloc[0]
         evidence = [
             Evidence(
-                summary=f"rank {int(r.Index)}: {r.op} SeqNum {int(r.seq)} ran {r.ran_ms / 1e3:.0f} s (timeout "
+                summary=f"rank {int(r.Index)}: {r.op}{seq_said(r.seq)} ran {r.ran_ms / 1e3:.0f} s (timeout "
                 f"{r.timeout_ms / 1e3:.0f} s)"
                 + (f", last completed work {int(r.last_completed)}" if r.last_completed == r.last_completed else ""),
                 sources=(src(r.file, r.line),),
-                metrics={"seq": float(r.seq), "ran_ms": float(r.ran_ms)},
+                metrics={"ran_ms": float(r.ran_ms), **({"seq": float(r.seq)} if r.seq == r.seq else {})},
             )
             for r in per_rank.itertuples()
         ][:12]
         if per_rank.empty:
             evidence = [
                 Evidence(
-                    summary=f"{first['op']} SeqNum {int(first['seq'])} timed out",
+                    summary=f"{first['op']}{seq_said(first['seq'])} timed out",
                     sources=(src(first["file"], first["line"]),),
                 )
             ]
@@ -86,7 +89,8 @@ class WatchdogTimeout(LogDetector):
             Finding(
                 code=CODE,
                 severity=Severity.WARNING if cause else Severity.CRITICAL,
-                title=f"Collective timeout: {listed(ops, 3)} SeqNum {listed([str(s) for s in seqs], 4)}",
+                title=f"Collective timeout: {listed(ops, 3)}"
+                + (f" SeqNum {listed([str(s) for s in seqs], 4)}" if seqs else ""),
                 summary=f"{len(w)} watchdog timeout(s) over {len(per_rank)} rank(s): {verdict}.{after}",
                 detector=self.name,
                 evidence=tuple(evidence),
@@ -110,9 +114,14 @@ class WatchdogTimeout(LogDetector):
 
 @dataclass(frozen=True, slots=True)
 class _Reading:
-    kind: str  # hang | desync | behind
+    kind: str  # hang | desync | behind | unknown
     text: str
     suspects: tuple[int, ...] = ()
+
+
+def _seqs(rows: pd.DataFrame) -> list[int]:
+    """The SeqNums the timeouts printed (PyTorch 1.8-1.10 print none)."""
+    return sorted({int(s) for s in rows["seq"].dropna()})
 
 
 def _first_per_rank(rows: pd.DataFrame) -> pd.DataFrame:
@@ -175,8 +184,14 @@ def _group_verdict(pg: str | None, rows: pd.DataFrame) -> _Reading:
     """The reading of one group's timeouts (the module docstring's)."""
     where = f"process group {pg}: " if pg is not None else ""
     per_rank = _first_per_rank(rows)
-    seqs = sorted(set(rows["seq"]))
+    seqs = _seqs(rows)
     ops = sorted(set(rows["op"]))
+    if not seqs:  # PyTorch 1.8-1.10: no SeqNum, so which collective each rank waits in is not known
+        return _Reading(
+            "unknown",
+            f"{where}the ranks that reported timed out in {listed(ops, 3)}; their PyTorch (1.8-1.10) prints no SeqNum, "
+            "so whether they wait in the same collective, or some are behind, is not known",
+        )
     local = " (ranks within the group)" if pg is not None and pg.split()[0] != "0" else ""
     if len(seqs) > 1 and len(per_rank) > 1:
         low = per_rank["seq"].min()

@@ -70,7 +70,7 @@ def watchdog_rows(section: NcclSection) -> list[tuple[str, ...]]:
     return [
         (
             str(w["rank"]) if w["rank"] is not None else "?",
-            str(int(w["seq"])),
+            str(int(w["seq"])) if w["seq"] is not None else "?",
             w["op"],
             f"{w['ran_ms'] / 1e3:.0f}",
             str(int(w["last_completed"])) if w["last_completed"] is not None else "?",  # a count: never "7752.0"

@@ -109,7 +109,7 @@ def _watchdog(r: Any) -> WatchdogDoc:
         "line": int(r.line),
         "rank": opt_int(r.rank),
         "global_rank": opt_int(r.global_rank),
-        "seq": int(r.seq),  # a SeqNum is never 7752.0
+        "seq": opt_int(r.seq),  # a SeqNum is never 7752.0
         "op": str(r.op),
         "numel_in": opt_int(r.numel_in),
         "numel_out": opt_int(r.numel_out),

@@ -60,7 +60,7 @@ class WatchdogDoc(TypedDict):
         int | None
     )  # the launcher's ``[rankN]:`` when it tags the line, else PyTorch's ``[Rank N]`` (within the group)
     global_rank: int | None  # the job's rank: the launcher's tag, the default group's rank, or the group's membership
-    seq: int
+    seq: int | None
     op: str
     numel_in: int | None
     numel_out: int | None

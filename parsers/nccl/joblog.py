@@ -23,8 +23,9 @@ from parsers.nccl.rows import PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
     r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+))?(?: \((?P<name>[^)]*)\))? Rank (?P<pgrank>\d+)\] "
-    r"|\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
-    r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>-?\d+), NumelOut=(?P<nout>-?\d+))?, Timeout\(ms\)=(?P<timeout>\d+)\)"
+    r"|\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?"
+    r"OpType=(?P<op>\w+)(?:, TensorShape=\[[^\]]{0,200}\])?(?:, NumelIn=(?P<nin>-?\d+), NumelOut=(?P<nout>-?\d+))?, "
+    r"Timeout\(ms\)=(?P<timeout>\d+)\)"
     r" ran for (?P<ran>\d+) milliseconds"
 )
 _RANK_TAG = re.compile(r"\[rank(?P<rank>\d+)\]:")
@@ -121,7 +122,7 @@ def parse_watchdog(line: str, lineno: int) -> WatchdogRow | None:
         line=lineno,
         rank=int(rank) if rank is not None else None,
         global_rank=int(tag["rank"]) if tag else None,  # else known at the end (resolve_global_ranks)
-        seq=int(m["seq"]),
+        seq=int(m["seq"]) if m["seq"] else None,  # PyTorch 1.8-1.10 print none (1.9 the tensor's shape instead)
         op=m["op"],
         numel_in=int(m["nin"]) if m["nin"] else None,
         numel_out=int(m["nout"]) if m["nout"] else None,
@@ -175,7 +176,7 @@ def fold_restated(watchdog: list[WatchdogRow]) -> list[WatchdogRow]:
     raises (``NCCL communicator was aborted on rank 3. Original reason for failure was: …``). A row with the
     same rank, collective, timeout and run time to the millisecond as an earlier one (and no other process
     group or job rank) is that timeout again: what it adds (the job's rank, the group) goes to the first."""
-    first: dict[tuple[int | None, int, str, int, int], list[WatchdogRow]] = {}
+    first: dict[tuple[int | None, int | None, str, int, int], list[WatchdogRow]] = {}
     kept: list[WatchdogRow] = []
     for w in watchdog:
         same = first.setdefault((w.rank, w.seq, w.op, w.timeout_ms, w.ran_ms), [])
@@ -318,7 +319,7 @@ class OpenTimeouts:
         describes; False when there is none."""
         for k in range(self._seen, len(watchdog)):
             w = watchdog[k]
-            if w.last_completed is None:
+            if w.last_completed is None and w.seq is not None:  # a work line names its SeqNum: none, no match
                 self._by_seq.setdefault(w.seq, []).append(w)
         self._seen = len(watchdog)
         rows = self._by_seq.get(work.work, [])

@@ -182,7 +182,7 @@ class WatchdogRow:
         int | None
     )  # the launcher's ``[rankN]:`` when it tags the line, else PyTorch's ``[Rank N]`` (within the group)
     global_rank: int | None  # the job's rank: the launcher's tag, the default group's rank, or the group's membership
-    seq: int
+    seq: int | None  # None: PyTorch 1.8-1.10 print no SeqNum
     op: str
     numel_in: int | None
     numel_out: int | None

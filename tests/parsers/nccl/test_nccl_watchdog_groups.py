@@ -243,3 +243,29 @@ def test_the_same_rank_of_two_groups_is_two_timeouts() -> None:
     ]
     kept = joblog.fold_restated([r for r in rows if r is not None])
     assert [(w.line, w.pg) for w in kept] == [(1, "0 0"), (2, "1 1")]
+
+
+#: PyTorch 1.8's and 1.9's words: no SeqNum (1.9 prints the tensor's shape instead)
+OLD_TIMEOUTS = [
+    "[E ProcessGroupNCCL.cpp:566] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, "
+    "Timeout(ms)=1800000) ran for 1800995 milliseconds before timing out.",
+    "[E ProcessGroupNCCL.cpp:587] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
+    "TensorShape=[2048, 1024], Timeout(ms)=1800000) ran for 1803451 milliseconds before timing out.",
+]
+
+
+@pytest.mark.parametrize("line", OLD_TIMEOUTS, ids=["1.8", "1.9"])
+def test_a_timeout_without_its_seqnum_is_read(line: str) -> None:
+    w = joblog.parse_watchdog(line, 4)
+    assert w is not None and w.seq is None and w.timeout_ms == 1800000 and w.rank in (0, 3)
+    assert w.op in ("ALLREDUCE", "BROADCAST") and w.ran_ms > w.timeout_ms
+
+
+def test_timeouts_without_seqnums_say_what_is_not_known(tmp_path: Path) -> None:
+    """Two ranks' timeouts of PyTorch 1.8-1.10: a finding without a SeqNum it does not have, and a verdict that does
+    not claim a hang, a desync or a rank behind (each needs the SeqNums)."""
+    doc = report(tmp_path, "\n".join(OLD_TIMEOUTS) + "\n")
+    (f,) = [f for f in doc["findings"] if f["code"] == "nccl.watchdog_timeout"]
+    assert f["title"] == "Collective timeout: ALLREDUCE, BROADCAST" and f["labels"]["verdict"] == "unknown"
+    assert "prints no SeqNum" in f["summary"] and f["ranks"] == []
+    assert [(w["rank"], w["seq"]) for w in doc["nccl"]["watchdog_timeouts"]] == [(0, None), (3, None)]
