@@ -89,8 +89,8 @@ FLAP_NOTE = (
 #: the comparison ``poll(...) < 0`` assigned, whatever the errno (a signal interrupting it is enough)
 ALLOCATOR_POLL = "[Rem Allocator] Poll failed"
 ALLOCATOR_NOTE = (
-    "NCCL's remote allocator thread (2.8-2.11) stopped when a poll() of it failed (its 'error 1' is whatever the "
-    "errno was: a signal interrupting it is enough), and this process went on: the job did not need it then. It serves "
+    "NCCL's remote allocator thread (2.8-2.11) stopped when its poll() failed (its 'error 1' stands for any errno: "
+    "a signal interrupting it is enough), and this process went on: the job did not need it then. It serves "
     "the buffers of GPUs that reach each other through an intermediate GPU; a send or receive between such GPUs that "
     "hangs later would follow from it"
 )
