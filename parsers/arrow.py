@@ -64,20 +64,20 @@ def strings(values: Sequence[str | None]) -> pa.Array:
     measured by C loops (``str.join``, ``map(len, …)``): no Python step per value. Much text of few distinct
     values: :data:`REPEATED_TEXT`."""
     n = len(values)
-    if n > 1024 and sum(map(len, filter(None, values))) > REPEATED_TEXT:
-        found = _decoded_repeats(values)
-        if found is not None:
-            return found
     mask = np.fromiter(map(operator.is_, values, repeat(None)), np.bool_, n)
     nulls = bool(mask.any())
-    joined = "".join(filter(None, values))
     offsets = np.zeros(n + 1, np.int32)
-    if joined.isascii():
-        data = joined.encode("ascii")
-        sizes = (0 if v is None else len(v) for v in values) if nulls else map(len, cast(Sequence[str], values))
-        np.cumsum(np.fromiter(sizes, np.int32, n), out=offsets[1:])
-    else:
-        raw = [b"" if v is None else v.encode() for v in values]
+    big = n > 1024 and sum(map(len, filter(None, values))) > REPEATED_TEXT
+    raw = _shared_encodings(values) if big else None
+    if raw is None:
+        joined = "".join(filter(None, values))
+        if joined.isascii():
+            data = joined.encode("ascii")
+            sizes = (0 if v is None else len(v) for v in values) if nulls else map(len, cast(Sequence[str], values))
+            np.cumsum(np.fromiter(sizes, np.int32, n), out=offsets[1:])
+        else:
+            raw = [b"" if v is None else v.encode() for v in values]
+    if raw is not None:
         data = b"".join(raw)
         np.cumsum(np.fromiter(map(len, raw), np.int32, n), out=offsets[1:])
     validity, null_count = _validity(mask if nulls else None)
@@ -85,21 +85,14 @@ def strings(values: Sequence[str | None]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, buffers, null_count=null_count)
 
 
-def _decoded_repeats(values: Sequence[str | None]) -> pa.Array | None:
-    """``values``' UTF-8 joined from one encoding of each distinct value (the list holds references to them, the
-    join is the one copy), when the distinct ones are at most a quarter of them (else None)."""
-    n = len(values)
+def _shared_encodings(values: Sequence[str | None]) -> list[bytes] | None:
+    """``values``' UTF-8, one encoding of each distinct value that every row holding it refers to (the join is then
+    the one copy), when the distinct ones are at most a quarter of them (else None)."""
     distinct = dict.fromkeys(values)
-    if len(distinct) * 4 > n:
+    if len(distinct) * 4 > len(values):
         return None
     encoded = {v: b"" if v is None else v.encode() for v in distinct}
-    raw = list(map(encoded.__getitem__, values))
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.fromiter(map(len, raw), np.int32, n), out=offsets[1:])
-    mask = np.fromiter(map(operator.is_, values, repeat(None)), np.bool_, n) if None in values else None
-    validity, null_count = _validity(mask)
-    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))]
-    return pa.Array.from_buffers(pa.string(), n, buffers, null_count=null_count)
+    return list(map(encoded.__getitem__, values))
 
 
 def dictionary(indices: np.ndarray, words: Sequence[str], mask: np.ndarray | None = None) -> pa.DictionaryArray:

@@ -118,6 +118,7 @@ def test_repeated_text_is_joined_from_one_encoding_of_each_value() -> None:
     """The repeated path holds references to one encoding of each distinct value; values mostly distinct are left
     to the plain path (None)."""
     repeated = ["a" * 1000, "b" * 1000] * 600
-    got = A._decoded_repeats(repeated)
-    assert got is not None and got.equals(pa.array(repeated, pa.string()))
-    assert A._decoded_repeats([str(k) * 50 for k in range(2000)]) is None
+    got = A._shared_encodings(repeated)
+    assert got is not None and got == [v.encode() for v in repeated]
+    assert len({id(b) for b in got}) == 2  # each row refers to its value's one encoding
+    assert A._shared_encodings([str(k) * 50 for k in range(2000)]) is None
