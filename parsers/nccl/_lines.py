@@ -31,7 +31,7 @@ import numpy as np
 from parsers.issues import IssueSeverity
 from parsers.nccl import joblog
 from parsers.nccl._foreign import certainly_foreign, text_table
-from parsers.nccl.messages import Chain, Conn, classify
+from parsers.nccl.messages import Conn, classify
 from parsers.nccl.process import WORDING_RECORDS
 from parsers.nccl.recordfacts import RECORD_FACTS
 from parsers.nccl.records import HEADER_WINDOW, MARKER_LEVELS, Record
@@ -479,9 +479,7 @@ def _record(
             if fact is None:
                 pass
             elif type(fact) is Conn:
-                _add_conn(p, fact, lineno)
-            elif type(fact) is Chain:  # RecordFacts._fact's step for it, without its dispatch
-                parser.failures.chain(_whole(data, a, f, p.host, p.pid, msg), fact, lineno)
+                p.add_conn(fact, lineno)
             elif type(fact) in RECORD_FACTS:
                 parser._fact(p, _whole(data, a, f, p.host, p.pid, msg), fact, lineno)  # its rows share them
             else:
@@ -491,22 +489,6 @@ def _record(
     except (ValueError, OverflowError, IndexError):
         parser._damaged(lineno)
     return counted
-
-
-@cython.cfunc
-def _add_conn(p: Any, fact: Conn, lineno: cython.longlong) -> None:
-    """:meth:`~parsers.nccl.process.ProcessState.add_conn` and the progress it shows (``RecordFacts._setup``), inline:
-    the commonest INFO record (194 k in 100 MB of the corpus's lines), a method call and a key a line saved."""
-    key = fact.key
-    conns = p.conns
-    c = conns.get(key)
-    if c is None:
-        conns[key] = [1, lineno]
-        if not p.network_line:
-            p.network_line = lineno
-    else:
-        c[0] += 1
-    p.progress_line = lineno
 
 
 @cython.cfunc

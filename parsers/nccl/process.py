@@ -132,7 +132,7 @@ class ProcessState:
             c[1] += base
 
     def add_conn(self, f: Conn, lineno: int) -> None:
-        """A connection of ``f``'s kind (the compiled reader, :mod:`parsers.nccl._lines`, does the same inline)."""
+        """A connection of ``f``'s kind, and the progress it shows (the process went on connecting)."""
         c = self.conns.get(f.key)
         if c is None:
             self.conns[f.key] = [1, lineno]
@@ -140,6 +140,7 @@ class ProcessState:
                 self.network_line = lineno
         else:
             c[0] += 1
+        self.progress_line = lineno
 
     def apply(self, fact: Fact) -> None:
         """What a fact of this process's INFO records says of its setup (the facts other tables

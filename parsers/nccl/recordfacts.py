@@ -113,7 +113,6 @@ class RecordFacts:
         match fact:
             case Conn():
                 p.add_conn(fact, lineno)
-                p.progress_line = lineno
             case Teardown():
                 p.teardown_line = p.teardown_line or lineno
             case _:
