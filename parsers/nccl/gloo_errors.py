@@ -81,15 +81,17 @@ def parse_gloo(line: str) -> FrameworkError | None:
     """Gloo's report on ``line`` of a failed operation, its class named, its rank when a launcher's tag says it."""
     if not any(map(line.__contains__, HINTS)):
         return None
+    at = _AT.search(line)
     if (iface := _INTERFACE.search(line)) is not None:
         name = iface["name"]
         said = "NCCL's exclusion list (^…) or a list, which Gloo does not take: " if name[:1] == "^" else ""
         advice = f"GLOO_SOCKET_IFNAME (HOROVOD_GLOO_IFACE) is {said}{name}, an interface this host has no address for"
-        return _error(INTERFACE, iface[0].rstrip("."), line, _AT.search(line), cause=True, advice=advice)
-    at = _AT.search(line)
+        return _error(INTERFACE, iface[0].rstrip("."), line, at, cause=True, advice=advice)
     for cls, form in _FORMS:
-        m = form.search(line, at.end() if at is not None and cls != CONNECT else 0)
-        if m is None or (at is None and cls != CONNECT):
+        if at is None and cls != CONNECT:  # the other forms are read behind Gloo's source location only
+            continue
+        m = form.search(line, 0 if at is None or cls == CONNECT else at.end())
+        if m is None:
             continue
         text = m[0].strip().rstrip(".")
         if cls == CONNECT:
