@@ -40,6 +40,7 @@ def listed(items: list[str], limit: int = 8) -> str:
     return ", ".join(items[:limit]) + f", ... (+{len(items) - limit} more)"
 
 
-def seq_said(seq: object) -> str:
-    """`` SeqNum N`` of a watchdog timeout, or nothing where its PyTorch (1.8-1.10) printed none."""
-    return "" if seq is None or seq != seq else f" SeqNum {int(seq)}"  # type: ignore[call-overload]
+def seq_said(seq: float | None) -> str:
+    """`` SeqNum N`` of a watchdog timeout (a table's number: NaN where null), or nothing where its PyTorch (1.8-1.10)
+    printed none."""
+    return "" if seq is None or seq != seq else f" SeqNum {int(seq)}"
