@@ -306,13 +306,14 @@ def _describes(work: WatchdogWork, w: WatchdogRow) -> bool:
 
 
 class OpenTimeouts:
-    """The timeouts of a log's ``watchdog`` rows no work line completed yet, by sequence number: a work
-    line is matched among those of its number, not against every timeout before it (a log of a job
-    timing out again and again holds tens of thousands)."""
+    """The timeouts of a log's ``watchdog`` rows no work line completed yet, by sequence number and rank: a
+    work line is matched among those it can describe (:func:`_describes`), not against every timeout before
+    it (a log of a job timing out again and again holds tens of thousands, most of one SeqNum)."""
 
     def __init__(self) -> None:
         self._seen = 0  # the rows of ``watchdog`` indexed so far (rows are only appended)
-        self._by_seq: dict[int, list[WatchdogRow]] = {}
+        # (SeqNum, whether the rank is the job's, rank) -> (row's index, row), in the order of the rows
+        self._open: dict[tuple[int, bool, int | None], list[tuple[int, WatchdogRow]]] = {}
 
     def attach(self, watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
         """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at work" line)
@@ -320,13 +321,26 @@ class OpenTimeouts:
         for k in range(self._seen, len(watchdog)):
             w = watchdog[k]
             if w.last_completed is None and w.seq is not None:  # a work line names its SeqNum: none, no match
-                self._by_seq.setdefault(w.seq, []).append(w)
+                self._open.setdefault((w.seq, False, w.rank), []).append((k, w))
+                if w.global_rank is not None:
+                    self._open.setdefault((w.seq, True, w.global_rank), []).append((k, w))
         self._seen = len(watchdog)
-        rows = self._by_seq.get(work.work, [])
-        for k in range(len(rows) - 1, -1, -1):
-            w = rows[k]
-            if _describes(work, w):
-                w.pg, w.last_enqueued, w.last_completed = work.pg, work.last_enqueued, work.last_completed
-                del rows[k]  # completed: no later work line describes it
-                return True
-        return False
+        keys = [(work.work, False, work.rank), (work.work, False, work.global_rank)]
+        if work.global_rank is not None:
+            keys.append((work.work, True, work.global_rank))
+        best: tuple[int, WatchdogRow] | None = None
+        for key in keys:  # the latest row each key holds that ``work`` describes; the latest of those
+            rows = self._open.get(key, [])
+            while rows and rows[-1][1].last_completed is not None:
+                rows.pop()  # completed: no later work line describes it
+            for row in reversed(rows):
+                if best is not None and row[0] <= best[0]:
+                    break
+                if _describes(work, row[1]):
+                    best = row
+                    break
+        if best is None:
+            return False
+        w = best[1]
+        w.pg, w.last_enqueued, w.last_completed = work.pg, work.last_enqueued, work.last_completed
+        return True

@@ -167,17 +167,31 @@ class ProcessState:
                 self.gdr_disabled = True
 
 
-def version_owner(procs: dict[tuple[str | None, int | None], ProcessState], outer: str) -> ProcessState | None:
+def version_owner(
+    procs: dict[tuple[str | None, int | None], ProcessState],
+    outer: str,
+    by_tag: dict[str, list[ProcessState]] | None = None,
+) -> ProcessState | None:
     """The process that printed a bare version line: the one with the same launcher prefix (its
-    timestamps aside: a collector's differ from line to line), else the only process of the file."""
+    timestamps aside: a collector's differ from line to line), else the only process of the file.
+    ``by_tag``: the processes by their prefix's tag (:func:`tagged`), when the caller has them."""
     tag = launcher_tag(outer)
     if tag:
-        same = [p for p in procs.values() if p.prefix is not None and launcher_tag(p.prefix) == tag]
+        same = (tagged(procs) if by_tag is None else by_tag).get(tag, [])
         if len(same) == 1:
             return same[0]
     if len(procs) == 1:
         return next(iter(procs.values()))
     return None
+
+
+def tagged(procs: dict[tuple[str | None, int | None], ProcessState]) -> dict[str, list[ProcessState]]:
+    """The processes that have a prefix, by its :func:`launcher_tag`."""
+    out: dict[str, list[ProcessState]] = {}
+    for p in procs.values():
+        if p.prefix is not None:
+            out.setdefault(launcher_tag(p.prefix), []).append(p)
+    return out
 
 
 def bare_versions(
@@ -188,11 +202,12 @@ def bare_versions(
     shows one version only (one job), the processes that printed none get it too, with source
     ``job's version line``."""
     out = []
+    by_tag = tagged(procs)  # once: a long log holds a bare line for each of its jobs' starts
     for lineno, outer, msg in bare:
         fact = classify(msg)
         if not isinstance(fact, VersionLine):
             continue
-        owner = version_owner(procs, outer.strip())
+        owner = version_owner(procs, outer.strip(), by_tag)
         if owner is not None and owner.version is None:
             owner.version, owner.cuda, owner.version_source = fact.version, fact.cuda, "bare line"
         host, pid = (owner.host, owner.pid) if owner else (None, None)

@@ -99,6 +99,31 @@ def test_warn_with_file_line_and_230_function() -> None:
     assert (r.src, r.func, r.level, r.msg) == ("misc/socket.cc:71", "socketProgress", "WARN", "socketProgress: closed")
 
 
+def test_bare_version_lines_find_their_process_by_its_prefix_with_the_prefixes_read_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long log of many jobs' starts: each bare version line goes to the one process its launcher's prefix
+    names; the processes' prefixes are read once for all of them (it was once per bare line)."""
+    from parsers.nccl import process
+    from parsers.nccl.rows import BareVersion
+
+    procs = {(f"h{k}", k): ProcessState(f"h{k}", k, k, f"[1,{k}]<stdout>:") for k in range(300)}
+    bare = [BareVersion(1000 + k, f"[1,{k}]<stdout>:", "NCCL version 2.18.3+cuda12.2") for k in range(0, 300, 3)]
+    calls = 0
+    real = process.launcher_tag
+
+    def counted(outer: str) -> str:
+        nonlocal calls
+        calls += 1
+        return real(outer)
+
+    monkeypatch.setattr(process, "launcher_tag", counted)
+    out = process.bare_versions(procs, bare, [])
+    assert [(r.host, r.pid, r.line) for r in out] == [(f"h{k}", k, 1000 + k) for k in range(0, 300, 3)]
+    assert procs[("h3", 3)].version_source == "bare line" and procs[("h4", 4)].version_source == "job's version line"
+    assert calls == 300 + 100
+
+
 def test_init_transports_env_and_version_per_process() -> None:
     p, t = parse(
         "NCCL version 2.18.3+cuda12.2\n"

@@ -188,6 +188,30 @@ def test_open_timeouts_complete_the_rows_the_linear_scan_completes() -> None:
         assert rows == reference
 
 
+def test_a_work_line_is_matched_among_the_timeouts_of_its_rank_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that timed out again and again at one SeqNum on many ranks: a work line reads the open timeouts of
+    its own rank, not all of that SeqNum's (the scan grew with the log: 2.4% of a 1 GB parse's time)."""
+    rows = [
+        WatchdogRow(k, k % 512, None, 77, "ALLREDUCE", None, None, 1000, 1001, None, None, None) for k in range(5120)
+    ]
+    calls = 0
+    real = joblog._describes
+
+    def counted(work: joblog.WatchdogWork, w: WatchdogRow) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(work, w)
+
+    monkeypatch.setattr(joblog, "_describes", counted)
+    open_timeouts = joblog.OpenTimeouts()
+    for _ in range(3):  # the latest open timeout of rank 7 first, then the one before it
+        assert open_timeouts.attach(rows, joblog.WatchdogWork(7, "0", 77, 78, 76))
+    assert [w.line for w in rows if w.last_completed is not None] == [3591, 4103, 4615]
+    assert calls == 3
+    assert not open_timeouts.attach(rows, joblog.WatchdogWork(7, "0", 78, 79, 77))  # no timeout of that SeqNum
+    assert calls == 3
+
+
 @pytest.mark.parametrize(
     ("work", "pg"),
     [
