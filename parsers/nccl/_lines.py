@@ -216,9 +216,10 @@ def _find(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """The leftmost plain record's message start (``f`` filled), -1 if none starts within the header
     window, -2 if one holds an over-long number.
 
-    Where the regex finds none, a host starting with a digit or ``<`` at the line's start or after a space
-    (the careful path reads those: its header read from the right gives the same fields for them, as
-    GLUED_TS cannot move a timestamp's digits out of a host after a space)."""
+    Where the regex finds none, a host starting with a digit or ``<`` at the line's start, after a space or
+    after a launcher's stream tag (``[1,0]<stdout>:``: a container's id in a Docker job) (the careful path
+    reads those: its header read from the right gives the same fields for them, as GLUED_TS cannot move a
+    timestamp's digits out of a host after a space or a ``>:``)."""
     i: cython.Py_ssize_t = 0
     while i < n and i <= WINDOW:
         c = buf[i - 1] if i > 0 else 32
@@ -229,7 +230,7 @@ def _find(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
         i += 1
     i = 0
     while i < n and i <= WINDOW:
-        if i == 0 or buf[i - 1] == 32:
+        if i == 0 or buf[i - 1] == 32 or i >= 2 and buf[i - 1] == 58 and buf[i - 2] == 62:
             m = _match_at(buf, i, n, f, True)
             if m != -1:
                 return m

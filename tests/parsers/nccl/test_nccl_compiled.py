@@ -165,6 +165,9 @@ def test_the_plain_fields_are_the_record_split_records_finds_on_real_mutated_and
     careful = sum(_fields(compiled_lines, line) == "careful" for line in lines)
     assert careful < len(lines) // 50  # on real lines the careful path stays the exception
     assert _fields(compiled_lines, "node-1:11:12 [0] NCCL INFO x") is not None
+    for docker in ("[1,0]<stdout>:5873af64cf59:10158:10560 [0] NCCL INFO x", "[1,3]<stderr>:0a1b:7:8 [1] NCCL WARN y"):
+        got = _fields(compiled_lines, docker)  # mpirun's tag and a container's id: read here, not the careful path
+        assert isinstance(got, Record) and got.host[0].isdigit() and got.outer.endswith(">:"), docker
 
 
 @pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name[:48])
