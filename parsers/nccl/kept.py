@@ -58,6 +58,19 @@ def _in_range(value: Any, limits: tuple[int, int]) -> bool:
     return not isinstance(value, int) or isinstance(value, bool) or limits[0] <= value <= limits[1]
 
 
+def _all_in_range(values: list[Any], limits: tuple[int, int], lists: bool) -> bool:
+    """Whether every number of a column (of its lists' elements when ``lists``) is certainly in range: their least
+    and greatest compared once (a batch's numbers are nearly always plain ints in range). False where that does not
+    decide it (other types among them, one out of range): :func:`checked` then reads each value."""
+    flat = [v for row in values if row is not None for v in row] if lists else [v for v in values if v is not None]
+    if not flat:
+        return True
+    try:
+        return bool(limits[0] <= min(flat) and max(flat) <= limits[1])
+    except TypeError:  # texts or lists among the numbers: each is judged on its own
+        return False
+
+
 def checked(data: dict[str, list[Any]], schema: pa.Schema) -> tuple[dict[str, list[Any]], OutOfRange | None]:
     """``data`` with every number its column's type cannot hold left out: the field emptied where the column is
     nullable, an element dropped from a list, else the whole row dropped (a ``[3000000000]`` device, ``nranks
@@ -70,6 +83,8 @@ def checked(data: dict[str, list[Any]], schema: pa.Schema) -> tuple[dict[str, li
         if limits is None:
             continue
         values = data[f.name]
+        if _all_in_range(values, limits, pa.types.is_list(f.type)):
+            continue
         for i, value in enumerate(values):
             if pa.types.is_list(f.type) and value is not None:
                 kept = [v for v in value if _in_range(v, limits)]

@@ -105,3 +105,44 @@ def test_the_errors_table_made_in_slices_is_the_table_made_at_once(
         assert got == want, path.name
     issues = single(damaged)[1]
     assert any("2 number(s) too large" in str(i) for i in issues), issues
+
+
+def test_a_batch_checked_at_once_is_the_batch_checked_value_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column's least and greatest number decide it when they are in range; any other column is read value by
+    value, with the same result: random columns of ints (some past int32 or negative into uint8), Nones, bools,
+    lists of them, and texts where a number belongs."""
+    schema = pa.schema(
+        [
+            pa.field("line", pa.int64(), nullable=False),
+            ("dev", pa.int32()),
+            pa.field("small", pa.uint8(), nullable=False),
+            ("devs", pa.list_(pa.int32())),
+        ]
+    )
+    rng = random.Random(48)
+
+    def value() -> object:
+        return rng.choice([0, 1, 7, -1, 255, 256, 2**31, -(2**31) - 1, 2**63, None, True, "x"])
+
+    def column(n: int, lists: bool) -> list[object]:
+        if lists:
+            return [[value() for _ in range(rng.randrange(3))] if rng.random() < 0.8 else None for _ in range(n)]
+        return [value() for _ in range(n)]
+
+    decided_at_once = 0
+    for _ in range(400):
+        n = rng.randrange(1, 6)
+        quiet = rng.random() < 0.5  # a batch of plain numbers in range, as nearly every batch is
+        data = {
+            "line": [rng.randrange(1, 10**6) for _ in range(n)],
+            "dev": [rng.choice([0, 3, None]) for _ in range(n)] if quiet else column(n, False),
+            "small": [rng.choice([0, 200, True]) for _ in range(n)] if quiet else column(n, False),
+            "devs": [[0, 1], None, []][:n] if quiet else column(n, True),
+        }
+        data["devs"] += [None] * (n - len(data["devs"]))
+        fast = kept.checked({k: list(v) for k, v in data.items()}, schema)
+        decided_at_once += fast[1] is None
+        with monkeypatch.context() as m:
+            m.setattr(kept, "_all_in_range", lambda values, limits, lists: False)
+            assert kept.checked({k: list(v) for k, v in data.items()}, schema) == fast
+    assert decided_at_once > 150
