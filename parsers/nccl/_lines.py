@@ -368,6 +368,10 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
     prev_a: cython.Py_ssize_t = -1
     prev_b: cython.Py_ssize_t = -1
     procs: dict[Any, Any] = parser.procs
+    last_p: Any = None  # the process of the last INFO record read, its host's bytes and its pid
+    last_pid: cython.longlong = -1
+    last_a: cython.Py_ssize_t = 0
+    last_b: cython.Py_ssize_t = 0
     fa = np.zeros(N_FIELDS, np.int64)
     f: Ints = fa
     texts: Buf = SIGNAL_TEXTS
@@ -395,7 +399,17 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
                 e -= 1
             found = _plain_fields(buf, a, e, f)
             if found == 1:
-                records += _record(parser, procs, data, a, e, f, lineno)
+                ha = a + f[F_AT]
+                hb = a + f[F_HOST_END]
+                if f[F_LEVEL] != LV_INFO:
+                    p = None
+                elif last_p is not None and f[F_PID] == last_pid and _same_bytes(buf, ha, hb, last_a, last_b):
+                    p = last_p  # the process of the record before: a log is mostly runs of one process's records
+                else:
+                    p = procs.get((data[ha:hb].decode("ascii"), f[F_PID]))
+                    if p is not None:
+                        last_p, last_pid, last_a, last_b = p, f[F_PID], ha, hb
+                records += _record(parser, p, data, a, e, f, lineno)
             else:
                 known = NOT_PLAIN if found == 0 else UNREAD
                 if not _has(buf, a, e, False) and not _signal(buf, a, e, texts, spans, first) and parser.job_idle():
@@ -432,40 +446,45 @@ def _same(
     the block's first line): the same bytes, or other bytes decoded to the same text (invalid ones)."""
     if prev_a < 0:
         return previous is not None and data[a:b].decode("utf-8", "replace") == previous
-    if b - a == prev_b - prev_a:
-        k = 0
-        while k < b - a and buf[a + k] == buf[prev_a + k]:
-            k += 1
-        if k == b - a:
-            return True
+    if _same_bytes(buf, a, b, prev_a, prev_b):
+        return True
     if _ascii(buf, a, b) and _ascii(buf, prev_a, prev_b):
         return False
     return data[a:b].decode("utf-8", "replace") == data[prev_a:prev_b].decode("utf-8", "replace")
 
 
 @cython.cfunc
+@cython.exceptval(check=False)
+def _same_bytes(
+    buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, c: cython.Py_ssize_t, d: cython.Py_ssize_t
+) -> cython.bint:
+    """Whether ``buf[a:b]`` and ``buf[c:d]`` hold the same bytes."""
+    if b - a != d - c:
+        return False
+    k: cython.Py_ssize_t = 0
+    while k < b - a and buf[a + k] == buf[c + k]:
+        k += 1
+    return k == b - a
+
+
+@cython.cfunc
 def _record(
     parser: Any,
-    procs: dict[Any, Any],
+    p: Any,
     data: bytes,
     a: cython.Py_ssize_t,
     e: cython.Py_ssize_t,
     f: Ints,
     lineno: cython.longlong,
 ) -> cython.longlong:
-    """The plain record of line ``data[a:e]`` (fields in ``f``): an INFO record of a process already seen is
-    applied here, any other through the parser's steps. Returns the records counted here (those steps
-    count their own)."""
-    at = a + f[F_AT]
-    host = data[at : a + f[F_HOST_END]].decode("ascii")
-    pid = f[F_PID]
-    level = f[F_LEVEL]
+    """The plain record of line ``data[a:e]`` (fields in ``f``): an INFO record of a process already seen (``p``) is
+    applied here, any other through the parser's steps. Returns the records counted here (they count their own)."""
     msg = data[a + f[F_MSG] : e].decode("utf-8", "replace").rstrip()
-    p = procs.get((host, pid)) if level == LV_INFO else None
     counted: cython.longlong = 0
     try:
         if p is None:
-            parser._record(_whole(data, a, f, host, pid, msg), lineno)
+            host = data[a + f[F_AT] : a + f[F_HOST_END]].decode("ascii")
+            parser._record(_whole(data, a, f, host, f[F_PID], msg), lineno)
         else:
             counted = 1
             p.last_line = lineno

@@ -313,6 +313,7 @@ _FRAME_CLASS = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a chain without a WARN opens an error on each rank of a job that failed alike
 def classify_chain(code: int, src: str | None = None) -> tuple[str, str]:
     """Class and remediation of an error chain seen without its WARN: a remote error by its code,
     a failing primitive by the file of its first frame ``src`` (``misc/socket.cc:567``), else the
