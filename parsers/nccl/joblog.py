@@ -311,9 +311,8 @@ class OpenTimeouts:
     it (a log of a job timing out again and again holds tens of thousands, most of one SeqNum)."""
 
     def __init__(self) -> None:
-        self._seen = 0  # the rows of ``watchdog`` indexed so far (rows are only appended)
-        # (SeqNum, whether the rank is the job's, rank) -> (row's index, row), in the order of the rows
-        self._open: dict[tuple[int, bool, int | None], list[tuple[int, WatchdogRow]]] = {}
+        self._seen = 0  # the rows of ``watchdog`` indexed so far (rows are only appended, in line order)
+        self._open: dict[tuple[int, bool, int | None], list[WatchdogRow]] = {}  # (SeqNum, the job's rank?, rank)
 
     def attach(self, watchdog: list[WatchdogRow], work: WatchdogWork) -> bool:
         """Complete the latest timeout of ``watchdog`` that ``work`` (a "detected by watchdog at work" line)
@@ -321,26 +320,25 @@ class OpenTimeouts:
         for k in range(self._seen, len(watchdog)):
             w = watchdog[k]
             if w.last_completed is None and w.seq is not None:  # a work line names its SeqNum: none, no match
-                self._open.setdefault((w.seq, False, w.rank), []).append((k, w))
+                self._open.setdefault((w.seq, False, w.rank), []).append(w)
                 if w.global_rank is not None:
-                    self._open.setdefault((w.seq, True, w.global_rank), []).append((k, w))
+                    self._open.setdefault((w.seq, True, w.global_rank), []).append(w)
         self._seen = len(watchdog)
         keys = [(work.work, False, work.rank), (work.work, False, work.global_rank)]
         if work.global_rank is not None:
             keys.append((work.work, True, work.global_rank))
-        best: tuple[int, WatchdogRow] | None = None
+        best: WatchdogRow | None = None
         for key in keys:  # the latest row each key holds that ``work`` describes; the latest of those
             rows = self._open.get(key, [])
-            while rows and rows[-1][1].last_completed is not None:
+            while rows and rows[-1].last_completed is not None:
                 rows.pop()  # completed: no later work line describes it
-            for row in reversed(rows):
-                if best is not None and row[0] <= best[0]:
+            for w in reversed(rows):
+                if best is not None and w.line <= best.line:
                     break
-                if _describes(work, row[1]):
-                    best = row
+                if _describes(work, w):
+                    best = w
                     break
         if best is None:
             return False
-        w = best[1]
-        w.pg, w.last_enqueued, w.last_completed = work.pg, work.last_enqueued, work.last_completed
+        best.pg, best.last_enqueued, best.last_completed = work.pg, work.last_enqueued, work.last_completed
         return True
