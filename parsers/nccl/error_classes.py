@@ -72,6 +72,13 @@ OFI_REMEDIATION = (
     "(/dev/infiniband), install a matching libfabric/aws-ofi-nccl, and check FI_PROVIDER=efa."
 )
 
+OFI_TRANSFER_REMEDIATION = (
+    "A libfabric (EFA) transfer failed after the plugin was up: usually the peer process died or the network path "
+    "to it broke. Read the peer's log first (did it exit, crash or time out?); then the EFA devices and links of both "
+    "hosts (fi_info -p efa, the EFA counters), and on AWS that the security groups allow all traffic between the "
+    "instances."
+)
+
 RULES: tuple[Rule, ...] = (
     _r(
         # RCCL's advice on the machine's setup, printed at init on every AMD host that lacks it; RCCL goes on
@@ -171,6 +178,12 @@ RULES: tuple[Rule, ...] = (
         "system_error",
         "Two processes claimed the same rank at the bootstrap root: the launcher started more processes than "
         "the world size, or RANK/LOCAL_RANK are wrong (e.g. Lightning vs SLURM ntasks settings).",
+    ),
+    _r(  # aws-ofi-nccl's data path: a transfer, its completion or the buffers it posts (any release's wording)
+        r"NET/OFI .*(?:complet\w* with error|completion failure|fi_cq_readerr|error entry without a context"
+        r"|Error posting|Failed to (?:re)?post|Unable to post request|post_rx_buff)",
+        "ib_completion_error",
+        OFI_TRANSFER_REMEDIATION,
     ),
     _r(
         r"NET/OFI|fi_\w+|libfabric|Couldn't open AV|provider",

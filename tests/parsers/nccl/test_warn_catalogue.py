@@ -289,3 +289,29 @@ def test_nvls_in_its_own_words_says_what_to_change_without_its_source() -> None:
 def test_hca_events_nccl_goes_on_after_are_no_failure(msg: str, news: bool) -> None:
     v = verdict(msg, "transport/net_ib.cc:101")
     assert v.cls == "ib_completion_error" and v.benign is news
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        # aws-ofi-nccl 1.3-1.9 (sendrecv), 1.16-1.18, 1.19+ (with flags), 1.21's platform form, and the rdma path's
+        "NET/OFI Request 0x7f1c2c0a1b00 completed with error. RC: 5. Error: Input/output error. Completed length: 0, "
+        "Request: { buffer_index: 3, dev: 0, size: 1048576, state: PENDING, direction: SEND }",
+        "NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE). Completed length: 0",
+        "NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 103. Flags: 1026. Error: 15 (Connection reset by "
+        "peer). Completed length: 0, Request: { dev: 2, size: 0, state: CREATED, type: RECV }",
+        "NET/OFI Request 0x55d0 (SEND) completed with error: err: 5, flags: 1026, prov_errno: 4, strerror: Input/output "
+        "error, len: 0",
+        "NET/OFI Fatal: rx buffer recv completed with error",
+        "NET/OFI Remote write completed with error. RC: 5. Error: 12 (Remote unreachable). Completed length: 0",
+        "NET/OFI Unable to read from fi_cq_readerr. RC: -11. Error: Resource temporarily unavailable",
+    ],
+)
+def test_a_failed_libfabric_transfer_points_at_the_peer_not_at_the_plugin_setup(msg: str) -> None:
+    """A transfer of aws-ofi-nccl failed after the plugin was up (the remote rank died, the path broke): the advice is
+    the peer's log and the links, not the setup advice of a plugin that could not start."""
+    v = verdict(msg, None)
+    assert v.cls == "ib_completion_error" and not v.benign
+    assert "peer" in (v.remediation or "") and "expose the EFA devices" not in (v.remediation or "")
+    setup = verdict("NET/OFI Unable to find a libfabric provider (efa)", None)
+    assert "expose the EFA devices" in (setup.remediation or "")  # the plugin's own start keeps its advice
