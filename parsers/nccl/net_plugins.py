@@ -7,6 +7,9 @@ and -TCPXO (FasTrak) move data between the NIC and GPU memory over TCP (GPUDirec
 gIB, HPC-X's ``IBext`` and aws-ofi-nccl's Libfabric (EFA) are RDMA. Names and texts from each
 plugin's source (google/nccl-fastsocket ``net_fastsocket.cc``; GoogleCloudPlatform's TCPX/TCPXO
 plugins; Mellanox nccl-rdma-sharp-plugins; aws/aws-ofi-nccl) and the logs users post of them.
+
+A plugin's WARN names its source as the plugin tells NCCL's logger: aws-ofi-nccl's C++ releases give a whole
+function signature, which :func:`plugin_source` reads (``docs/formats/nccl-log.md`` §1).
 """
 
 from __future__ import annotations
@@ -115,3 +118,34 @@ def benign_plugin_warn(message: str, src: str | None) -> Network | None:
         if file in n.sources and any(p.search(message) for p in n.benign):
             return n
     return None
+
+
+#: the end of a C++ function's signature as a network plugin's WARN or TRACE names its source (aws-ofi-nccl logs
+#: ``__PRETTY_FUNCTION__``: ``int cm_req_handle_error_entry(nccl_net_ofi_context_t*, fid_cq*, uint16_t):46``)
+SIGNATURE_END = re.compile(r"\)(?: const| noexcept| volatile| &&?)*(?: \[with [^\]]*\])?:(?P<line>\d+)$")
+#: what stands between ``[DEV]`` (and a TRACE's milliseconds) and the function's name: its return type, its
+#: qualifiers (``virtual int``, ``static ncclResult_t``, ``(anonymous namespace)::``)
+SIGNATURE_START = re.compile(r"(?P<dev>\[\d+\](?: \d+\.\d+)?)(?: [^\s\[\]]+)* ?$")
+
+
+def plugin_source(head: str) -> tuple[str, str] | None:
+    """A header ending in a C++ function's signature and its line (a network plugin's source): the header up to its
+    ``[DEV]`` (and a TRACE's milliseconds), and the source as ``NAME:LINE`` (the name as a C build of the plugin
+    prints it, its scope kept)."""
+    end = SIGNATURE_END.search(head)
+    if end is None:
+        return None
+    depth, i = 0, end.start()
+    while i >= 0:  # the parenthesis that opens the arguments (which may hold parentheses of their own)
+        depth += {")": 1, "(": -1}.get(head[i], 0)
+        if depth == 0:
+            break
+        i -= 1
+    j = i
+    while j > 0 and (head[j - 1].isalnum() or head[j - 1] in "_:~<>"):
+        j -= 1
+    name = head[j:i].lstrip(":")
+    start = SIGNATURE_START.search(head, 0, i - len(name))
+    if not name or not (name[0].isalpha() or name[0] == "_") or start is None:
+        return None
+    return head[: start.end("dev")], f"{name}:{end['line']}"

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import AnyStr, NamedTuple
 
+from parsers.nccl.net_plugins import plugin_source
+
 #: A prefix stripped by the user down to the device: ``[3] NCCL INFO ...``.
 STRIPPED = re.compile(r"^\s*\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN)(?: |$)")
 #: the bare version line rank 0 prints (``NCCL version 2.8.4+cuda11.2``; RCCL's ``RCCL version 2.18.3+hip5.5``)
@@ -158,14 +160,16 @@ def _header(head: str) -> tuple[str, str, int | None, int | None, int | None, st
     """Parse ``[outer]HOST:PID:TID [DEV] [MS] [FILE:LINE [(FUNC)]]`` (the text before `` NCCL LEVEL``)
     from the right: (outer, host, pid, tid, dev, src, func), or None if it is not a record header.
     ``HOST [DEV]`` without ``:PID:TID`` (patched printers, trimmed pastes) gives pid and tid None."""
+    func = src = None
+    if ")" in head and (signature := plugin_source(head)) is not None:
+        head, src = signature
     tokens = head.split(" ")
     k = len(tokens) - 1
-    func = src = None
     dev = None
-    if k >= 0 and tokens[k].startswith("(") and tokens[k].endswith(")"):
+    if src is None and k >= 0 and tokens[k].startswith("(") and tokens[k].endswith(")"):
         func = tokens[k][1:-1]
         k -= 1
-    if k >= 1 and ":" in tokens[k] and not tokens[k].startswith("[") and tokens[k].count(":") == 1:
+    if src is None and k >= 1 and ":" in tokens[k] and not tokens[k].startswith("[") and tokens[k].count(":") == 1:
         m = _SRC.match(tokens[k])
         if m:
             src = tokens[k]

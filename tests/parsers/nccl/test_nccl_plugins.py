@@ -105,3 +105,72 @@ def test_efa_without_gpudirect_is_named_efa_not_infiniband(tmp_path: Path) -> No
     )
     (f,) = [f for f in doc["findings"] if f["code"] == "nccl.no_gdrdma"]
     assert f["title"] == "EFA (Libfabric) without GPUDirect RDMA: transfers go through host memory"
+
+
+@pytest.mark.parametrize(
+    ("line", "src", "level"),
+    [
+        # aws-ofi-nccl 1.14+ (C++) logs __PRETTY_FUNCTION__: a function, a method with its scope, a template's
+        # instance, one in an anonymous namespace, one whose arguments hold a function pointer; a TRACE keeps its ms
+        (
+            "[2026-01-01 12:08:32] node-0-0:194:710 [0] int cm_req_handle_error_entry(nccl_net_ofi_context_t*, "
+            "fid_cq*, fi_cq_err_entry*, uint16_t):46 NCCL WARN NET/OFI Request 0x7f45 completed with error. RC: 103.",
+            "cm_req_handle_error_entry:46",
+            "WARN",
+        ),
+        (
+            "node-1:1:2 [3] virtual int nccl_net_ofi_rdma_ep_t::post_rx_buffs(nccl_net_ofi_rdma_ep_rail_t*, "
+            "void (*)(int)) const:812 NCCL WARN NET/OFI Error posting rx buffers: -11",
+            "nccl_net_ofi_rdma_ep_t::post_rx_buffs:812",
+            "WARN",
+        ),
+        ("node-1:1:2 [3] T f(T) [with T = int]:9 NCCL WARN NET/OFI y", "f:9", "WARN"),
+        (
+            "node-1:1:2 [3] 1234.567 static int (anonymous namespace)::poll_cq(fid_cq*):9 NCCL TRACE NET/OFI x",
+            "poll_cq:9",
+            "TRACE",
+        ),
+        # the C build of the same plugin, and NCCL's own source, read as before
+        ("node-1:1:2 [0] ofi_process_cq:196 NCCL WARN NET/OFI Request completed with error. RC: 107.", None, "WARN"),
+        ("node-1:1:2 [0] misc/socket.cc:47 (socketProgress) NCCL WARN closed", None, "WARN"),
+    ],
+)
+def test_a_plugin_warn_that_names_its_cpp_function_is_a_record_of_its_process(
+    line: str, src: str | None, level: str
+) -> None:
+    from parsers.nccl.records import split_records
+
+    (r,), merged, _ = split_records(line)
+    assert not merged and r.level == level and r.pid in (1, 194) and r.dev in (0, 3)
+    assert r.host in ("node-0-0", "node-1") and r.msg.startswith(("NET/OFI", "closed"))
+    if src is not None:
+        assert r.src == src and r.func is None
+
+
+EFA_HANDSHAKE = """\
+node-0-0:194:712 [0] NCCL INFO Channel 00/0 : 3[0] -> 0[0] [receive] via NET/Libfabric/0/GDRDMA
+node-0-0:194:712 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Libfabric/0/GDRDMA
+
+[2026-01-01 12:08:32] node-0-0:194:710 [0] int cm_req_handle_error_entry(nccl_net_ofi_context_t*, fid_cq*, \
+fi_cq_err_entry*, uint16_t):46 NCCL WARN NET/OFI Request 0x7f456c222f60 completed with error. RC: 103. Error: 4126 \
+(Unresponsive receiver (reachable by EFA device but handshake failed)). Completed length: 0
+node-0-0:194:710 [0] NCCL INFO transport/net.cc:753 -> 6
+node-0-0:194:712 [0] NCCL INFO transport/generic.cc:19 -> 6
+node-0-0:194:712 [0] NCCL INFO group.cc:73 -> 6 [Async thread]
+[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/\
+ProcessGroupNCCL.cpp:3699, remote process exited or there was a network error, NCCL version 2.27.3
+[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.
+[rank0]: Last error:
+[rank0]: NET/OFI Request 0x7f456c222f60 completed with error. RC: 103. Error: 4126 (Unresponsive receiver). \
+Completed length: 0
+"""
+
+
+def test_a_failed_efa_handshake_is_the_root_cause_with_the_peer_to_look_at(tmp_path: Path) -> None:
+    """The plugin's WARN (its C++ function as its source) is the process's first error, not a chain without a
+    WARN read as a remote process that exited; its advice is the peer and the path, not the plugin's setup."""
+    doc = _report(tmp_path, EFA_HANDSHAKE)
+    (error,) = [f for f in doc["findings"] if f["code"] == "nccl.error"]
+    assert error["severity"] == "critical" and "completed with error" in error["title"]
+    assert "ib completion error" in error["title"] and "node-0-0" in error["hosts"]
+    assert "peer" in doc["verdict"]["action"] and "expose the EFA devices" not in doc["verdict"]["action"]
