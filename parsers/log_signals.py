@@ -36,7 +36,7 @@ _LOG_SIGNALS = (
             rb"Internal check|Call to CUDA|This usually reflects|A call failed|Invalid value)|"
             rb"NCCL error in: \S+?:\d+|"  # PyTorch's report, with or without NCCL's version
             rb"\bnccl[A-Z]\w*(?:\([^()\n]*\))? failed: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|"
-            rb"remote process exited)|"  # Horovod's
+            rb"remote process exited|Unable to load NCCL library)|"  # Horovod's, XLA's
             rb"\bNCCL(?: Error [1-7]| error)?: (?:unhandled (?:cuda|system) error|internal error|invalid (?:argument|usage)|remote)|"
             rb"Test NCCL failure \S+:\d+ '|# Out of bounds values : [1-9]\d* FAILED|"  # nccl-tests'
             rb"Heartbeat monitor timed out! Process will be terminated|ProcessGroupNCCL's watchdog got stuck for \d+|"

@@ -63,6 +63,15 @@ RESULT_NAME = re.compile(
 _RESULT_CODES = {"UnhandledCuda": 1, "System": 2, "Internal": 3, "InvalidArgument": 4, "InvalidUsage": 5, "Remote": 6}
 #: ``Last error:`` and the text NCCL kept of the call that failed (ncclGetLastError), on the same line or the next
 LAST_ERROR = re.compile(r"\bLast error:\s*(?P<text>.*)$")
+#: XLA's words for the same text (2023-11+, openxla/xla#7201): ``Last NCCL warning(error) log entry (may be unrelated)
+#: 'Cuda failure 2 'out of memory''.`` (the text quoted, quotes of its own kept: up to the last quote)
+XLA_LAST_ERROR = re.compile(r"\bLast NCCL warning\(error\) log entry \(may be unrelated\) '(?P<text>.*)'")
+#: XLA's report of a libnccl it could not load (its stub's text, JAX without NCCL for its CUDA)
+XLA_NO_LIBRARY = re.compile(r"\b(?P<src>nccl[A-Z]\w*)(?:\([^()]*\))? failed: Unable to load NCCL library\b")
+XLA_NO_LIBRARY_ADVICE = (
+    "XLA could not load libnccl.so.2: install the NCCL of its CUDA (the nvidia-nccl-cu12 wheel that jax[cuda12] "
+    "brings, or the system's libnccl2) where the process finds it (LD_LIBRARY_PATH)."
+)
 
 
 #: the launcher's tag that names a report's rank: torchrun's ``[rank2]:``, mpirun's ``[1,2]<stderr>:``
@@ -116,10 +125,15 @@ def parse_torch_version(line: str) -> str | None:
 
 
 def parse_call_failed(line: str) -> FrameworkError | None:
-    """Horovod's ``<nccl call> failed: <text>``: the call's text and its result code (no source location:
-    the call's name stays in the message)."""
+    """Horovod's and XLA's ``<nccl call> failed: <text>``: the call's text and its result code (no source location:
+    the call's name stays in the message); or XLA's report of a libnccl it could not load."""
     m = CALL_FAILED.search(line)
-    return None if m is None else _report(m, line, None, _code(m["text"]))
+    if m is not None:
+        return _report(m, line, None, _code(m["text"]))
+    if (missing := XLA_NO_LIBRARY.search(line)) is None:
+        return None
+    message = line[missing.start() :].strip()
+    return FrameworkError(None, message, None, cls="config_error", cause=True, advice=XLA_NO_LIBRARY_ADVICE)
 
 
 def parse_numbered(line: str) -> FrameworkError | None:
@@ -133,7 +147,9 @@ def parse_numbered(line: str) -> FrameworkError | None:
 def _report(m: re.Match[str], line: str, src: str | None, code: int | None) -> FrameworkError:
     """The report match ``m`` found in ``line``: its message from where the match starts, and the text after
     a ``Last error:`` that follows its result text."""
-    return FrameworkError(src, line[m.start() :].strip(), code, _last_text(LAST_ERROR.search(line, m.start("text"))))
+    after = m.start("text")
+    last = LAST_ERROR.search(line, after) or XLA_LAST_ERROR.search(line, after)
+    return FrameworkError(src, line[m.start() :].strip(), code, _last_text(last))
 
 
 def _code(text: str) -> int | None:
