@@ -215,6 +215,8 @@ def sniff(path: str | Path) -> Sniffed:
     if body[:1] == b"{":
         if _KINETO.search(head) or (b'"traceEvents"' in head and b'"ProfilerStep#' in head):
             return Sniffed(InputKind.RANK_TRACE, compressed, False, "a PyTorch profiler (Kineto) trace of one rank")
+        if (lines := _json_lines(path, body, compressed)) is not None:
+            return lines
         return Sniffed(
             InputKind.UNKNOWN,
             compressed,
@@ -233,6 +235,32 @@ def sniff(path: str | Path) -> Sniffed:
     if b"\x00" not in head:
         return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + _launcher(body))
     return Sniffed(InputKind.UNKNOWN, compressed, False, "not a format hvd-analyze reads")
+
+
+def _json_lines(path: str | Path, body: bytes, compressed: bool) -> Sniffed | None:
+    """Lines of text whose first is a JSON object of its own (a collector wrapping each line, Docker's json-file driver
+    or a JSON export, or a program printing its metrics as JSON): judged as a job log is, by the lines a collector
+    wrapped and the others; None when the first line is no JSON object of its own (a document, a trace)."""
+    import json  # here: only a file that starts with '{' needs it
+
+    from parsers.paste import clean_paste, json_text
+
+    first = body.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
+    try:
+        if not isinstance(json.loads(first), dict):
+            return None
+    except ValueError:
+        return None
+    collected = json_text(first) is not None
+    if not collected and not body.rstrip().count(b"\n"):
+        return None  # one object alone: a JSON document, not lines
+    wrapped = " (each line wrapped in JSON by a collector)" if collected else ""
+    for head in (body, read_head(path, TEXT_SNIFF_BYTES)[0] if len(body) >= SNIFF_BYTES // 2 else b""):
+        whole = head[: head.rfind(b"\n") + 1] or head  # the lines it holds whole
+        signal = log_signal(clean_paste(whole.decode("utf-8", "replace")).encode("utf-8", "surrogatepass"))
+        if signal:
+            return Sniffed(InputKind.JOB_LOG, compressed, False, signal + wrapped)
+    return Sniffed(InputKind.UNKNOWN, compressed, False, _TEXT_REASON + wrapped)
 
 
 #: a record as Horovod writes one (``{"name": "process_name", ...`` or ``{"ph": "B", ...``)

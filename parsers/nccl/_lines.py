@@ -356,7 +356,7 @@ def _ascii(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.bint:
 
 def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.longlong:
     """:meth:`JobLogParser._lines <parsers.nccl.parser.JobLogParser._lines>` over the UTF-8 lines of
-    ``data`` (whole lines, cleaned of what a paste added: :func:`clean_bytes`), with the plain records
+    ``data`` (whole lines, cleaned of what a paste added: :func:`~parsers.paste.clean_bytes`), with the plain records
     read here: returns the number of the last line. A line is decoded as the block would have been
     (invalid bytes replaced): only where a line has no plain record, and a record's host and message."""
     blank: cython.longlong = 0

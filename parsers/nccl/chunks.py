@@ -28,8 +28,8 @@ from parsers.nccl.crashes import CRASH_LINES
 from parsers.nccl.failures import CHAIN_LINES, ERROR_LIMIT
 from parsers.nccl.jobtexts import FRAMEWORK_LINES
 from parsers.nccl.parser import ROW_LIMIT, JobLogParser
-from parsers.nccl.records import clean_paste
 from parsers.nccl.rows import CollCounter, FastColl, LineIssue
+from parsers.paste import clean_paste
 
 
 def chunk_ranges(path: str | Path, size: int, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:

@@ -31,7 +31,8 @@ from parsers.nccl.kept import BARE_VERSIONS, KeptRows, table_rows
 from parsers.nccl.messages import classify_once
 from parsers.nccl.process import ProcessState, bare_versions
 from parsers.nccl.recordfacts import RecordFacts
-from parsers.nccl.records import PREFIX_ONLY, careful_split, clean_bytes, clean_paste, split_records
+from parsers.nccl.records import PREFIX_ONLY, careful_split, split_records
+from parsers.paste import clean_bytes, clean_paste
 
 BLOCK = 4 << 20
 #: the rows a log keeps for its tables (~0.2-1 KB each) before its reading stops (:meth:`JobLogParser.stop`):

@@ -12,11 +12,9 @@ says which were merged or doubled.
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import AnyStr, NamedTuple
+from typing import NamedTuple
 
 from parsers.nccl.net_plugins import plugin_source
 
@@ -29,102 +27,6 @@ VERSION = re.compile(r"(?:^|[\s:|>\]])[NR]CCL version (?P<ver>\d+\.\d+\.\d+)[^+\
 PREFIX_ONLY = re.compile(r"^\s*+(?:>\s*+)?(?:\[\d+(?:,\d+)?\](?:<\w+>)?:?|[\w.-]+:|\d+:|\|)?\s*+$")
 #: An ISO-8601 timestamp with a zone offset glued to the host name (CloudWatch exports).
 GLUED_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[-+]\d\d:\d\d$")
-#: ANSI colour and cursor sequences (Ray's worker tags, coloured terminals and CI consoles).
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-#: HTML character references of a log pasted from a web page (``10.0.0.2&lt;45763&gt;``, ``-&gt; 6``).
-ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
-
-
-#: A link an editor or a chat made of a bare address or file name, written back as its text: Markdown's
-#: ``[net_ib.cc:101](http://net_ib.cc:101/)`` (GitHub's editor pasting rich text), Slack's
-#: ``<http://10.1.3.201|10.1.3.201>``. Only a link whose address is its text: a link of other words is the
-#: writer's own.
-AUTOLINK = re.compile(r"\[([^\[\]()\s]{1,256})\]\(https?://\1/?\)|<https?://([^<>|\s]{1,256}?)/?\|\2>")
-AUTOLINK_BYTES = re.compile(AUTOLINK.pattern.encode("ascii"))
-#: what Ray's log deduplication (2.3+) appends to a line that several workers printed alike: `` [repeated 6x across
-#: cluster]``, on the first such line with its note ``(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 …)``
-RAY_REPEAT = re.compile(
-    r" \[repeated \d{1,9}x across cluster\](?: \(Ray deduplicates logs by default\.[^\n]{0,300}\))?(?=\r?$)",
-    re.MULTILINE,
-)
-RAY_REPEAT_BYTES = re.compile(RAY_REPEAT.pattern.encode("ascii"), re.MULTILINE)
-
-
-def clean_paste(text: str) -> str:
-    """``text`` without ANSI sequences, with HTML character references decoded, automatic links written back as
-    their text and Ray's note of a deduplicated line taken off: what a terminal, a web page, an editor or a log
-    collector added to the lines NCCL printed."""
-    if "\x1b" in text:
-        text = ANSI.sub("", text)
-    if "&" in text and ENTITY.search(text):
-        text = ENTITY.sub(lambda m: html.unescape(m[0]), text)
-    if "](http" in text or "<http" in text:
-        text = AUTOLINK.sub(_link_text, text)
-    if "x across cluster]" in text:
-        text = RAY_REPEAT.sub("", text)
-    return text
-
-
-def _link_text(m: re.Match[AnyStr]) -> AnyStr:
-    """The text of an automatic link (Markdown's or Slack's form), as str or bytes."""
-    return m[1] or m[2]
-
-
-ENTITY_BYTES = re.compile(ENTITY.pattern.encode("ascii"))
-
-
-def clean_bytes(data: bytes) -> bytes:
-    """:func:`clean_paste` of UTF-8 ``data``, as bytes: decoding the result (invalid bytes replaced) gives
-    what cleaning the decoded text gives. An ANSI sequence's removal could join the bytes around it into
-    one character, so a block holding one is cleaned as text; a character reference is replaced in place
-    (what it stands for, in UTF-8: it cannot continue a cut sequence before it)."""
-    if b"\x1b" in data:
-        return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
-    needles = [needle for needle in _PASTE_NEEDLES if needle in data]
-    return sub_lines(data, needles, _PASTE_STEPS) if needles else data
-
-
-def _entity_bytes(m: re.Match[bytes]) -> bytes:
-    return html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass")
-
-
-Step = tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]]
-#: what a paste added, read off in this order (:func:`clean_paste`'s): character references (in place: what one stands
-#: for cannot continue a cut sequence before it), automatic links (their text, a run of their own bytes: valid UTF-8
-#: stays valid), Ray's note (ASCII at a line's end)
-_PASTE_STEPS: tuple[Step, ...] = ((ENTITY_BYTES, _entity_bytes), (AUTOLINK_BYTES, _link_text), (RAY_REPEAT_BYTES, b""))
-#: a text every match of those patterns holds (``http``: both link forms, found at memchr's speed where ``](http``
-#: took 3 ms a block, ']' and '<' being common)
-_PASTE_NEEDLES = (b"&", b"http", b"x across cluster]")
-
-
-def sub_lines(data: bytes, needles: Sequence[bytes], steps: Sequence[Step]) -> bytes:
-    """Each step's ``rx.sub(repl, ...)`` over ``data`` in turn, for patterns whose every match holds one of ``needles``
-    and no newline: only the lines that hold a needle are searched (a block of 4 MB with one pasted link was searched
-    whole by a pattern that starts with a class of characters, at a few hundred MB/s), each once by every step (a
-    reference may spell a link's or a note's needle), and the block is joined once."""
-    starts: set[int] = set()
-    for needle in needles:
-        i = data.find(needle)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            i = data.find(needle, i + len(needle))
-    if not starts:
-        return data
-    out: list[bytes] = []
-    done = 0
-    for start in sorted(starts):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        line = data[start:end]
-        for rx, repl in steps:
-            line = rx.sub(repl, line)
-        out += (data[done:start], line)
-        done = end
-    out.append(data[done:])
-    return b"".join(out)
-
-
 #: NCCL 2.26+ default timestamp at the end of ``outer``.
 NATIVE_TS = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\] $")
 

@@ -22,7 +22,8 @@ import pytest
 import parsers.nccl._lines as compiled_lines
 import parsers.nccl.parser as parser_module
 from parsers.nccl.parser import JobLogParser
-from parsers.nccl.records import Record, _plain, clean_bytes, clean_paste, split_records
+from parsers.nccl.records import Record, _plain, split_records
+from parsers.paste import clean_bytes, clean_paste
 from tests.conftest import CORPUS, ROOT
 from tests.kernels.reference import load_source
 from tests.parsers.nccl.test_nccl_fast_records import EDGES
@@ -240,6 +241,8 @@ def test_cleaning_bytes_decodes_as_cleaning_the_text() -> None:
         b"\x80",
         b"a",
         b" ",
+        b'{"log":"h:1:2 [0] NCCL INFO x\\u001b[0m\\n"}',  # a collector's JSON line, an escaped ANSI sequence in it
+        b'{"log":"\xc3 &lt;"}',
     ]
     for _ in range(2000):
         data = b"".join(rng.choice(parts) for _ in range(rng.randrange(1, 9)))
@@ -247,15 +250,16 @@ def test_cleaning_bytes_decodes_as_cleaning_the_text() -> None:
 
 
 def test_cleaning_the_lines_that_hold_a_needle_is_cleaning_the_block() -> None:
-    """:func:`~parsers.nccl.records.sub_lines` searches only the lines holding a pattern's needle: the result is
+    """:func:`~parsers.paste.sub_lines` searches only the lines holding a pattern's needle: the result is
     the pattern's substitution over the whole block, for references, links of both forms, Ray's notes, needles
     without a match, carriage returns and a block without its last newline."""
     import html
     import re
 
-    from parsers.nccl import records as R
+    from parsers import paste as R
 
     def whole(data: bytes) -> bytes:
+        data = R.JSON_LINE_BYTES.sub(R._unwrapped_bytes, data)  # a collector's wrapping, first
         data = R.ENTITY_BYTES.sub(lambda m: html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass"), data)
         data = R.AUTOLINK_BYTES.sub(R._link_text, data)
         return R.RAY_REPEAT_BYTES.sub(b"", data)
@@ -275,6 +279,9 @@ def test_cleaning_the_lines_that_hold_a_needle_is_cleaning_the_block() -> None:
         b"\r",
         b"[a](&#104;ttp://a/)",  # a reference that spells a link's needle: read as the link once decoded
         b" [repeated 3x across cluster&#93;",
+        b'{"log":"h:1:2 [0] NCCL INFO &lt;y&gt;\\n","stream":"stdout"}',  # a collector's JSON line: unwrapped first
+        b'{"loss": 1.5}',  # JSON without a line in it: left as it is
+        b'{"',
     ]
     rng = random.Random(53)
     for _ in range(3000):
