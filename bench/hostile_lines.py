@@ -47,6 +47,12 @@ SHAPES = {
     ),
     "Gloo's locations without a message": lambda n: "[enforce fail at " + "gloo/" * (n // 5) + "x.cc:1] \n",
     "a long path before Gloo's": lambda n: "[" + "a" * n + " [gloo/" + "w-" * (n // 2) + ".cc:9] Read timeout\n",
+    "a plugin's signature, parentheses": lambda n: (
+        "x:1:1 [0] int f(" + "(" * (n // 2) + ")" * (n // 2) + "):1 NCCL WARN y\n"
+    ),
+    "signatures before markers": lambda n: "x:1:1 [0] int f(a, b):1 NCCL WARN " * (n // 34) + "\n",
+    "a collector's JSON line": lambda n: '{"log":"' + "x:1:1 [0] NCCL INFO " * (n // 20) + '\\n"}\n',
+    "JSON openings, never closed": lambda n: '{"' * (n // 2) + "\n",
     "a crash's backtrace": lambda n: (
         "[h:1] *** Process received signal ***\n" + "[h:1] Signal: " * (n // 15) + "\n 1 " + "libnccl" * (n // 7) + "\n"
     ),
