@@ -11,6 +11,13 @@ from __future__ import annotations
 import re
 
 _LOG_SIGNALS = (
+    (  # ncclras's report (2.24+): its table of communicators, an entry's header, its version line
+        re.compile(
+            rb"(?m)^\s*Group {5}Comms {5}Nodes {5}Ranks|^#\d+-\d+ \([0-9a-fA-F]+\) (?:MISMATCH|INCOMPLETE|ERROR)\b|"
+            rb"^NCCL version \d+\.\d+\.\d+\S* compiled with CUDA \d"
+        ),
+        "NCCL's RAS report",
+    ),
     (
         re.compile(
             # a host starts where the run of host characters starts: linear on a line of them

@@ -13,6 +13,7 @@ from analyzer.detectors.nccl_error import NcclError
 from analyzer.detectors.nccl_ib_disabled import IbDisabled
 from analyzer.detectors.nccl_init_incomplete import InitIncomplete
 from analyzer.detectors.nccl_no_gdrdma import NoGdrdma
+from analyzer.detectors.nccl_ras import RasReportDetector
 from analyzer.detectors.nccl_socket_fallback import SocketFallback
 from analyzer.detectors.nccl_version_mismatch import ReleaseWording, VersionMismatch
 from analyzer.detectors.nccl_watchdog import WatchdogTimeout
@@ -47,6 +48,7 @@ ALL_DETECTORS: tuple[Detector, ...] = (
     NcclError(),  # before the init it broke: the verdict names the cause first
     InitIncomplete(),
     WatchdogTimeout(),
+    RasReportDetector(),
     WorkerExit(),
     HorovodStall(),
     AutotuneResult(),

@@ -186,6 +186,13 @@ CODES: tuple[CodeDoc, ...] = (
         "flight recorder (`TORCH_NCCL_TRACE_BUFFER_SIZE`, `TORCH_NCCL_DUMP_ON_TIMEOUT`); inspect the suspect rank",
     ),
     CodeDoc(
+        "nccl.ras",
+        "what NCCL's RAS report (ncclras, 2.24+) says of the job's processes and communicators",
+        "info / warning / critical",
+        "processes RAS could not reach or considers dead and ranks whose data is missing (critical), ranks that reported an initialization or asynchronous error (critical), ranks of a communicator at different operation counts of a collective (a warning naming the ranks behind when they are two operations or more behind, launched none, or are behind in every report of the file; one operation apart in one report is how a running job looks too, said as such), ranks of a communicator with different status (warning), RAS's own queries timing out (info)",
+        "read the lost processes' logs and their nodes' kernel logs; run ncclras again to tell a straggler from a sample",
+    ),
+    CodeDoc(
         "job.worker_exit",
         "a launcher reports a worker's end (a signal, an exit code)",
         "critical",

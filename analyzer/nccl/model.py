@@ -28,6 +28,7 @@ LOG_TABLES = (
     "nccl_collectives",
     "watchdog_timeouts",
     "worker_exits",
+    "nccl_ras",
     "horovod_stalls",
     "autotune",
 )
@@ -84,6 +85,7 @@ class NcclModel:
     nccl_collectives = _Table()
     watchdog_timeouts = _Table()
     worker_exits = _Table()
+    nccl_ras = _Table()
     horovod_stalls = _Table()
     autotune = _Table()
 

@@ -25,7 +25,7 @@ from parsers.nccl.net_plugins import is_internal_socket, is_rdma
 
 #: Findings that mean the job failed or hung (at critical severity), not that it ran slowly.
 FAILURE_CODES = frozenset(
-    {"nccl.error", "nccl.watchdog_timeout", "horovod.stall", "nccl.init_incomplete", "job.worker_exit"}
+    {"nccl.error", "nccl.watchdog_timeout", "horovod.stall", "nccl.init_incomplete", "job.worker_exit", "nccl.ras"}
 )
 
 
@@ -79,7 +79,15 @@ PASSED: dict[str, Check] = {
 #: Detectors whose silence says nothing worth listing (their tables exist only when they fire,
 #: or they judge wording, not health).
 NOT_A_CHECK = frozenset(
-    {"release_wording", "watchdog_timeout", "horovod_stall", "autotune_result", "worker_exit", "rank_coverage"}
+    {
+        "release_wording",
+        "watchdog_timeout",
+        "horovod_stall",
+        "autotune_result",
+        "worker_exit",
+        "rank_coverage",
+        "ras_report",
+    }
 )
 
 

@@ -19,7 +19,7 @@ from parsers.nccl import joblog, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.kept import KeptRows, OutOfRange, checked
 from parsers.nccl.process import ProcessState, version_text
-from parsers.nccl.rows import CollCounter, ExitRow, StallRow
+from parsers.nccl.rows import CollCounter, ExitRow, RasRow, StallRow
 from parsers.schema import arrow_schema
 
 
@@ -35,6 +35,7 @@ class LogState(Protocol):
     _fast_colls: dict[tuple[str, str, str, str], rows.FastColl]
     watchdog: list[rows.WatchdogRow]
     exits: list[rows.ExitRow]
+    ras: list[rows.RasRow]
     stalls: list[rows.StallRow]
     autotune: list[joblog.AutotuneRow]
     _autotune_layout: str | None
@@ -116,6 +117,8 @@ def log_tables(p: LogState) -> dict[str, pa.Table]:
         cols["horovod_stalls"] = _columns(p.stalls, StallRow._fields)
     if p.exits:
         cols["worker_exits"] = _columns(p.exits, ExitRow._fields)
+    if p.ras:
+        cols["nccl_ras"] = _columns(p.ras, RasRow._fields)
     if p.autotune:
         layout = p._autotune_layout
         cols["autotune"] = {

@@ -151,7 +151,7 @@ def _independent(p: JobLogParser, chunk: JobLogParser, base: int) -> bool:
         return False
     if p._autotune_layout is not None and chunk.autotune_lines:  # lines the CSV before the cut would read
         return False
-    if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic, p._mpi_exit, p._crash)):
+    if any(x is not None for x in (p._await_last, p._wrapped, p._torch_cut, p._elastic, p._mpi_exit, p._crash, p._ras)):
         return False
     if p.crashed and base - p.crashed < CRASH_LINES:  # Python's report of that crash may follow the cut
         return False
@@ -193,10 +193,14 @@ def _absorb(p: JobLogParser, chunk: JobLogParser, base: int) -> None:
     p.stalls += [row._replace(line=row.line + base) for row in chunk.stalls]
     p.pg_members += [row._replace(line=row.line + base) for row in chunk.pg_members]
     p.exits += [row._replace(line=row.line + base) for row in chunk.exits]
+    p.ras += [row._replace(line=row.line + base, report=row.report + base) for row in chunk.ras]
     p.autotune += [_moved(row, base) for row in chunk.autotune]
     if p._autotune_layout is None:
         p._autotune_layout = chunk._autotune_layout
     p._in_stall = chunk._in_stall
+    if chunk._ras is not None:  # a RAS report its last lines were in: the next chunk may go on with it
+        chunk._ras.since += base
+    p._ras = chunk._ras
     if chunk._framework is not None:  # its line was shifted with the errors above
         p._framework = chunk._framework
     if chunk._wrapped is not None:

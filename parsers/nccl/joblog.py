@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import crashes, exits, job_failures
+from parsers.nccl import crashes, exits, job_failures, ras
 from parsers.nccl.rows import PgMember, WatchdogRow
 
 WATCHDOG = re.compile(
@@ -101,6 +101,7 @@ SIGNAL_HINTS = (
     *job_failures.HINTS,  # a job that never formed, Horovod's stop, a GPU out of memory
     *STALL_HEADS,
     STALL_WARNING,
+    *ras.RAS_HINTS,  # NCCL's RAS report, or one of its entries pasted alone
 )
 
 #: the fewest field separators (``,`` or a Markdown table's ``|``) of an autotune header or row: fewer, neither

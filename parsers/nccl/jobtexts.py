@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import crashes, exits, joblog, reports, rows
+from parsers.nccl import crashes, exits, joblog, ras, reports, rows
 from parsers.nccl.failures import Failures
 from parsers.nccl.job_failures import parse_job_failure
 from parsers.nccl.kept import KeptRows
@@ -76,6 +76,22 @@ class JobTexts:
         self.crashed = 0  # the first line of the last crash report (another handler's report of it may follow)
         #: a framework report without NCCL's version (kept already): its line, and the row the next line may complete
         self._torch_cut: tuple[int, str, rows.ErrorRow] | None = None
+        self._ras: ras.RasReport | None = None  # NCCL's RAS report being read
+        self.ras: list[rows.RasRow] = []
+
+    def _ras_text(self, line: str, lineno: int) -> bool:
+        """Whether ``line`` was part of NCCL's RAS report (its rows kept), or opened one pasted without its start."""
+        if self._ras is None:
+            if not ras.opens(line):
+                return False
+            self._ras = ras.RasReport(lineno)
+        part, row = ras.read(self._ras, line, lineno)
+        if not part:
+            self._ras = None
+            return False
+        if row is not None:
+            self.ras.append(row)
+        return True
 
     # -- framework reports -------------------------------------------------------------
     def _framework_text(self, line: str, lineno: int) -> bool:
@@ -97,8 +113,9 @@ class JobTexts:
             self.versions.append(rows.VersionRow(None, None, lineno, vllm["ver"], "", "vllm"))
             return True
         if joblog.VERSION_HINT in line:  # PyTorch prints the version it was built with, and wraps NCCL's errors
-            if (ras := reports.RAS_VERSION.search(line)) is not None:  # NCCL's RAS client's report starts with it
-                self.versions.append(rows.VersionRow(None, None, lineno, ras["ver"], ras["cuda"], "ras"))
+            if (client := reports.RAS_VERSION.search(line)) is not None:  # NCCL's RAS client's report starts with it
+                self.versions.append(rows.VersionRow(None, None, lineno, client["ver"], client["cuda"], "ras"))
+                self._ras = ras.RasReport(lineno)
                 return True
             version, err = reports.parse_torch_version(line), reports.parse_torch_error(line)
             if version is not None:

@@ -22,7 +22,7 @@ from parsers.collector import fewer_passes
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import _lines as reader
-from parsers.nccl import exits, joblog, rows
+from parsers.nccl import exits, joblog, ras, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.closing import closing_issues
 from parsers.nccl.failures import Failures
@@ -303,11 +303,14 @@ class JobLogParser(RecordFacts, JobTexts):
             and self._elastic is None
             and self._mpi_exit is None
             and self._crash is None
+            and self._ras is None
             and not self._in_stall
         )
 
     def _job_signal(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was a job-log signal (read here), or part of one."""
+        if self._ras is not None and self._ras_text(line, lineno):
+            return True
         if self._framework_text(line, lineno):
             return True
         if self._elastic_text(line, lineno):
@@ -330,6 +333,8 @@ class JobLogParser(RecordFacts, JobTexts):
                 if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return True
+        if any(map(line.__contains__, ras.RAS_HINTS)) and self._ras_text(line, lineno):
+            return True
         if any(map(line.__contains__, joblog.STALL_HEADS)) or joblog.STALL_WARNING in line:
             self._in_stall = True
             if "[missing ranks:" not in line:

@@ -58,6 +58,26 @@ class StallRow(NamedTuple):
     more: bool
 
 
+class RasRow(NamedTuple):
+    """A line of an entry of NCCL's RAS report (``nccl_ras``): a count of ranks, a rank, a process, or what the entry
+    says, with the entry it is in (:mod:`parsers.nccl.ras`)."""
+
+    line: int
+    report: int  # the line its report starts at (a log may hold several: ncclras run again)
+    section: str  # errors, warnings
+    comm: str | None  # "#0-0" (the summary's group and the communicator's place in it); None: the job's
+    kind: str  # INCOMPLETE, DEAD, TIMEOUT, ERROR, MISMATCH (or several: "INCOMPLETE,MISMATCH")
+    what: str | None  # the entry's words before this line ("Missing communicator data from 1 rank")
+    coll: str | None  # the collective whose operation counts differ (AllGather, AllReduce, ...)
+    ranks: int | None  # how many ranks a count line counts
+    rank: int | None  # the rank within the communicator
+    ops: int | None  # operations launched (0: none)
+    state: str | None  # a status (INIT, RUNNING, FINALIZE, ABORT, NOCOMM) or an error ("remote process exited...")
+    gpu: str | None
+    pid: int | None
+    node: str | None
+
+
 class ExitRow(NamedTuple):
     """A worker's exit as its launcher reported it (``worker_exits``)."""
 
