@@ -51,6 +51,9 @@ _SUMMARY = (
     "CUDA runtime version",
     "(total)",
     "The outlier node",
+    "Node ",
+    "Nodes ",
+    "per node",
     "No communicator data collected",
 )
 #: an entry's lines where a paste took their indent off
@@ -101,8 +104,8 @@ def read(report: RasReport, line: str, lineno: int) -> tuple[bool, RasRow | None
         return False, None  # the next report (ncclras run again)
     if _TABLE_ROW.match(s) or s.startswith(_SUMMARY):
         return True, None
-    if report.kind is None:  # the summary before the sections: its tables and job lines
-        return line[:1].isspace() or s[:1].isdigit(), None
+    if report.kind is None:  # the summary before the sections: its tables' rows (numbers), nothing else
+        return s[:1].isdigit(), None
     if not line[:1].isspace() and _DETAIL.match(s) is None:
         return False, None  # a line of its own, not indented and of no entry's words: the report ended
     return True, _row(report, s, lineno)

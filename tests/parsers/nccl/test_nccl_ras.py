@@ -266,3 +266,16 @@ def test_processes_ras_counts_without_listing_them_are_still_a_failure(tmp_path:
     (f,) = _ras(report(tmp_path, text))
     assert f["severity"] == "critical" and f["title"] == "NCCL RAS: 12 process(es) did not answer"
     assert "ranks missing: 5 of #0-0" in f["summary"]
+
+
+def test_a_version_line_followed_by_other_text_is_no_ras_report_eating_it(tmp_path: Path) -> None:
+    """The report's summary takes only its own lines: a traceback after a stray version line is still read."""
+    text = (
+        "NCCL version 2.26.2 compiled with CUDA 12.6\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\n'
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
+    )
+    doc = report(tmp_path, text)
+    assert [f["code"] for f in doc["findings"]] == ["nccl.error"] and _ras(doc) == []
