@@ -11,7 +11,7 @@ from __future__ import annotations
 from analyzer.store.run_store import RunStore
 
 #: tables that logs produce only when the event happened: with logs ingested, absent means "none"
-EVENT_TABLES = frozenset({"nccl_errors", "watchdog_timeouts", "horovod_stalls", "nccl_env", "worker_exits"})
+EVENT_TABLES = frozenset({"nccl_errors", "watchdog_timeouts", "horovod_stalls", "nccl_env", "worker_exits", "nccl_ras"})
 
 _WHY = {
     "spans": "no Horovod timeline was ingested",

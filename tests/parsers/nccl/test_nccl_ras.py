@@ -279,3 +279,10 @@ def test_a_version_line_followed_by_other_text_is_no_ras_report_eating_it(tmp_pa
     )
     doc = report(tmp_path, text)
     assert [f["code"] for f in doc["findings"]] == ["nccl.error"] and _ras(doc) == []
+
+
+def test_a_job_log_without_a_ras_report_is_no_skip_of_the_detector(tmp_path: Path) -> None:
+    """A log that holds no RAS report had none to say (as a log without a watchdog timeout): the detector ran and
+    found nothing, it is not listed as skipped for want of one."""
+    doc = report(tmp_path, "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+    assert "ras_report" not in {s["detector"] for s in doc["skipped_detectors"]} and _ras(doc) == []
