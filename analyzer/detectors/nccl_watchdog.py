@@ -96,8 +96,14 @@ class WatchdogTimeout(LogDetector):
                 evidence=tuple(evidence),
                 suggestions=(
                     Suggestion(
-                        action="Find what the suspect rank was doing when the others entered the collective: "
-                        "its last log lines, a py-spy dump, or PyTorch's flight recorder.",
+                        action=(
+                            f"Find what rank(s) {listed([str(x) for x in suspect], 6)} were doing when the others "
+                            "entered the collective: their last log lines, a py-spy dump, or PyTorch's flight recorder."
+                            if suspect
+                            else "Find the rank the others waited for (the log does not name it by its rank in the "
+                            "job): each rank's last log lines, a py-spy dump of each, or PyTorch's flight recorder, "
+                            "which shows the ranks that reached the collective."
+                        ),
                         env={"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"},
                     ),
                     Suggestion(

@@ -80,6 +80,10 @@ def test_a_rank_behind_is_named_by_its_job_rank_where_the_log_tells_it(tmp_path:
             assert ("(the job's rank(s) 7)" in f["summary"]) is bool(named)
         rows = doc["nccl"]["watchdog_timeouts"]
         assert {(w["rank"], w["global_rank"]) for w in rows if w["rank"] == 3} == {(3, named[0] if named else None)}
+        first = f["suggestions"][0]["action"]  # what to look at: the rank named, or the one never named
+        assert first.startswith(
+            f"Find what rank(s) {named[0]} were doing" if named else "Find the rank the others waited for"
+        )
 
 
 def test_membership_of_a_group_made_twice_at_one_place_names_no_one() -> None:
