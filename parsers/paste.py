@@ -141,9 +141,9 @@ def _entity_bytes(m: re.Match[bytes]) -> bytes:
 
 
 Step = tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]]
-#: what a paste added, read off in this order (:func:`clean_paste`'s, after a collector's JSON wrapping): character references (in place: what one stands
-#: for cannot continue a cut sequence before it), automatic links (their text, a run of their own bytes: valid UTF-8
-#: stays valid), Ray's note (ASCII at a line's end)
+#: what a paste added, read off in this order (:func:`clean_paste`'s, after a collector's JSON wrapping): character
+#: references (in place: what one stands for cannot continue a cut sequence before it), automatic links (their text, a
+#: run of their own bytes: valid UTF-8 stays valid), Ray's note (ASCII at a line's end)
 _PASTE_STEPS: tuple[Step, ...] = ((ENTITY_BYTES, _entity_bytes), (AUTOLINK_BYTES, _link_text), (RAY_REPEAT_BYTES, b""))
 #: a text every match of those patterns holds (``http``: both link forms, found at memchr's speed where ``](http``
 #: took 3 ms a block, ']' and '<' being common)

@@ -30,7 +30,10 @@ RAS_HINTS = ("Group     Comms     Nodes", ") MISMATCH", ") INCOMPLETE", ") ERROR
 SECTIONS = {"Errors": "errors", "Warnings": "warnings"}
 _ENTRY = re.compile(r"^#(?P<group>\d+)-(?P<comm>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<kinds>[A-Z]+(?:,[A-Z]+)*)\s*$")
 _JOB_ENTRY = re.compile(r"^(?P<kind>INCOMPLETE|DEAD|TIMEOUT)\s*$")
-_WHERE = r"(?:GPUs? (?P<gpu>[\d,]+(?: \(NVML [\d,]+\))?) managed by process (?P<pid>\d+) on node (?P<node>\S+)|\[process information not found\])"
+_WHERE = (
+    r"(?:GPUs? (?P<gpu>[\d,]+(?: \(NVML [\d,]+\))?) managed by process (?P<pid>\d+) on node (?P<node>\S+)"
+    r"|\[process information not found\])"
+)
 _RANK = re.compile(
     r"^Rank (?P<rank>\d+)(?: has launched up to operation (?P<ops>\d+)| has (?P<none>not launched any operations)"
     r"| has status (?P<status>\w+)| reported (?P<error>.+?))? -- " + _WHERE + r"\s*$"
