@@ -9,12 +9,15 @@ return code = -S`` (no rank: the command it prints is not the failed one's). The
 abnormal end (a signal, or a nonzero exit code) is the cause; the ends after it are the launcher
 tearing the job down (SIGTERM, exit 143) and are listed as consequences. SIGKILL without a
 traceback is most often the kernel's out-of-memory killer, or the scheduler; an exit code that is no signal's is
-the program's own, so its last lines say why.
+the program's own, so its last lines say why. When those lines are the NCCL error the log reported first (the root
+of its first incident, earlier in the same file), the exit is that error's consequence: a warning naming it, the
+error the job's failure.
 """
 
 from __future__ import annotations
 
 import signal
+from typing import Any
 
 import pandas as pd
 
@@ -54,6 +57,11 @@ def _how(row: pd.Series) -> str:
         s = signal.Signals(int(sig))
         return CAUSES.get(s, s.name)
     return f"exit code {int(row['exit_code'])}" if pd.notna(row["exit_code"]) else "ended"
+
+
+def _class(err: Any) -> str:
+    """An error's class in words: ``NCCL system error``."""
+    return f"NCCL {str(err['class']).replace('_', ' ')}"
 
 
 def _reporter(launcher: str) -> str:
@@ -135,6 +143,26 @@ class WorkerExit(LogDetector):
                     + "; ".join(f"{_who(r)}: {_how(r).split(':')[0]}" for _, r in after.head(8).iterrows())
                 )
             )
+        cause = model.incidents[0].roots[0] if model.incidents else None
+        if cause is not None and (signalled or cause["file"] != first["file"] or cause["line"] > first["line"]):
+            cause = None  # a signal ends a worker of its own; an error in another file or after it is no cause of it
+        if cause is not None:  # its program's exit code after the error it reported: the error is why
+            return [
+                Finding(
+                    code=CODE,
+                    severity=Severity.WARNING,
+                    title=f"{who} exited{where}: {_how(first)}, after {_class(cause)}",
+                    summary=(
+                        f"{first['file']}: {_reporter(first['launcher'])} reports that {who.lower()}{where} ended "
+                        f"first: {_how(first)}, after the {_class(cause)} logged at line {cause['line']} (see "
+                        "nccl.error): a program's exit code when that error reached it, not a cause of its own."
+                    ),
+                    detector=self.name,
+                    evidence=tuple(evidence),
+                    ranks=() if rank is None else (rank,),
+                    labels={"consequence_of": str(cause["class"])},
+                )
+            ]
         return [
             Finding(
                 code=CODE,

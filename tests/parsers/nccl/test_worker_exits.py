@@ -262,3 +262,51 @@ def test_slurms_out_of_memory_names_the_killer_and_host_memory(tmp_path: Path) -
     (f,) = [f for f in doc["findings"] if f["code"] == "job.worker_exit"]
     assert f["title"] == "Rank 3 died on gpu-a12: out of memory"
     assert "out-of-memory killer" in f["summary"] and "--mem" in f["suggestions"][0]["action"]
+
+
+TF_REPORT = (
+    "tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: unhandled system error\n"
+    "\t [[node HorovodBroadcast_conv1_bn_moving_mean_0 (defined at <string>:234) ]]\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    "ends",
+    [
+        # horovod#1651 (Slurm): both tasks exit with the program's code after TensorFlow raised NCCL's error
+        "srun: error: jwc09n018: task 1: Exited with exit code 1\nsrun: error: jwc09n012: task 0: Exited with exit code 1\n",
+        # horovod#2347 (Open MPI): its report of the first process to exit with a non-zero code
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[41012,1],0]\n  Exit code:    1\n",
+    ],
+    ids=["srun", "mpirun"],
+)
+def test_an_exit_code_after_the_error_the_program_reported_is_that_errors_consequence(
+    tmp_path: Path, ends: str
+) -> None:
+    """A worker that exits with its program's code after the NCCL error it raised ended because of that error: a
+    warning that says so, the error the job's failure (it was also a critical "died, the job stopped because of it")."""
+    from tests.parsers.nccl.test_nccl_log import report
+
+    doc = report(tmp_path, TF_REPORT + ends)
+    found = {f["code"]: f for f in doc["findings"]}
+    assert found["nccl.error"]["severity"] == "critical" and doc["verdict"]["headline"].startswith("Failed: NCCL")
+    end = found["job.worker_exit"]
+    assert end["severity"] == "warning" and "exited" in end["title"] and "after NCCL system error" in end["title"]
+    assert "not a cause of its own" in end["summary"] and end["suggestions"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        TF_REPORT + "srun: error: node3: task 2: Killed\n",  # a signal ends a worker of its own (the OOM killer, …)
+        "srun: error: node3: task 2: Exited with exit code 1\n" + TF_REPORT,  # the error after the end
+    ],
+    ids=["signal", "error-after"],
+)
+def test_an_end_by_a_signal_or_before_the_error_stays_a_cause(tmp_path: Path, text: str) -> None:
+    from tests.parsers.nccl.test_nccl_log import report
+
+    end = next(f for f in report(tmp_path, text)["findings"] if f["code"] == "job.worker_exit")
+    assert end["severity"] == "critical" and "died" in end["title"]
