@@ -45,7 +45,8 @@ class _Group:
 
     ops: int
     count: int
-    ranks: tuple[str, ...]  # the listed ones: "12 (GPU 4, process 323032 on 10.137.190.124)"
+    ranks: tuple[int, ...]  # the listed ones
+    words: tuple[str, ...]  # each listed rank as the finding says it: "12 (GPU 4, process 323032 on 10.137.190.124)"
     nodes: tuple[str, ...]
 
 
@@ -148,17 +149,14 @@ class RasReportDetector(LogDetector):
             stuck = lowest == 0 < highest
             severity = Severity.WARNING if stuck or highest - lowest >= 2 or always else Severity.INFO
             parts = [f"{g.count} at {g.ops}" for g in sorted(groups, key=lambda g: -g.ops)]
-            named = [rank for g in behind + ahead for rank in g.ranks]
+            behind_words = [w for g in behind for w in g.words] or ["(not listed)"]
+            ahead_words = [w for g in ahead for w in g.words] or ["(not listed)"]
             if behind:
-                said = (
-                    f"rank(s) {listed([rank for g in behind for rank in g.ranks] or ['(not listed)'], 8)} "
-                    f"behind the {most.count} ranks at operation {most.ops}"
-                )
+                said = f"rank(s) {listed(behind_words, 8)} behind the {most.count} ranks at operation {most.ops}"
             else:
                 said = (
-                    f"the {most.count} ranks at operation {most.ops} are behind rank(s) "
-                    f"{listed([rank for g in ahead for rank in g.ranks] or ['(not listed)'], 8)} (RAS lists the "
-                    "smaller group)"
+                    f"the {most.count} ranks at operation {most.ops} are behind rank(s) {listed(ahead_words, 8)} "
+                    "(RAS lists the smaller group)"
                 )
             if severity is Severity.INFO:
                 said += (
@@ -167,7 +165,7 @@ class RasReportDetector(LogDetector):
                 )
             elif always:
                 said += f", in each of the {len(reports)} reports"
-            numbers = [rank.split(" ")[0] for g in behind for rank in g.ranks]
+            numbers = [str(rank) for g in behind for rank in g.ranks]
             title = f"NCCL RAS: ranks of communicator {comm} at different {coll} operation counts" + (
                 " (some launched none)" if stuck else ""
             )
@@ -190,7 +188,7 @@ class RasReportDetector(LogDetector):
                     ),
                     suggestions=(Suggestion(action=BEHIND_ADVICE),) if severity is Severity.WARNING else (),
                     hosts=tuple(sorted({node for g in behind or ahead for node in g.nodes})),
-                    labels={"reading": "counts", "listed": ", ".join(named)},
+                    labels={"reading": "counts", "listed": ", ".join(w for g in behind + ahead for w in g.words)},
                 )
             )
         return out
@@ -236,14 +234,19 @@ def _groups(rows: pd.DataFrame) -> list[_Group]:
     """The groups of one report's counts of one collective: its count lines, with the ranks listed after each, and
     the ranks it lists alone (a group of one each, ``Rank R has launched up to operation X``)."""
     counted = {int(x.ops): int(x.ranks) for x in rows.itertuples() if x.ranks == x.ranks}
-    groups = {ops: _Group(ops, n, (), ()) for ops, n in counted.items()}
+    groups = {ops: _Group(ops, n, (), (), ()) for ops, n in counted.items()}
     for x in rows.itertuples():
         if x.ranks == x.ranks or x.rank != x.rank:
             continue
         ops = int(x.ops)
-        g = groups.get(ops, _Group(ops, 0, (), ()))
-        nodes = (*g.nodes, x.node) if isinstance(x.node, str) else g.nodes
-        groups[ops] = _Group(ops, g.count if ops in counted else g.count + 1, (*g.ranks, _where(x)), nodes)
+        g = groups.get(ops, _Group(ops, 0, (), (), ()))
+        groups[ops] = _Group(
+            ops,
+            g.count if ops in counted else g.count + 1,
+            (*g.ranks, int(x.rank)),
+            (*g.words, _where(x)),
+            (*g.nodes, x.node) if isinstance(x.node, str) else g.nodes,
+        )
     return list(groups.values())
 
 
@@ -265,7 +268,7 @@ def _behind_in_each(reports: list[list[_Group]]) -> bool:
     sets = []
     for groups in reports:
         most = max(groups, key=lambda g: g.count)
-        sets.append({rank.split(" ")[0] for g in groups if g.ops < most.ops for rank in g.ranks})
+        sets.append({rank for g in groups if g.ops < most.ops for rank in g.ranks})
     return bool(set.intersection(*sets))
 
 
