@@ -309,8 +309,8 @@ class JobLogParser(RecordFacts, JobTexts):
 
     def _job_signal(self, line: str, lineno: int) -> bool:
         """Whether ``line`` was a job-log signal (read here), or part of one."""
-        if self._ras is not None and self._ras_text(line, lineno):
-            return True
+        if (self._ras is not None or any(map(line.__contains__, ras.RAS_HINTS))) and self._ras_text(line, lineno):
+            return True  # NCCL's RAS report: a line of the one being read, or one that opens a report
         if self._framework_text(line, lineno):
             return True
         if self._elastic_text(line, lineno):
@@ -333,8 +333,6 @@ class JobLogParser(RecordFacts, JobTexts):
                 if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return True
-        if any(map(line.__contains__, ras.RAS_HINTS)) and self._ras_text(line, lineno):
-            return True
         if any(map(line.__contains__, joblog.STALL_HEADS)) or joblog.STALL_WARNING in line:
             self._in_stall = True
             if "[missing ranks:" not in line:
