@@ -168,16 +168,14 @@ class ProcessState:
 
 
 def version_owner(
-    procs: dict[tuple[str | None, int | None], ProcessState],
-    outer: str,
-    by_tag: dict[str, list[ProcessState]] | None = None,
+    procs: dict[tuple[str | None, int | None], ProcessState], outer: str, by_tag: dict[str, list[ProcessState]]
 ) -> ProcessState | None:
     """The process that printed a bare version line: the one with the same launcher prefix (its
-    timestamps aside: a collector's differ from line to line), else the only process of the file.
-    ``by_tag``: the processes by their prefix's tag (:func:`tagged`), when the caller has them."""
+    timestamps aside: a collector's differ from line to line; ``by_tag``: the processes by that tag,
+    :func:`tagged`), else the only process of the file."""
     tag = launcher_tag(outer)
     if tag:
-        same = (tagged(procs) if by_tag is None else by_tag).get(tag, [])
+        same = by_tag.get(tag, [])
         if len(same) == 1:
             return same[0]
     if len(procs) == 1:
