@@ -19,12 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("parsers", "analyzer", "dashboards")
 #: ~400 lines is the rule; the compiled kernels that scan bytes are the stated exceptions: each one Cython
 #: translation unit (the timeline tokenizer with its JSON lexer and its fast pass over Horovod's own layout,
-#: the NCCL line reader with its record scanner), so that they
-#: inline into the scanning loop (split into modules, each call would cross a C module boundary)
+#: the NCCL line reader with its record scanner, whose two passes share the scanner and the row layout), so
+#: that they inline into the scanning loop (split into modules, each call would cross a C module boundary)
 MAX_LINES = 420
 EXCEPTIONS = {
     "parsers/timeline/_tokenize.py": 800,
-    "parsers/nccl/_lines.py": 520,
+    "parsers/nccl/_lines.py": 620,
 }
 
 

@@ -15,10 +15,13 @@ before the message, a number past 18 digits, or anything else goes to the carefu
 :meth:`~parsers.nccl.parser.JobLogParser._line`. A line with neither ``NCCL`` nor any of
 :data:`~parsers.nccl.joblog.SIGNAL_HINTS` is handed over as such (no job-log signal to look for).
 
-:func:`read_lines` is :meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables
-are the same, on every log of the corpus, in blocks of any size, and on lines built at the edges
-(``tests/parsers/nccl/test_nccl_compiled.py``, which also runs this source uncompiled). Cython's
-pure-Python mode: uncompiled, the parser keeps to its Python loop (quicker than this one interpreted).
+Two passes: :func:`scan_lines`, C code alone and run without the GIL, finds each line's end, its plain record's
+fields and whether it holds ``NCCL`` or a signal, into rows of integers; :func:`read_lines` applies them with Python
+objects. :mod:`parsers.nccl.readahead` runs the first on a thread, a few batches ahead of the second. Together they
+are :meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables are the same, on every log of
+the corpus, in blocks and batches of any size, and on lines built at the edges (``test_nccl_compiled.py`` and
+``test_nccl_readahead.py``, which also run this source uncompiled). Cython's pure-Python mode: uncompiled, the parser
+keeps to its Python loop (quicker than this one interpreted).
 """
 
 from __future__ import annotations
@@ -42,11 +45,36 @@ COMPILED = cython.compiled
 
 Buf = cython.typedef(cython.pointer(cython.const[cython.uchar]))
 Ints = cython.typedef(cython.longlong[::1])
+Rows = cython.typedef(cython.longlong[:, ::1])
 
 #: :func:`plain_fields`'s output: where the header starts, the host ends, the numbers, the source and
-#: function spans (-1: absent), the level and where the message starts
-F_AT, F_HOST_END, F_PID, F_TID, F_DEV, F_SRC, F_SRC_END, F_FUNC, F_FUNC_END, F_LEVEL, F_MSG = range(11)
+#: function spans (-1: absent), the level and where the message starts (C constants: the scan runs without the GIL)
+F_AT = cython.declare(cython.Py_ssize_t, 0)
+F_HOST_END = cython.declare(cython.Py_ssize_t, 1)
+F_PID = cython.declare(cython.Py_ssize_t, 2)
+F_TID = cython.declare(cython.Py_ssize_t, 3)
+F_DEV = cython.declare(cython.Py_ssize_t, 4)
+F_SRC = cython.declare(cython.Py_ssize_t, 5)
+F_SRC_END = cython.declare(cython.Py_ssize_t, 6)
+F_FUNC = cython.declare(cython.Py_ssize_t, 7)
+F_FUNC_END = cython.declare(cython.Py_ssize_t, 8)
+F_LEVEL = cython.declare(cython.Py_ssize_t, 9)
+F_MSG = cython.declare(cython.Py_ssize_t, 10)
 N_FIELDS = 11
+#: :func:`scan_lines`'s row of a line: those fields, then where the line ends (at its newline), where it ends
+#: before its carriage returns, what :func:`_plain_fields` found (1, 0, -1; :data:`FOUND_BLANK`: an empty line,
+#: not searched) and its flags
+S_END = cython.declare(cython.Py_ssize_t, 11)
+S_E = cython.declare(cython.Py_ssize_t, 12)
+S_FOUND = cython.declare(cython.Py_ssize_t, 13)
+S_FLAGS = cython.declare(cython.Py_ssize_t, 14)
+S_WIDTH = 15
+FOUND_BLANK = cython.declare(cython.longlong, 2)
+#: a row's flags: the same bytes as the line before it, ASCII only, ``NCCL`` in it, a job-log signal in it
+SAME_BYTES = cython.declare(cython.longlong, 1)
+ALL_ASCII = cython.declare(cython.longlong, 2)
+HAS_NCCL = cython.declare(cython.longlong, 4)
+SIGNALLED = cython.declare(cython.longlong, 8)
 LEVELS = ("INFO", "WARN", "TRACE")
 LV_INFO = cython.declare(cython.longlong, 0)
 MAX_DIGITS = cython.declare(cython.Py_ssize_t, 18)  # within int64; more: the careful path
@@ -59,8 +87,11 @@ UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
 #: the job-log signals' texts ordered by their first bytes, (start, length) of each, and where each byte's run starts
 SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(joblog.SIGNAL_HINTS)
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
-#: the careful path's record levels, as bytes (:func:`_second_marker`)
-MARKER_BYTES = tuple(level.encode("ascii") for level in MARKER_LEVELS)
+#: the careful path's record levels (:func:`_second_marker`), as a text table
+MARKER_TEXTS, MARKER_SPANS, MARKER_FIRST = text_table(MARKER_LEVELS)
+_MARKER_TEXT = cython.declare(cython.const[cython.uchar][::1], MARKER_TEXTS)
+_MARKER_SPANS = cython.declare(Ints, MARKER_SPANS)
+_MARKER_FIRST = cython.declare(Ints, MARKER_FIRST)
 
 REPEATED = (
     "NCCL records identical to the line before them (the first: line {line}) were read once: a repeated line carries nothing "
@@ -71,6 +102,7 @@ REPEATED = (
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
+@cython.nogil
 def _space(c: cython.longlong) -> cython.bint:
     """Python's ``\\s`` among ASCII characters (``str.isspace``)."""
     return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
@@ -79,6 +111,7 @@ def _space(c: cython.longlong) -> cython.bint:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
+@cython.nogil
 def _word(c: cython.longlong) -> cython.bint:
     """``[\\w.-]`` among ASCII characters."""
     return 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 or c == 46 or c == 45
@@ -87,6 +120,7 @@ def _word(c: cython.longlong) -> cython.bint:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
+@cython.nogil
 def _digits(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
     """The end of the run of digits at ``i`` (``i``: none)."""
     while i < n and 48 <= buf[i] <= 57:
@@ -96,6 +130,7 @@ def _digits(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_s
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _number(buf: Buf, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> cython.longlong:
     v: cython.longlong = 0
     while i < j:
@@ -106,6 +141,7 @@ def _number(buf: Buf, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> cython.long
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _marker(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """`` NCCL (INFO|WARN|TRACE)( |$)`` at ``i``: where the message starts (its level in ``f``), or -1."""
     if i + 10 > n or buf[i] != 32 or not _nccl_at(buf, i + 1) or buf[i + 5] != 32:
@@ -131,6 +167,7 @@ def _marker(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cy
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _after_src(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """``(?: SRC(?: \\(FUNC\\))?)? NCCL LEVEL`` at ``i`` (the regex's order: with a source, with a function,
     then without): the message's start, or -1."""
@@ -163,6 +200,7 @@ def _after_src(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) ->
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints, other: cython.bint) -> cython.Py_ssize_t:
     """The plain record's header from ``i``: where its message starts, -1 if none, -2 if a number of it is
     past :data:`MAX_DIGITS` (the careful path reads it). ``other``: a host that starts with a digit or
@@ -212,6 +250,7 @@ def _match_at(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints, oth
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _find(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     """The leftmost plain record's message start (``f`` filled), -1 if none starts within the header
     window, -2 if one holds an over-long number.
@@ -249,12 +288,14 @@ def plain_fields(line: str, f: Any) -> int:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
+@cython.nogil
 def _nccl_at(buf: Buf, i: cython.Py_ssize_t) -> cython.bint:
     return buf[i] == 78 and buf[i + 1] == 67 and buf[i + 2] == 67 and buf[i + 3] == 76
 
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _has(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, spaced: cython.bint) -> cython.bint:
     """Whether ``NCCL`` (`` NCCL `` when ``spaced``) occurs within ``buf[a:b]``."""
     k: cython.Py_ssize_t = 1 if spaced else 0
@@ -267,6 +308,7 @@ def _has(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, spaced: cython.bi
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Ints) -> cython.int:
     """:func:`plain_fields` of the line ``buf[a:b]`` (UTF-8): offsets in ``out`` count from ``a``."""
     n = b - a
@@ -295,6 +337,7 @@ def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Int
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _second_marker(buf: Buf, a: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.bint:
     """Whether ``buf[a:n]`` holds a record's marker as the careful path finds one: `` NCCL `` and a level
     (``INFO``, ``WARN``, ``TRACE``, ``CALL``, ``ABORT``) that ends the line or a space follows."""
@@ -309,21 +352,27 @@ def _second_marker(buf: Buf, a: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cyth
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _level_end(buf: Buf, j: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
     """The end of the level at ``j`` (one of the careful path's), or ``j``."""
-    for level in MARKER_BYTES:
-        size: cython.Py_ssize_t = len(level)
+    if j >= n:
+        return j
+    c = buf[j]
+    for k in range(_MARKER_FIRST[c], _MARKER_FIRST[c + 1]):
+        s = _MARKER_SPANS[2 * k]
+        size = _MARKER_SPANS[2 * k + 1]
         if j + size <= n:
-            k: cython.Py_ssize_t = 0
-            while k < size and buf[j + k] == level[k]:
-                k += 1
-            if k == size:
+            i: cython.Py_ssize_t = 1
+            while i < size and buf[j + i] == _MARKER_TEXT[s + i]:
+                i += 1
+            if i == size:
                 return j + size
     return j
 
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: Ints) -> cython.bint:
     """Whether ``buf[a:b]`` holds one of :data:`joblog.SIGNAL_HINTS` (:func:`~parsers.nccl._foreign.text_table`'s
     buckets), or an autotune header's separators."""
@@ -346,6 +395,7 @@ def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, sp
 
 @cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _ascii(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.bint:
     while a < b:
         if buf[a] >= 128:
@@ -354,51 +404,115 @@ def _ascii(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.bint:
     return True
 
 
-def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.longlong:
-    """:meth:`JobLogParser._lines <parsers.nccl.parser.JobLogParser._lines>` over the UTF-8 lines of
-    ``data`` (whole lines, cleaned of what a paste added: :func:`~parsers.paste.clean_bytes`), with the plain records
-    read here: returns the number of the last line. A line is decoded as the block would have been
-    (invalid bytes replaced): only where a line has no plain record, and a record's host and message."""
+#: lines a scan reads at most: its rows take 2 MB
+SCAN_ROWS = 16384
+
+
+def scan_rows() -> Any:
+    """Rows for :func:`scan_lines`."""
+    return np.empty((SCAN_ROWS, S_WIDTH), np.int64)
+
+
+def scan_lines(data: bytes, start: cython.Py_ssize_t, rows_out: Any) -> tuple[int, int]:
+    """The first pass over the whole lines of ``data`` from byte ``start`` (cleaned: :func:`~parsers.paste.clean_bytes`):
+    a row of ``rows_out`` (:data:`S_WIDTH` int64) per line, as many as it has; returns where the lines read end and
+    how many they are. C code alone, run without the GIL: :mod:`parsers.nccl.readahead` runs it on a thread for the
+    lines ahead while the parser applies the records of these (:func:`read_lines`)."""
+    rows: Rows = rows_out
+    buf: Buf = data
+    texts: Buf = SIGNAL_TEXTS
+    spans: Ints = SIGNAL_SPANS
+    first: Ints = SIGNAL_FIRST
+    end: cython.Py_ssize_t = len(data)
+    room: cython.Py_ssize_t = rows.shape[0]
+    n: cython.Py_ssize_t = 0
+    pos: cython.Py_ssize_t = start
+    prev_a: cython.Py_ssize_t = -1
+    prev_b: cython.Py_ssize_t = -1
+    row: Ints
+    with cython.nogil:
+        while pos < end and n < room:
+            nl: cython.Py_ssize_t = pos
+            while nl < end and buf[nl] != 10:  # the line's end, without a Python call per line
+                nl += 1
+            if nl == end:
+                break
+            a: cython.Py_ssize_t = pos
+            b: cython.Py_ssize_t = nl
+            row = rows[n]
+            flags: cython.longlong = 0
+            if prev_a >= 0 and _same_bytes(buf, a, b, prev_a, prev_b):
+                flags |= SAME_BYTES
+            if _ascii(buf, a, b):
+                flags |= ALL_ASCII
+            e: cython.Py_ssize_t = b
+            while e > a and buf[e - 1] == 13:
+                e -= 1
+            found: cython.longlong = FOUND_BLANK
+            if b > a and not (b == a + 1 and buf[a] == 13):
+                found = _plain_fields(buf, a, e, row)
+                if found != 1:
+                    if _has(buf, a, e, False):
+                        flags |= HAS_NCCL
+                    if _signal(buf, a, e, texts, spans, first):
+                        flags |= SIGNALLED
+            row[S_END] = b
+            row[S_E] = e
+            row[S_FOUND] = found
+            row[S_FLAGS] = flags
+            prev_a = a
+            prev_b = b
+            pos = nl + 1
+            n += 1
+    return pos, n
+
+
+def read_lines(
+    parser: Any, data: bytes, lineno: cython.longlong, rows_out: Any, start: cython.Py_ssize_t, count: cython.Py_ssize_t
+) -> cython.longlong:
+    """:meth:`JobLogParser._lines <parsers.nccl.parser.JobLogParser._lines>` over the ``count`` lines of ``data`` from
+    byte ``start`` that :func:`scan_lines` read into ``rows_out``, with the plain records read here: returns the number
+    of the last line. A line is decoded as the block would have been (invalid bytes replaced): only where a line has no
+    plain record, and a record's host and message."""
+    rows: Rows = rows_out
     blank: cython.longlong = 0
     repeated: cython.longlong = 0
     first_repeat: cython.longlong = 0
     records: cython.longlong = 0
     foreign: cython.longlong = 0
-    previous: str | None = parser._previous_line  # while prev_a < 0: the line before this block
+    previous: str | None = parser._previous_line  # while prev_a < 0: the line before these
     prev_a: cython.Py_ssize_t = -1
     prev_b: cython.Py_ssize_t = -1
+    prev_flags: cython.longlong = 0
     procs: dict[Any, Any] = parser.procs
     last_p: Any = None  # the process of the last INFO record read, its host's bytes and its pid
     last_pid: cython.longlong = -1
     last_a: cython.Py_ssize_t = 0
     last_b: cython.Py_ssize_t = 0
-    fa = np.zeros(N_FIELDS, np.int64)
-    f: Ints = fa
-    texts: Buf = SIGNAL_TEXTS
-    spans: Ints = SIGNAL_SPANS
-    first: Ints = SIGNAL_FIRST
+    f: Ints
     buf: Buf = data
-    pos: cython.Py_ssize_t = 0
-    end: cython.Py_ssize_t = len(data)
-    while pos < end:
-        nl: cython.Py_ssize_t = pos
-        while nl < end and buf[nl] != 10:  # the line's end, without a Python call per line
-            nl += 1
-        if nl == end:
-            break
+    pos: cython.Py_ssize_t = start
+    for i in range(count):
+        f = rows[i]
         lineno += 1
-        a, b = pos, nl
-        pos = nl + 1
-        if _same(data, buf, a, b, prev_a, prev_b, previous) and _has(buf, a, b, True):
+        a: cython.Py_ssize_t = pos
+        b: cython.Py_ssize_t = f[S_END]
+        pos = b + 1
+        flags: cython.longlong = f[S_FLAGS]
+        if prev_a < 0:
+            same = previous is not None and data[a:b].decode("utf-8", "replace") == previous
+        else:  # other bytes may decode to the same text (invalid ones)
+            same = flags & SAME_BYTES or (
+                not (flags & prev_flags & ALL_ASCII)
+                and data[a:b].decode("utf-8", "replace") == data[prev_a:prev_b].decode("utf-8", "replace")
+            )
+        if same and _has(buf, a, b, True):
             repeated += 1
             if first_repeat == 0:
                 first_repeat = lineno
-        elif b > a and not (b == a + 1 and buf[a] == 13):
-            e = b
-            while e > a and buf[e - 1] == 13:
-                e -= 1
-            found = _plain_fields(buf, a, e, f)
-            if found == 1:
+        elif f[S_FOUND] != FOUND_BLANK:
+            e: cython.Py_ssize_t = f[S_E]
+            if f[S_FOUND] == 1:
                 ha = a + f[F_AT]
                 hb = a + f[F_HOST_END]
                 if f[F_LEVEL] != LV_INFO:
@@ -411,8 +525,8 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
                         last_p, last_pid, last_a, last_b = p, f[F_PID], ha, hb
                 records += _record(parser, p, data, a, e, f, lineno)
             else:
-                known = NOT_PLAIN if found == 0 else UNREAD
-                if not _has(buf, a, e, False) and not _signal(buf, a, e, texts, spans, first) and parser.job_idle():
+                known = NOT_PLAIN if f[S_FOUND] == 0 else UNREAD
+                if not flags & (HAS_NCCL | SIGNALLED) and parser.job_idle():
                     known = NO_SIGNAL  # no NCCL, no job-log signal: blank, cut from its header, or foreign
                 if known == NO_SIGNAL and certainly_foreign(data, a, e):
                     foreign += 1  # application output: counted here
@@ -421,7 +535,7 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
         else:
             blank += 1
             parser._in_stall = False
-        prev_a, prev_b = a, b
+        prev_a, prev_b, prev_flags = a, b, flags
     if prev_a >= 0:
         parser._previous_line = data[prev_a:prev_b].decode("utf-8", "replace")
     parser.counts["blank"] += blank
@@ -433,28 +547,8 @@ def read_lines(parser: Any, data: bytes, lineno: cython.longlong) -> cython.long
 
 
 @cython.cfunc
-def _same(
-    data: bytes,
-    buf: Buf,
-    a: cython.Py_ssize_t,
-    b: cython.Py_ssize_t,
-    prev_a: cython.Py_ssize_t,
-    prev_b: cython.Py_ssize_t,
-    previous: str | None,
-) -> cython.bint:
-    """Whether line ``buf[a:b]`` reads as the line before it (``buf[prev_a:prev_b]``, or ``previous`` before
-    the block's first line): the same bytes, or other bytes decoded to the same text (invalid ones)."""
-    if prev_a < 0:
-        return previous is not None and data[a:b].decode("utf-8", "replace") == previous
-    if _same_bytes(buf, a, b, prev_a, prev_b):
-        return True
-    if _ascii(buf, a, b) and _ascii(buf, prev_a, prev_b):
-        return False
-    return data[a:b].decode("utf-8", "replace") == data[prev_a:prev_b].decode("utf-8", "replace")
-
-
-@cython.cfunc
 @cython.exceptval(check=False)
+@cython.nogil
 def _same_bytes(
     buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, c: cython.Py_ssize_t, d: cython.Py_ssize_t
 ) -> cython.bint:

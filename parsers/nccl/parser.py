@@ -11,7 +11,6 @@ processes, communicators and errors, not with the number of lines.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sized
 from pathlib import Path
@@ -25,36 +24,21 @@ from parsers.nccl import _lines as reader
 from parsers.nccl import exits, joblog, ras, rows
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.closing import closing_issues
+from parsers.nccl.coll_blocks import COLL_LINE, coll_dense
 from parsers.nccl.failures import Failures
 from parsers.nccl.jobtexts import JobTexts
 from parsers.nccl.kept import BARE_VERSIONS, KeptRows, table_rows
 from parsers.nccl.messages import classify_once
 from parsers.nccl.process import ProcessState, bare_versions
+from parsers.nccl.readahead import LineBlocks, ReadAhead, Scanned
 from parsers.nccl.recordfacts import RecordFacts
 from parsers.nccl.records import PREFIX_ONLY, careful_split, split_records
-from parsers.paste import clean_bytes, clean_paste
+from parsers.paste import clean_paste
 
 BLOCK = 4 << 20
 #: the rows a log keeps for its tables (~0.2-1 KB each) before its reading stops (:meth:`JobLogParser.stop`):
 #: 1 GB of the corpus's real lines keeps ~1.5 M; a flood of distinct INFO records would grow without end
 ROW_LIMIT = 4_000_000
-#: a block is searched for COLL trace lines when it holds one per this many characters or fewer (a COLL
-#: line is ~200 characters: when they are about half its lines)
-COLL_SHARE = 400
-#: the first bytes of a block counted first: a block with less than half :data:`COLL_SHARE`'s share of COLL lines
-#: there is not counted whole (counting 4 MB for a needle of 9 bytes was 2% of reading a log of mixed lines)
-COLL_PROBE = 256 << 10
-#: A whole COLL trace line (``docs/formats/nccl-log.md`` §3), launcher prefix included (mpirun's
-#: ``[1,3]<stdout>:`` tried first: a third less time than scanning for the host). The host starts where
-#: a run of host characters starts, so that a long line of them is read in linear time.
-COLL_LINE = re.compile(
-    r"^(?P<outer>\[\d+,\d+\]<\w+>:|[^\n]*?)(?<![^\s:\[\]|])(?P<host>[^\s:\[\]|]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO "
-    r"(?P<op>\w+): opCount (?P<opc>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ "
-    r"comm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<n>\d+)\][^\n]*\n",
-    re.MULTILINE,
-)
-
-
 #: what reading a damaged line can raise: int() of a cut number, a number past its column, a field missing
 LINE_DAMAGE = (ValueError, OverflowError, IndexError)
 
@@ -107,19 +91,18 @@ class JobLogParser(RecordFacts, JobTexts):
         """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
         starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends.
         Nothing more is read once the log's kept rows passed :data:`ROW_LIMIT` (:meth:`stop`)."""
-        rest = b""
         lineno = self.lines
+        blocks = LineBlocks(stream, BLOCK)
         with fewer_passes():
-            while not self.stopped and (block := stream.read(BLOCK)):
-                data = rest + block
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    rest = data
-                    continue
-                rest = data[cut + 1 :]
-                lineno = self._block(data[: cut + 1], lineno)
-                if self.kept_rows() > ROW_LIMIT:
-                    self.stop(lineno)
+            if self.compiled:
+                lineno = self._read_ahead(blocks, lineno)
+            else:
+                for data in blocks:
+                    lineno = self._block(data, lineno)
+                    if self.kept_rows() > ROW_LIMIT:
+                        self.stop(lineno)
+                        break
+        rest = blocks.rest
         if rest and not self.stopped:
             lineno += 1
             self._issue_at(
@@ -131,6 +114,20 @@ class JobLogParser(RecordFacts, JobTexts):
             )
             self._line(clean_paste(rest.decode("utf-8", "replace")).rstrip("\r"), lineno)
         self.lines = lineno
+
+    def _read_ahead(self, blocks: LineBlocks, lineno: int) -> int:
+        """The compiled reader's lines, scanned ahead on a thread (:mod:`parsers.nccl.readahead`)."""
+        with ReadAhead(blocks, coll_dense, reader) as ahead:
+            for piece in ahead:
+                if isinstance(piece, Scanned):
+                    lineno = int(reader.read_lines(self, piece.data, lineno, piece.rows, piece.start, piece.count))
+                else:
+                    lineno = self._coll_block(piece, lineno)
+                ahead.done(piece)
+                if (not isinstance(piece, Scanned) or piece.last) and self.kept_rows() > ROW_LIMIT:
+                    self.stop(lineno)
+                    break
+        return lineno
 
     def kept_rows(self) -> int:
         """The rows this log keeps for its tables until it ends (what its memory grows with)."""
@@ -184,18 +181,14 @@ class JobLogParser(RecordFacts, JobTexts):
             old.count += count
 
     def _block(self, data: bytes, lineno: int) -> int:
-        """Lines of ``data`` (UTF-8, ending with a newline): COLL trace lines, which make up nearly all
-        of a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one, by
-        the compiled reader when it was built."""
-        # the regex tries every line start, and every position of a line that is not one: it pays only where
-        # COLL trace lines are most of the block (a log of WARNs: 5x; 30 MB of the corpus's mixed lines,
-        # 1,008 COLL lines among 325 k: 2.3 s of 9); elsewhere they take the careful path, one by one
-        probe = min(len(data), COLL_PROBE)
-        sparse = data.count(b" opCount ", 0, probe) * COLL_SHARE * 2 <= probe
-        if sparse or data.count(b" opCount ") * COLL_SHARE <= len(data):
-            if self.compiled:
-                return int(reader.read_lines(self, clean_bytes(data), lineno))
+        """Lines of ``data`` (UTF-8, ending with a newline) by the Python path: COLL trace lines, which make up
+        nearly all of a long NCCL_DEBUG_SUBSYS=COLL log, through one regex over the block; the rest one by one."""
+        if not coll_dense(data):
             return self._lines(clean_paste(data.decode("utf-8", "replace")), lineno)
+        return self._coll_block(data, lineno)
+
+    def _coll_block(self, data: bytes, lineno: int) -> int:
+        """A block of mostly COLL trace lines (:func:`coll_dense`): those through one regex, the rest one by one."""
         text = clean_paste(data.decode("utf-8", "replace"))
         pos = 0
         fast = self._fast_colls
