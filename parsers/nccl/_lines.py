@@ -12,11 +12,11 @@ the leftmost match of :data:`~parsers.nccl.records._PLAIN` with the same refusal
 finds none, two forms the careful path reads the same way (a host starting with a digit or ``<`` after a
 space; ``NCCL`` again in the message with no second record's marker). A character other than ASCII
 before the message, a number past 18 digits, or anything else goes to the careful, regex path of
-:meth:`~parsers.nccl.parser.JobLogParser._line`. A line with neither ``NCCL`` nor any of
-:data:`~parsers.nccl.joblog.SIGNAL_HINTS` is handed over as such (no job-log signal to look for).
+:meth:`~parsers.nccl.parser.JobLogParser._line`, with the job-log readers its texts concern
+(:mod:`parsers.nccl.signal_groups`); one with neither ``NCCL`` nor a job-log signal's hint is handed over as such.
 
 Two passes: :func:`scan_lines`, C code alone and run without the GIL, finds each line's end, its plain record's
-fields and whether it holds ``NCCL`` or a signal, into rows of integers; :func:`read_lines` applies them with Python
+fields, ``NCCL`` and the readers' gates in it, into rows of integers; :func:`read_lines` applies them with Python
 objects. :mod:`parsers.nccl.readahead` runs the first on a thread, a few batches ahead of the second. Together they
 are :meth:`~parsers.nccl.parser.JobLogParser._lines` with that fast path: the tables are the same, on every log of
 the corpus, in blocks and batches of any size, and on lines built at the edges (``test_nccl_compiled.py`` and
@@ -32,7 +32,7 @@ import cython
 import numpy as np
 
 from parsers.issues import IssueSeverity
-from parsers.nccl import joblog
+from parsers.nccl import joblog, signal_groups
 from parsers.nccl._foreign import certainly_foreign, text_table
 from parsers.nccl.messages import Conn, classify
 from parsers.nccl.process import WORDING_RECORDS
@@ -63,18 +63,20 @@ F_MSG = cython.declare(cython.Py_ssize_t, 10)
 N_FIELDS = 11
 #: :func:`scan_lines`'s row of a line: those fields, then where the line ends (at its newline), where it ends
 #: before its carriage returns, what :func:`_plain_fields` found (1, 0, -1; :data:`FOUND_BLANK`: an empty line,
-#: not searched) and its flags
+#: not searched), its flags and, where it holds no plain record, the job-log readers its texts concern
+#: (:mod:`parsers.nccl.signal_groups`)
 S_END = cython.declare(cython.Py_ssize_t, 11)
 S_E = cython.declare(cython.Py_ssize_t, 12)
 S_FOUND = cython.declare(cython.Py_ssize_t, 13)
 S_FLAGS = cython.declare(cython.Py_ssize_t, 14)
-S_WIDTH = 15
+S_HINTS = cython.declare(cython.Py_ssize_t, 15)
+S_WIDTH = 16
 FOUND_BLANK = cython.declare(cython.longlong, 2)
-#: a row's flags: the same bytes as the line before it, ASCII only, ``NCCL`` in it, a job-log signal in it
+#: a row's flags: the same bytes as the line before it, ASCII only, ``NCCL`` in it
 SAME_BYTES = cython.declare(cython.longlong, 1)
 ALL_ASCII = cython.declare(cython.longlong, 2)
 HAS_NCCL = cython.declare(cython.longlong, 4)
-SIGNALLED = cython.declare(cython.longlong, 8)
+H_SIGNAL = cython.declare(cython.longlong, signal_groups.SIGNAL)
 LEVELS = ("INFO", "WARN", "TRACE")
 LV_INFO = cython.declare(cython.longlong, 0)
 MAX_DIGITS = cython.declare(cython.Py_ssize_t, 18)  # within int64; more: the careful path
@@ -84,8 +86,10 @@ WORDING_N = cython.declare(cython.longlong, WORDING_RECORDS)
 #: what the reader tells the parser's Python path of a line it hands it (``JobLogParser._line``): nothing,
 #: that it holds no plain record (the careful path only), that it holds no record and no job-log signal
 UNREAD, NOT_PLAIN, NO_SIGNAL = 0, 1, 2
-#: the job-log signals' texts ordered by their first bytes, (start, length) of each, and where each byte's run starts
-SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(joblog.SIGNAL_HINTS)
+#: the job-log readers' gates ordered by their first bytes, (start, length) of each, where each byte's run starts,
+#: and the readers each one gates
+SIGNAL_TEXTS, SIGNAL_SPANS, SIGNAL_FIRST = text_table(signal_groups.TEXTS)
+SIGNAL_BITS = np.array(signal_groups.BITS, np.int64)
 SEPARATORS = cython.declare(cython.longlong, joblog.HEADER_SEPARATORS)
 #: the careful path's record levels (:func:`_second_marker`), as a text table
 MARKER_TEXTS, MARKER_SPANS, MARKER_FIRST = text_table(MARKER_LEVELS)
@@ -373,9 +377,13 @@ def _level_end(buf: Buf, j: cython.Py_ssize_t, n: cython.Py_ssize_t) -> cython.P
 @cython.cfunc
 @cython.exceptval(check=False)
 @cython.nogil
-def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: Ints) -> cython.bint:
-    """Whether ``buf[a:b]`` holds one of :data:`joblog.SIGNAL_HINTS` (:func:`~parsers.nccl._foreign.text_table`'s
-    buckets), or an autotune header's separators."""
+def _hints(
+    buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, spans: Ints, first: Ints, bits: Ints
+) -> cython.longlong:
+    """The bits of the job-log readers whose gates ``buf[a:b]`` holds (:mod:`parsers.nccl.signal_groups`, found by
+    :func:`~parsers.nccl._foreign.text_table`'s buckets), :data:`~parsers.nccl.signal_groups.SIGNAL` also for an
+    autotune header's separators."""
+    out: cython.longlong = 0
     seps: cython.longlong = 0
     for i in range(a, b):
         c = buf[i]
@@ -389,8 +397,8 @@ def _signal(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, texts: Buf, sp
                 while j < n and buf[i + j] == texts[s + j]:
                     j += 1
                 if j == n:
-                    return True
-    return seps >= SEPARATORS
+                    out |= bits[k]
+    return out | H_SIGNAL if seps >= SEPARATORS else out
 
 
 @cython.cfunc
@@ -404,13 +412,11 @@ def _ascii(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t) -> cython.bint:
     return True
 
 
-#: lines a scan reads at most: its rows take 2 MB
-SCAN_ROWS = 16384
+SCAN_ROWS = 16384  # lines a scan reads at most (2 MB of rows)
 
 
 def scan_rows() -> Any:
-    """Rows for :func:`scan_lines`."""
-    return np.empty((SCAN_ROWS, S_WIDTH), np.int64)
+    return np.empty((SCAN_ROWS, S_WIDTH), np.int64)  # rows for scan_lines
 
 
 def scan_lines(data: bytes, start: cython.Py_ssize_t, rows_out: Any) -> tuple[int, int]:
@@ -423,6 +429,7 @@ def scan_lines(data: bytes, start: cython.Py_ssize_t, rows_out: Any) -> tuple[in
     texts: Buf = SIGNAL_TEXTS
     spans: Ints = SIGNAL_SPANS
     first: Ints = SIGNAL_FIRST
+    bits: Ints = SIGNAL_BITS
     end: cython.Py_ssize_t = len(data)
     room: cython.Py_ssize_t = rows.shape[0]
     n: cython.Py_ssize_t = 0
@@ -449,17 +456,18 @@ def scan_lines(data: bytes, start: cython.Py_ssize_t, rows_out: Any) -> tuple[in
             while e > a and buf[e - 1] == 13:
                 e -= 1
             found: cython.longlong = FOUND_BLANK
+            hints: cython.longlong = 0
             if b > a and not (b == a + 1 and buf[a] == 13):
                 found = _plain_fields(buf, a, e, row)
                 if found != 1:
                     if _has(buf, a, e, False):
                         flags |= HAS_NCCL
-                    if _signal(buf, a, e, texts, spans, first):
-                        flags |= SIGNALLED
+                    hints = _hints(buf, a, e, texts, spans, first, bits)
             row[S_END] = b
             row[S_E] = e
             row[S_FOUND] = found
             row[S_FLAGS] = flags
+            row[S_HINTS] = hints
             prev_a = a
             prev_b = b
             pos = nl + 1
@@ -526,12 +534,12 @@ def read_lines(
                 records += _record(parser, p, data, a, e, f, lineno)
             else:
                 known = NOT_PLAIN if f[S_FOUND] == 0 else UNREAD
-                if not flags & (HAS_NCCL | SIGNALLED) and parser.job_idle():
+                if not flags & HAS_NCCL and not f[S_HINTS] & H_SIGNAL and parser.job_idle():
                     known = NO_SIGNAL  # no NCCL, no job-log signal: blank, cut from its header, or foreign
                 if known == NO_SIGNAL and certainly_foreign(data, a, e):
                     foreign += 1  # application output: counted here
                 else:
-                    parser._line(data[a:e].decode("utf-8", "replace"), lineno, known)
+                    parser._line(data[a:e].decode("utf-8", "replace"), lineno, known, f[S_HINTS])
         else:
             blank += 1
             parser._in_stall = False

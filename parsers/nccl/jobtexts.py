@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from parsers.nccl import crashes, exits, joblog, ras, reports, rows
+from parsers.nccl import crashes, exits, joblog, ras, reports, rows, signal_groups
 from parsers.nccl.failures import Failures
 from parsers.nccl.job_failures import parse_job_failure
 from parsers.nccl.kept import KeptRows
@@ -94,8 +94,9 @@ class JobTexts:
         return True
 
     # -- framework reports -------------------------------------------------------------
-    def _framework_text(self, line: str, lineno: int) -> bool:
-        """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version)."""
+    def _framework_text(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> bool:
+        """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version); ``hints``:
+        the readers its texts concern (:mod:`parsers.nccl.signal_groups`)."""
         if self._await_last is not None and self._last_error_text(line, lineno):
             return True
         if self._torch_cut is not None and self._torch_rest(line, lineno):
@@ -153,7 +154,9 @@ class JobTexts:
         if joblog.WATCHDOG_EXCEPTION_HINT in line and (fault := reports.parse_watchdog_exception(line)) is not None:
             self._framework_error(fault, line, lineno, None)  # the watchdog met a CUDA error: the GPU faulted
             return True
-        if (failed := parse_job_failure(line)) is not None:  # the framework's own failures (job_failures)
+        if (
+            hints & signal_groups.JOB_FAILURE and (failed := parse_job_failure(line)) is not None
+        ):  # the framework's own failures (job_failures)
             self._framework_error(failed, line, lineno, None)
             return True
         if joblog.OUT_OF_BOUNDS_HINT in line:

@@ -21,7 +21,7 @@ from parsers.collector import fewer_passes
 from parsers.inputs import ByteSource
 from parsers.issues import IssueSeverity, IssueSink
 from parsers.nccl import _lines as reader
-from parsers.nccl import exits, joblog, ras, rows
+from parsers.nccl import exits, joblog, ras, rows, signal_groups
 from parsers.nccl.arrow_tables import fold_fast_colls, log_tables
 from parsers.nccl.closing import closing_issues
 from parsers.nccl.coll_blocks import COLL_LINE, coll_dense
@@ -236,12 +236,13 @@ class JobLogParser(RecordFacts, JobTexts):
             self._issue_at(first_repeat, IssueSeverity.INFO, "log.repeated_lines", reader.REPEATED, count=repeated)
         return lineno
 
-    def _line(self, line: str, lineno: int, known: int = reader.UNREAD) -> None:
+    def _line(self, line: str, lineno: int, known: int = reader.UNREAD, hints: int = signal_groups.ALL) -> None:
         """One line; a value it cannot hold (a number out of range, a field cut short: a shape no release
         prints) costs that line, counted. Any other exception is a bug of this code and is raised: it must
-        fail the tests, not pass for damaged input."""
+        fail the tests, not pass for damaged input. ``hints``: the job-log readers its texts concern
+        (:mod:`parsers.nccl.signal_groups`), when the compiled reader found them."""
         try:
-            self._read_line(line, lineno, known)
+            self._read_line(line, lineno, known, hints)
         except LINE_DAMAGE:
             self._damaged(lineno)
 
@@ -253,7 +254,7 @@ class JobLogParser(RecordFacts, JobTexts):
             "line {line}: a line of a shape hvd-analyze could not read; skipped",
         )
 
-    def _read_line(self, line: str, lineno: int, known: int) -> None:
+    def _read_line(self, line: str, lineno: int, known: int, hints: int) -> None:
         """``known``: what the compiled reader found of ``line`` (:data:`~parsers.nccl._lines.NOT_PLAIN`: no plain record,
         the careful path only; :data:`~parsers.nccl._lines.NO_SIGNAL`: no record and no job-log signal either)."""
         if known == reader.NO_SIGNAL:
@@ -279,10 +280,10 @@ class JobLogParser(RecordFacts, JobTexts):
                     self._record(r, lineno)
                 self._in_stall = False
                 return
-        self._job_line(line, lineno)
+        self._job_line(line, lineno, hints)
 
-    def _job_line(self, line: str, lineno: int) -> None:
-        if not self._job_signal(line, lineno):
+    def _job_line(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> None:
+        if not self._job_signal(line, lineno, hints):
             self._other_line(line, lineno)
 
     def job_idle(self) -> bool:
@@ -300,33 +301,46 @@ class JobLogParser(RecordFacts, JobTexts):
             and not self._in_stall
         )
 
-    def _job_signal(self, line: str, lineno: int) -> bool:
-        """Whether ``line`` was a job-log signal (read here), or part of one."""
-        if (self._ras is not None or any(map(line.__contains__, ras.RAS_HINTS))) and self._ras_text(line, lineno):
+    def _job_signal(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> bool:
+        """Whether ``line`` was a job-log signal (read here), or part of one. ``hints``: the readers its texts
+        concern (:mod:`parsers.nccl.signal_groups`); every reader tries it while a signal spans lines."""
+        if not self.job_idle():
+            hints = signal_groups.ALL
+        if (
+            hints & signal_groups.RAS
+            and (self._ras is not None or any(map(line.__contains__, ras.RAS_HINTS)))
+            and self._ras_text(line, lineno)
+        ):
             return True  # NCCL's RAS report: a line of the one being read, or one that opens a report
-        if self._framework_text(line, lineno):
+        if hints & signal_groups.FRAMEWORK and self._framework_text(line, lineno, hints):
             return True
-        if self._elastic_text(line, lineno):
+        if hints & signal_groups.ELASTIC and self._elastic_text(line, lineno):
             return True
-        if self._end_text(line, lineno):  # Open MPI's first non-zero exit, a process's report of its crash
+        if hints & signal_groups.END and self._end_text(line, lineno):  # Open MPI's first non-zero exit, a crash
             return True
-        if any(map(line.__contains__, exits.EXIT_HINTS)) and (ended := exits.parse_worker_exit(line, lineno)):
+        if (
+            hints & signal_groups.EXIT
+            and any(map(line.__contains__, exits.EXIT_HINTS))
+            and (ended := exits.parse_worker_exit(line, lineno))
+        ):
             self.exits.append(ended)
             return True
-        if self._watchdog_text(line, lineno):
+        if hints & signal_groups.WATCHDOG and self._watchdog_text(line, lineno):
             return True
-        if joblog.PG_OPTIONS_HINT in line:
+        if hints & signal_groups.PG_MEMBERS and joblog.PG_OPTIONS_HINT in line:
             member = joblog.parse_pg_member(line, lineno)
             if member is not None:
                 self.pg_members.append(member)
                 return True
-        if any(map(line.__contains__, joblog.WORK_HINTS)):
+        if hints & signal_groups.WORK and any(map(line.__contains__, joblog.WORK_HINTS)):
             work = joblog.parse_watchdog_work(line)
             if work is not None:
                 if not self.open_timeouts.attach(self.watchdog, work):
                     self.work_orphans.append((lineno, work))
                 return True
-        if any(map(line.__contains__, joblog.STALL_HEADS)) or joblog.STALL_WARNING in line:
+        if hints & signal_groups.STALL and (
+            any(map(line.__contains__, joblog.STALL_HEADS)) or joblog.STALL_WARNING in line
+        ):
             self._in_stall = True
             if "[missing ranks:" not in line:
                 return True

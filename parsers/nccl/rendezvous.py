@@ -65,7 +65,7 @@ _FORMS = (
     ),
 )
 #: a text each form holds, tested first: most lines that reach this test are none of them
-_ANCHORS = (
+ANCHORS = (
     "The client socket has",
     "connect() timed out",
     "The connection to ",
@@ -91,7 +91,7 @@ def _in_use(line: str) -> bool:
 
 def parse_rendezvous(line: str) -> FrameworkError | None:
     """The rendezvous failure ``line`` reports, its class named (a failure of its own, not an NCCL call's)."""
-    if not any(map(line.__contains__, _ANCHORS)):  # map: no generator frame a line
+    if not any(map(line.__contains__, ANCHORS)):  # map: no generator frame a line
         return None
     for cls, form in _FORMS:
         m = form.search(line)

@@ -308,17 +308,26 @@ def test_job_log_signals_read_the_same_by_every_path() -> None:
 
 
 def test_a_line_is_searched_for_its_signals_by_first_byte_buckets() -> None:
-    """The signals' table keeps each text with the others of its first byte (:func:`parsers.nccl._foreign.text_table`):
-    the reader's search of a line (the source's, run as Python) finds a signal exactly where one is in it, also texts
-    at the line's end, cut one byte short, run together, and bytes no signal starts with."""
-    from parsers.nccl import joblog
+    """The readers' gates are kept in a table by first byte (:func:`parsers.nccl._foreign.text_table`): the reader's
+    search of a line (the source's, run as Python) finds the bits of exactly the gates in it
+    (:mod:`parsers.nccl.signal_groups`), also texts at the line's end, cut one byte short, run together, and bytes
+    no gate starts with; and SIGNAL exactly where a job-log signal's hint or an autotune line's separators are."""
+    from parsers.nccl import joblog, signal_groups
 
     texts, spans, first = REFERENCE.SIGNAL_TEXTS, REFERENCE.SIGNAL_SPANS, REFERENCE.SIGNAL_FIRST
-    assert list(first[:1]) == [0] and int(first[256]) == len(joblog.SIGNAL_HINTS) == len(spans) // 2
+    assert list(first[:1]) == [0] and int(first[256]) == len(signal_groups.TEXTS) == len(spans) // 2
+    gates = [(t.encode(), bit) for t, bit in zip(signal_groups.TEXTS, signal_groups.BITS, strict=True)]
     hints = [h.encode() for h in joblog.SIGNAL_HINTS]
-    pieces = [*hints, *(h[:-1] for h in hints), *(h[1:] for h in hints), b"x", b" ", b"\xc3\xa9", b"Watchdog"]
+    pieces = [*(g for g, _ in gates), *(g[:-1] for g, _ in gates), *(g[1:] for g, _ in gates), b"x", b" ", b"\xc3\xa9"]
     rng = random.Random(59)
-    for _ in range(3000):
-        line = b"".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
-        want = any(h in line for h in hints) or line.count(b",") + line.count(b"|") >= joblog.HEADER_SEPARATORS
-        assert bool(REFERENCE._signal(line, 0, len(line), texts, spans, first)) == want, line
+    for _ in range(4000):
+        line = b"".join(rng.choice([*pieces, b"Watchdog", b",", b"|"]) for _ in range(rng.randrange(7)))
+        want = 0
+        for gate, bit in gates:
+            if gate in line:
+                want |= bit
+        signalled = any(h in line for h in hints) or line.count(b",") + line.count(b"|") >= joblog.HEADER_SEPARATORS
+        want = want | signal_groups.SIGNAL if signalled else want
+        got = REFERENCE._hints(line, 0, len(line), texts, spans, first, REFERENCE.SIGNAL_BITS)
+        assert got == want, line
+        assert bool(got & signal_groups.SIGNAL) == signalled, line
