@@ -36,7 +36,7 @@ from parsers.nccl import joblog, signal_groups
 from parsers.nccl._foreign import certainly_foreign, text_table
 from parsers.nccl.messages import Conn, classify
 from parsers.nccl.process import WORDING_RECORDS
-from parsers.nccl.recordfacts import RECORD_FACTS
+from parsers.nccl.recordfacts import RECORD_STEPS, SETUP_STEPS, RecordFacts
 from parsers.nccl.records import HEADER_WINDOW, MARKER_LEVELS, Record
 from parsers.nccl.wording import wording_range
 
@@ -602,10 +602,10 @@ def _record(
                 pass
             elif type(fact) is Conn:
                 p.add_conn(fact, lineno)
-            elif type(fact) in RECORD_FACTS:
-                parser._fact(p, _whole(data, a, f, p.host, p.pid, msg), fact, lineno)  # its rows share them
+            elif (step := RECORD_STEPS.get(type(fact))) is not None:
+                step(parser, p, _whole(data, a, f, p.host, p.pid, msg), fact, lineno)  # its rows share them
             else:
-                parser._setup(p, fact, lineno)
+                SETUP_STEPS.get(type(fact), RecordFacts._apply)(parser, p, fact, lineno)
         if parser._in_stall:
             parser._in_stall = False
     except (ValueError, OverflowError, IndexError):

@@ -13,9 +13,11 @@ from analyzer.render.jsonreport import to_document
 from analyzer.report.assembly import analyze
 from analyzer.store.discovery import discover
 from analyzer.store.run_store import temporary_store
-from parsers.nccl.messages import Fact
+from parsers.nccl import recordfacts
+from parsers.nccl.messages import Fact, Network
 from parsers.nccl.parser import JobLogParser
 from parsers.nccl.process import ProcessState
+from parsers.nccl.recordfacts import RecordFacts
 from parsers.nccl.records import split_records
 
 
@@ -444,15 +446,15 @@ def test_a_damaged_line_costs_that_line_but_a_bug_is_raised(monkeypatch: pytest.
         b"h:1:1 [0] NCCL INFO Using network IB\nh:1:1 [0] NCCL INFO Using network Boom\n"
         b"h:1:1 [0] NCCL INFO Using network Socket\nh:1:1 [0] NCCL INFO Using network IB\n"
     )
-    real = JobLogParser._setup
+    real = recordfacts.SETUP_STEPS[Network]
 
     def read(raised: Exception) -> tuple[JobLogParser, dict[str, Any]]:
-        def failing(self: JobLogParser, p: ProcessState, fact: Fact, lineno: int) -> None:
+        def failing(self: RecordFacts, p: ProcessState, fact: Fact, lineno: int) -> None:
             if lineno <= 2:
                 raise raised
             real(self, p, fact, lineno)
 
-        monkeypatch.setattr(JobLogParser, "_setup", failing)
+        monkeypatch.setitem(recordfacts.SETUP_STEPS, Network, failing)
         p = JobLogParser("t.log")
         p.compiled = compiled
         return p, p.parse(io.BytesIO(log))
