@@ -22,6 +22,7 @@ by its result code. At the end of a log (:meth:`Failures.settle`):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from sys import intern
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ from parsers.nccl.catalogue import lookup
 from parsers.nccl.error_classes import (
     CODE_CLASS,
     OFI_REMEDIATION,
+    Verdict,
     classify_chain,
     remediation,
     shm_class,
@@ -115,16 +117,15 @@ class Failures:
     def warn(self, r: Record, lineno: int) -> None:
         """A WARN (:meth:`settle` tells a network plugin's or the verbs wrapper's before its process chose a
         network: a probe, which NCCL may go on after)."""
-        v = verdict(r.msg, r.src)
+        v, plugin, probe, flap = _warn_traits(r.msg, r.src)
         err = self._open(r, lineno, "WARN", None if v.benign else v.cls, r.src, r.msg.strip(), v.remediation)
         err.consequence = v.consequence
-        plugin = r.msg.lstrip().startswith("NET/OFI")
         if plugin:
             err.plugin = True  # settled by whether NCCL went on
-        if plugin or _source(r.src) in IB_WRAPPERS:
+        if probe:
             err.probe = True
-        if async_event(r.msg) == PORT_DOWN or r.msg.lstrip().startswith(ALLOCATOR_POLL):  # a port down: an error to
-            err.flap = True  # NCCL up to 2.22, non-fatal to 2.23+; a service thread stopped: settled by what followed
+        if flap:
+            err.flap = True
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f.frame
@@ -308,6 +309,17 @@ class Failures:
             self.unkept += 1
         self.open_error[(r.host, r.pid, r.tid)] = err
         return err
+
+
+@lru_cache(maxsize=4096)  # a retry loop, every rank: one WARN's text again and again
+def _warn_traits(msg: str, src: str | None) -> tuple[Verdict, bool, bool, bool]:
+    """A WARN's verdict and whether it is a network plugin's, a probe's (a plugin's or the verbs wrapper's), and a
+    flap: a port down (an error to NCCL up to 2.22, non-fatal to 2.23+) or a service thread stopped (settled by
+    what followed)."""
+    plugin = msg.lstrip().startswith("NET/OFI")
+    probe = plugin or _source(src) in IB_WRAPPERS
+    flap = async_event(msg) == PORT_DOWN or msg.lstrip().startswith(ALLOCATOR_POLL)
+    return verdict(msg, src), plugin, probe, flap
 
 
 def _code_class(result_code: int | None) -> tuple[str | None, str | None]:

@@ -201,11 +201,14 @@ def bare_versions(
     ``job's version line``."""
     out = []
     by_tag = tagged(procs)  # once: a long log holds a bare line for each of its jobs' starts
+    owners: dict[str, ProcessState | None] = {}  # by prefix: a job's lines repeat theirs (two regexes each)
     for lineno, outer, msg in bare:
         fact = classify(msg)
         if not isinstance(fact, VersionLine):
             continue
-        owner = version_owner(procs, outer.strip(), by_tag)
+        if outer not in owners:
+            owners[outer] = version_owner(procs, outer.strip(), by_tag)
+        owner = owners[outer]
         if owner is not None and owner.version is None:
             owner.version, owner.cuda, owner.version_source = fact.version, fact.cuda, "bare line"
         host, pid = (owner.host, owner.pid) if owner else (None, None)
