@@ -11,6 +11,7 @@ import html
 import json
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import AnyStr
 
 #: ANSI colour and cursor sequences (Ray's worker tags, coloured terminals and CI consoles).
@@ -101,11 +102,9 @@ def clean_bytes(data: bytes) -> bytes:
     (what it stands for, in UTF-8: it cannot continue a cut sequence before it)."""
     if b"\x1b" in data:
         return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
-    if b"{" in data:
-        spans = _wrapped_lines(data, b"{", b'{"', b"\n")
-        data = _unwrap_lines(data, spans, lambda line: JSON_LINE_BYTES.sub(_unwrapped_bytes, line))
-    needles = [needle for needle in _PASTE_NEEDLES if needle in data]
-    return sub_lines(data, needles, _PASTE_STEPS) if needles else data
+    spans = _wrapped_lines(data, b"{", b'{"', b"\n")  # each search of the block is ~0.5 s a GB here: once
+    data = _unwrap_lines(data, spans, lambda line: JSON_LINE_BYTES.sub(_unwrapped_bytes, line))
+    return sub_lines(data, _PASTE_NEEDLES, _PASTE_STEPS)
 
 
 def _wrapped_lines(data: AnyStr, brace: AnyStr, opener: AnyStr, newline: AnyStr) -> list[tuple[int, int]]:
@@ -137,7 +136,12 @@ def _unwrap_lines(data: AnyStr, spans: list[tuple[int, int]], line: Callable[[An
 
 
 def _entity_bytes(m: re.Match[bytes]) -> bytes:
-    return html.unescape(m[0].decode("ascii")).encode("utf-8", "surrogatepass")
+    return _unescaped(m[0])
+
+
+@lru_cache(maxsize=1024)  # a paste's references are a few, again and again
+def _unescaped(entity: bytes) -> bytes:
+    return html.unescape(entity.decode("ascii")).encode("utf-8", "surrogatepass")
 
 
 Step = tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]]
@@ -153,25 +157,33 @@ _PASTE_NEEDLES = (b"&", b"http", b"x across cluster]")
 def sub_lines(data: bytes, needles: Sequence[bytes], steps: Sequence[Step]) -> bytes:
     """Each step's ``rx.sub(repl, ...)`` over ``data`` in turn, for patterns whose every match holds one of ``needles``
     and no newline: only the lines that hold a needle are searched (a block of 4 MB with one pasted link was searched
-    whole by a pattern that starts with a class of characters, at a few hundred MB/s), each once by every step (a
-    reference may spell a link's or a note's needle), and the block is joined once."""
+    whole by a pattern that starts with a class of characters, at a few hundred MB/s), each run of such lines one after
+    the other once by every step (a reference may spell a link's or a note's needle; an escaped paste's every line
+    holds one: one search per line was 5 us a line), and the block is joined once."""
     starts: set[int] = set()
-    for needle in needles:
+    for needle in needles:  # one search of the block a needle, from each line it is in to the next line
         i = data.find(needle)
         while i >= 0:
             starts.add(data.rfind(b"\n", 0, i) + 1)
-            i = data.find(needle, i + len(needle))
+            end = data.find(b"\n", i)
+            i = -1 if end < 0 else data.find(needle, end)
     if not starts:
         return data
-    out: list[bytes] = []
-    done = 0
+    runs: list[list[int]] = []  # runs of such lines one after the other: searched together (no match spans lines)
     for start in sorted(starts):
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        line = data[start:end]
+        if runs and runs[-1][1] + 1 == start:
+            runs[-1][1] = end
+        else:
+            runs.append([start, end])
+    out: list[bytes] = []
+    done = 0
+    for start, end in runs:
+        text = data[start:end]
         for rx, repl in steps:
-            line = rx.sub(repl, line)
-        out += (data[done:start], line)
+            text = rx.sub(repl, text)
+        out += (data[done:start], text)
         done = end
     out.append(data[done:])
     return b"".join(out)
