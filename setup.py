@@ -11,6 +11,7 @@ KERNELS = [
     "parsers/timeline/_pair.py",
     "parsers/nccl/_lines.py",
     "parsers/nccl/_foreign.py",
+    "parsers/_paste_lines.py",
     "analyzer/timeline/_kernels.py",
     "analyzer/timeline/_lateness_loops.py",
 ]

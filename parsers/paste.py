@@ -10,9 +10,12 @@ from __future__ import annotations
 import html
 import json
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import AnyStr
+
+from parsers import _paste_lines
 
 #: ANSI colour and cursor sequences (Ray's worker tags, coloured terminals and CI consoles).
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -100,11 +103,16 @@ def clean_bytes(data: bytes) -> bytes:
     what cleaning the decoded text gives. An ANSI sequence's removal could join the bytes around it into
     one character, so a block holding one is cleaned as text; a character reference is replaced in place
     (what it stands for, in UTF-8: it cannot continue a cut sequence before it)."""
+    if _paste_lines.COMPILED:  # the searches in one pass of C code, without the GIL (parsers._paste_lines)
+        found = array("q", bytes(8 * (data.count(b"\n") + 1)))
+        count, flags = _paste_lines.scan(data, found)
+        if not flags & (_paste_lines.ESCAPE | _paste_lines.JSON_LINE):
+            return sub_lines(data, _paste_lines.NEEDLES, _PASTE_STEPS, found[:count])
     if b"\x1b" in data:
         return clean_paste(data.decode("utf-8", "replace")).encode("utf-8", "surrogatepass")
     spans = _wrapped_lines(data, b"{", b'{"', b"\n")  # each search of the block is ~0.5 s a GB here: once
     data = _unwrap_lines(data, spans, lambda line: JSON_LINE_BYTES.sub(_unwrapped_bytes, line))
-    return sub_lines(data, _PASTE_NEEDLES, _PASTE_STEPS)
+    return sub_lines(data, _paste_lines.NEEDLES, _PASTE_STEPS)
 
 
 def _wrapped_lines(data: AnyStr, brace: AnyStr, opener: AnyStr, newline: AnyStr) -> list[tuple[int, int]]:
@@ -149,28 +157,30 @@ Step = tuple[re.Pattern[bytes], bytes | Callable[[re.Match[bytes]], bytes]]
 #: references (in place: what one stands for cannot continue a cut sequence before it), automatic links (their text, a
 #: run of their own bytes: valid UTF-8 stays valid), Ray's note (ASCII at a line's end)
 _PASTE_STEPS: tuple[Step, ...] = ((ENTITY_BYTES, _entity_bytes), (AUTOLINK_BYTES, _link_text), (RAY_REPEAT_BYTES, b""))
-#: a text every match of those patterns holds (``http``: both link forms, found at memchr's speed where ``](http``
-#: took 3 ms a block, ']' and '<' being common)
-_PASTE_NEEDLES = (b"&", b"http", b"x across cluster]")
 
 
-def sub_lines(data: bytes, needles: Sequence[bytes], steps: Sequence[Step]) -> bytes:
+def sub_lines(
+    data: bytes, needles: Sequence[bytes], steps: Sequence[Step], starts: Sequence[int] | None = None
+) -> bytes:
     """Each step's ``rx.sub(repl, ...)`` over ``data`` in turn, for patterns whose every match holds one of ``needles``
     and no newline: only the lines that hold a needle are searched (a block of 4 MB with one pasted link was searched
     whole by a pattern that starts with a class of characters, at a few hundred MB/s), each run of such lines one after
     the other once by every step (a reference may spell a link's or a note's needle; an escaped paste's every line
-    holds one: one search per line was 5 us a line), and the block is joined once."""
-    starts: set[int] = set()
-    for needle in needles:  # one search of the block a needle, from each line it is in to the next line
-        i = data.find(needle)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            end = data.find(b"\n", i)
-            i = -1 if end < 0 else data.find(needle, end)
+    holds one: one search per line was 5 us a line), and the block is joined once. ``starts``: those lines' starts, in
+    order, when :func:`parsers._paste_lines.scan` found them."""
+    if starts is None:
+        held: set[int] = set()
+        for needle in needles:  # one search of the block a needle, from each line it is in to the next line
+            i = data.find(needle)
+            while i >= 0:
+                held.add(data.rfind(b"\n", 0, i) + 1)
+                end = data.find(b"\n", i)
+                i = -1 if end < 0 else data.find(needle, end)
+        starts = sorted(held)
     if not starts:
         return data
     runs: list[list[int]] = []  # runs of such lines one after the other: searched together (no match spans lines)
-    for start in sorted(starts):
+    for start in starts:
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
         if runs and runs[-1][1] + 1 == start:
