@@ -26,7 +26,7 @@ from typing import Any
 from parsers.paste import clean_bytes
 
 #: blocks in flight at most (read, or being applied): with :data:`BUFFERS` row buffers, what the read-ahead holds
-#: (~12 MB of rows and two 4 MB blocks)
+#: (three 2 MB buffers of rows; two 4 MB blocks, read and cleaned: ~20 MB in all)
 BLOCKS = 2
 BUFFERS = 3
 #: how often the parser's thread looks whether the scan thread is still there while it waits for it
