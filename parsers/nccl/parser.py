@@ -91,6 +91,8 @@ class JobLogParser(RecordFacts, JobTexts):
         """Read ``stream`` on from line :attr:`lines` (a whole file, or one chunk of it that
         starts and, unless it is the file's end, ends at a line boundary); :meth:`finish` ends.
         Nothing more is read once the log's kept rows passed :data:`ROW_LIMIT` (:meth:`stop`)."""
+        if self.stopped:  # past its row limit: nothing more is read
+            return
         lineno = self.lines
         blocks = LineBlocks(stream, BLOCK)
         with fewer_passes():
