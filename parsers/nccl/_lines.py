@@ -619,4 +619,5 @@ def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str, pid: object, m
     src = data[a + f[F_SRC] : a + f[F_SRC_END]].decode("ascii") if f[F_SRC] >= 0 else None
     func = data[a + f[F_FUNC] : a + f[F_FUNC_END]].decode("ascii") if f[F_FUNC] >= 0 else None
     outer = data[a : a + f[F_AT]].decode("ascii")
-    return Record(outer, host, pid, f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg)
+    # the named tuple's own __new__ is a Python function (a frame a record): what it does, as one C call
+    return tuple.__new__(Record, (outer, host, pid, f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg))
