@@ -154,9 +154,8 @@ class JobTexts:
         if joblog.WATCHDOG_EXCEPTION_HINT in line and (fault := reports.parse_watchdog_exception(line)) is not None:
             self._framework_error(fault, line, lineno, None)  # the watchdog met a CUDA error: the GPU faulted
             return True
-        if (
-            hints & signal_groups.JOB_FAILURE and (failed := parse_job_failure(line)) is not None
-        ):  # the framework's own failures (job_failures)
+        if hints & signal_groups.JOB_FAILURE and (failed := parse_job_failure(line)) is not None:
+            # the framework's own failures (job_failures)
             self._framework_error(failed, line, lineno, None)
             return True
         if joblog.OUT_OF_BOUNDS_HINT in line:

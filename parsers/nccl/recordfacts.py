@@ -149,7 +149,6 @@ RECORD_STEPS: dict[type, Callable[[RecordFacts, ProcessState, Record, Any, int],
     VersionLine: RecordFacts._version,
     Env: RecordFacts._env,
 }
-RECORD_FACTS = frozenset(RECORD_STEPS)
 #: the steps of the facts that change only their process, by class (the others: :meth:`RecordFacts._apply`)
 SETUP_STEPS: dict[type, Callable[[RecordFacts, ProcessState, Any, int], None]] = {
     Conn: RecordFacts._conn,
