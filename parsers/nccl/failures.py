@@ -38,7 +38,7 @@ from parsers.nccl.error_classes import (
 )
 from parsers.nccl.gpu_errors import GPU_FAULT, GPU_OOM
 from parsers.nccl.hca_events import PORT_DOWN, async_event
-from parsers.nccl.messages import Chain
+from parsers.nccl.messages import Chain, Retried
 from parsers.nccl.process import ProcessState
 from parsers.nccl.records import Record, timestamp
 from parsers.nccl.rows import ErrorLevel, ErrorRow
@@ -83,6 +83,13 @@ STUCK_NOTE = (
     "hung), and its heartbeat monitor ended the process: a consequence of the timeout, not its cause"
 )
 
+RETRIED_NOTE = (
+    "NCCL tried this call again right after this WARN and went on (its connections, its init or its collectives "
+    "completed): a transient failure it recovered from, such as a peer not listening yet; a problem only when the "
+    "WARN that the retries ran out follows"
+)
+#: how many lines after a WARN its thread's retry notice may come (other processes' lines interleave)
+RETRY_LINES = 50
 FLAP_NOTE = (
     "the InfiniBand port went down and NCCL went on after it (its connections, its init or its collectives "
     "completed): a link flap the job survived; look at the link (ibstat, the switch port's counters) if it recurs"
@@ -126,6 +133,16 @@ class Failures:
             err.probe = True
         if flap:
             err.flap = True
+
+    def retried(self, r: Record, f: Retried, lineno: int) -> None:
+        """A notice that NCCL tries a call again (2.24+'s ``FUNC: … retrying (n/N)``; patched builds print it after a
+        WARN of theirs): the WARN just before it on the same thread, of the same function, was not its last word."""
+        key = (r.host, r.pid, r.tid)
+        err = self.open_error.get(key)
+        if err is None:
+            self.chain_orphans.append((key, lineno))  # its WARN may be in an earlier chunk
+        elif err.level == "WARN" and lineno - err.line <= RETRY_LINES and f.func in err.message:
+            err.flap = err.retried = True
 
     def chain(self, r: Record, f: Chain, lineno: int) -> None:
         frame = f.frame
@@ -233,7 +250,11 @@ class Failures:
                 if went_on:
                     err.cls, err.remediation = (
                         None,
-                        ALLOCATOR_NOTE if err.message.startswith(ALLOCATOR_POLL) else FLAP_NOTE,
+                        RETRIED_NOTE
+                        if err.retried
+                        else ALLOCATOR_NOTE
+                        if err.message.startswith(ALLOCATOR_POLL)
+                        else FLAP_NOTE,
                     )
                 else:
                     err.probe = True  # unconfirmed, unless something after it shows a failure

@@ -50,6 +50,7 @@ _GDR = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU|HCA)"
 _NVLS = re.compile(r"^NVLS multicast support is (?P<no>not )?available")
 #: a communicator being torn down: ``- Abort COMPLETE`` (2.12+), ``- Abort START`` (2.28+), ``- Destroy COMPLETE``,
 #: ``- Revoke START`` (2.28.7+), ``CommRevokeAsync START``
+_RETRIED = re.compile(r"^(?P<func>\w+): .*, retrying \(\d+/\d+\)")
 _TEARDOWN = re.compile(r" - (?:Abort|Destroy|Revoke) (?:START|COMPLETE)|^CommRevokeAsync START")
 
 
@@ -93,6 +94,14 @@ class Chain:
     def __post_init__(self) -> None:
         text = f"{self.src} -> {self.code}" + (f" ({self.errno})" if self.errno else "")
         object.__setattr__(self, "frame", sys.intern(text + (f" [{self.thread}]" if self.thread else "")))
+
+
+@dataclass(frozen=True, slots=True)
+class Retried:
+    """``FUNC: connect to ADDR returned ERR, retrying (n/N) after sleep for T msec`` (2.24+; patched builds print it
+    after a WARN of theirs): NCCL tries ``FUNC``'s call again, the failure before it was not its last word."""
+
+    func: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +213,7 @@ Fact = (
     | Coll
     | Chain
     | Teardown
+    | Retried
     | Init
     | Env
     | Bootstrap
@@ -229,7 +239,7 @@ FACT_STARTS = tuple(
     "Channel|Ring |NCCL_|Bootstrap|NET|Using|Plugin Path|P2P plugin|Failed to open libibverbs|NCCL version|"
     "RCCL version|NVLS|GPU Direct|CollNet|Coll |Connected".split("|")
 )
-FACT_TEXTS = ("opCount", " -> ", "Abort", "Destroy", "Revoke", "nranks ", "GPU Direct RDMA")
+FACT_TEXTS = ("opCount", " -> ", "Abort", "Destroy", "Revoke", "nranks ", "GPU Direct RDMA", ", retrying (")
 
 
 @lru_cache(maxsize=1 << 16)  # messages repeat across ranks and retries; a fact is immutable, so shared
@@ -252,6 +262,8 @@ def classify(msg: str) -> Fact | None:
             return Chain(f"{m['file']}:{m['line']}", int(m["code"]), m["errno"], m["thread"])
     if ("Abort" in msg or "Destroy" in msg or "Revoke" in msg) and _TEARDOWN.search(msg):
         return Teardown()
+    if ", retrying (" in msg and (m := _RETRIED.match(msg)) is not None:
+        return Retried(m["func"])
     if "rank " in msg and "nranks " in msg and "comm " in msg:
         m = _INIT.search(msg)
         if m:

@@ -23,6 +23,7 @@ from parsers.nccl.messages import (
     Init,
     Network,
     NoVerbs,
+    Retried,
     Teardown,
     VersionLine,
     classify,
@@ -103,6 +104,9 @@ class RecordFacts:
     def _chain(self, p: ProcessState, r: Record, fact: Chain, lineno: int) -> None:
         self.failures.chain(r, fact, lineno)
 
+    def _retried(self, p: ProcessState, r: Record, fact: Retried, lineno: int) -> None:
+        self.failures.retried(r, fact, lineno)
+
     def _version(self, p: ProcessState, r: Record, fact: VersionLine, lineno: int) -> None:
         self.versions.append(rows.VersionRow(r.host, r.pid, lineno, fact.version, fact.cuda, "info"))
         p.apply(fact)
@@ -145,6 +149,7 @@ class RecordFacts:
 RECORD_STEPS: dict[type, Callable[[RecordFacts, ProcessState, Record, Any, int], None]] = {
     Coll: RecordFacts._coll,
     Chain: RecordFacts._chain,
+    Retried: RecordFacts._retried,
     Init: RecordFacts._init,
     VersionLine: RecordFacts._version,
     Env: RecordFacts._env,

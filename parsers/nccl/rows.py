@@ -189,6 +189,7 @@ class ErrorRow:
     plugin: bool = False  # a network plugin's WARN while probing: settled by whether NCCL went on
     probe: bool = False  # raised while NCCL probed its networks: unconfirmed unless confirmed later
     flap: bool = False  # an HCA port that went down, a service thread stopped: settled by whether NCCL went on
+    retried: bool = False  # a WARN whose call NCCL then tried again (a flap too: settled by whether NCCL went on)
 
 
 @dataclass(slots=True)
