@@ -24,7 +24,7 @@ PACKAGES = ("parsers", "analyzer", "dashboards")
 MAX_LINES = 420
 EXCEPTIONS = {
     "parsers/timeline/_tokenize.py": 800,
-    "parsers/nccl/_lines.py": 630,
+    "parsers/nccl/_lines.py": 690,
 }
 
 

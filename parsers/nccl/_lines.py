@@ -318,6 +318,8 @@ def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Int
     n = b - a
     line: Buf = buf + a if cython.compiled else buf[a:b]
     m = _find(line, n, out)
+    if m == -1:
+        m = _stripped(line, n, out)
     if m == -2:
         return -1
     # a character other than ASCII before the message (or anywhere, when none was found): Python's
@@ -337,6 +339,59 @@ def _plain_fields(buf: Buf, a: cython.Py_ssize_t, b: cython.Py_ssize_t, out: Int
             return 0
     out[F_MSG] = m
     return 1
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+@cython.nogil
+def _stripped(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
+    """A record whose header a collector stripped to its device, at the line's start: ``[DEV] [FILE.EXT:LINE [(FUNC)]]
+    NCCL LEVEL`` with EXT one of cc, cu, cpp, c, h (the careful path's headless form, read the same way): where its
+    message starts, ``f`` filled (no host, pid -1: the file's process without a header), or -1."""
+    if n < 4 or buf[0] != 91:
+        return -1
+    j = _digits(buf, 1, n)
+    if j == 1 or j >= n or buf[j] != 93 or j - 1 > MAX_DIGITS:
+        return -1
+    f[F_AT] = f[F_HOST_END] = 0
+    f[F_PID] = f[F_TID] = -1
+    f[F_DEV] = _number(buf, 1, j)
+    f[F_SRC] = f[F_SRC_END] = f[F_FUNC] = f[F_FUNC_END] = -1
+    m = _marker(buf, j + 1, n, f)
+    if m >= 0 or j + 2 >= n or buf[j + 1] != 32:
+        return m
+    s = j + 2  # FILE.EXT:LINE, [\w./-]+ then its extension
+    k = s
+    while k < n and (_word(buf[k]) or buf[k] == 47):
+        k += 1
+    e = _digits(buf, k + 1, n) if k < n and buf[k] == 58 else k
+    if e == k or e == k + 1 or not _source_file(buf, s, k):
+        return -1
+    if e + 1 < n and buf[e] == 32 and buf[e + 1] == 40:  # " (FUNC)", FUNC of \w
+        q = e + 2
+        while q < n and _word(buf[q]) and buf[q] != 46 and buf[q] != 45:
+            q += 1
+        if q > e + 2 and q < n and buf[q] == 41:
+            m = _marker(buf, q + 1, n, f)
+            if m >= 0:
+                f[F_SRC], f[F_SRC_END], f[F_FUNC], f[F_FUNC_END] = s, e, e + 2, q
+                return m
+    m = _marker(buf, e, n, f)
+    if m >= 0:
+        f[F_SRC], f[F_SRC_END] = s, e
+    return m
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+@cython.nogil
+def _source_file(buf: Buf, s: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.bint:
+    """Whether ``buf[s:k]`` is a name then ``.cc``, ``.cu``, ``.cpp``, ``.c`` or ``.h``."""
+    if k - s >= 4 and buf[k - 3] == 46 and buf[k - 2] == 99 and (buf[k - 1] == 99 or buf[k - 1] == 117):  # .cc .cu
+        return True
+    if k - s >= 5 and buf[k - 4] == 46 and buf[k - 3] == 99 and buf[k - 2] == 112 and buf[k - 1] == 112:  # .cpp
+        return True
+    return k - s >= 3 and buf[k - 2] == 46 and (buf[k - 1] == 99 or buf[k - 1] == 104)  # .c .h
 
 
 @cython.cfunc
@@ -527,8 +582,8 @@ def read_lines(
                     p = None
                 elif last_p is not None and f[F_PID] == last_pid and _same_bytes(buf, ha, hb, last_a, last_b):
                     p = last_p  # the process of the record before: a log is mostly runs of one process's records
-                else:
-                    p = procs.get((data[ha:hb].decode("ascii"), f[F_PID]))
+                else:  # a header stripped to its device (pid -1): the file's process without one
+                    p = procs.get((data[ha:hb].decode("ascii"), f[F_PID]) if f[F_PID] >= 0 else (None, None))
                     if p is not None:
                         last_p, last_pid, last_a, last_b = p, f[F_PID], ha, hb
                 records += _record(parser, p, data, a, e, f, lineno)
@@ -585,8 +640,11 @@ def _record(
     counted: cython.longlong = 0
     try:
         if p is None:
-            host = data[a + f[F_AT] : a + f[F_HOST_END]].decode("ascii")
-            parser._record(_whole(data, a, f, host, f[F_PID], msg), lineno)
+            if f[F_PID] < 0:  # stripped to its device
+                parser._record(_whole(data, a, f, None, None, msg), lineno)
+            else:
+                host = data[a + f[F_AT] : a + f[F_HOST_END]].decode("ascii")
+                parser._record(_whole(data, a, f, host, f[F_PID], msg), lineno)
         else:
             counted = 1
             p.last_line = lineno
@@ -614,10 +672,11 @@ def _record(
 
 
 @cython.cfunc
-def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str, pid: object, msg: str) -> Record:
+def _whole(data: bytes, a: cython.Py_ssize_t, f: Ints, host: str | None, pid: object, msg: str) -> Record:
     """The :class:`Record` of the plain record at ``data[a:]`` whose other fields are in ``f``."""
     src = data[a + f[F_SRC] : a + f[F_SRC_END]].decode("ascii") if f[F_SRC] >= 0 else None
     func = data[a + f[F_FUNC] : a + f[F_FUNC_END]].decode("ascii") if f[F_FUNC] >= 0 else None
     outer = data[a : a + f[F_AT]].decode("ascii")
     # the named tuple's own __new__ is a Python function (a frame a record): what it does, as one C call
-    return tuple.__new__(Record, (outer, host, pid, f[F_TID], f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg))
+    tid = f[F_TID] if f[F_TID] >= 0 else None
+    return tuple.__new__(Record, (outer, host, pid, tid, f[F_DEV], src, func, LEVELS[f[F_LEVEL]], msg))

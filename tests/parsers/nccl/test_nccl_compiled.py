@@ -86,11 +86,12 @@ def _fields(module: Any, line: str) -> Record | None | str:
     src = line.encode()[f[5] : f[6]].decode() if f[5] >= 0 else None
     func = line.encode()[f[7] : f[8]].decode() if f[7] >= 0 else None
     raw = line.encode()
+    stripped = f[2] < 0  # a header stripped to its device: no host, pid or thread
     return Record(
         raw[: f[0]].decode(),
-        raw[f[0] : f[1]].decode(),
-        int(f[2]),
-        int(f[3]),
+        None if stripped else raw[f[0] : f[1]].decode(),
+        None if stripped else int(f[2]),
+        None if stripped else int(f[3]),
         int(f[4]),
         src,
         func,

@@ -27,6 +27,25 @@ def test_the_plain_path_agrees_with_the_careful_one_on_every_real_line() -> None
 
 
 EDGES = [
+    # headers a collector stripped to the device: read by the compiled reader where the careful path reads them so
+    "[0] NCCL INFO Using network IB",
+    "[3] NCCL INFO",
+    "[12] misc/socket.cc:47 NCCL WARN Net : Connect to 10.0.0.2<1> failed",
+    "[0] transport/net_ib.cc:123 (ncclIbInit) NCCL WARN NET/IB : Unable to open device",
+    "[0] include/shm.h:9 NCCL WARN Error while creating shared memory segment",
+    "[0] a.cpp:1 NCCL TRACE t",
+    "[0] a.c:3 (f) NCCL INFO m",
+    "[0] a.c:3 (f.g) NCCL INFO m",
+    "[0] foo:12 NCCL WARN no extension",
+    "[0] .cc:12 NCCL WARN a bare extension",
+    "[0] NCCL CALL ncclAllReduce",
+    "[0]NCCL INFO glued",
+    " [0] NCCL INFO a space before",
+    "[0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "[0] NCCL INFO two [1] NCCL INFO records",
+    "[0] 1699.123 NCCL INFO a time",
+    "[99999999999999999999] NCCL INFO a device past 18 digits",
+    "[1,0]<stdout>:[0] NCCL INFO behind a tag",
     "node-1:11:12 [0] NCCL INFO Using network IB",
     "node-1:11:12 [0] NCCL INFO",
     "node-1:11:12 [0] NCCL INFO ",
