@@ -186,20 +186,38 @@ def _after_src(buf: Buf, i: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints) ->
             if j < n and buf[j] == 58:
                 e = _digits(buf, j + 1, n)
                 if e > j + 1:
-                    if e + 1 < n and buf[e] == 32 and buf[e + 1] == 40:  # (?: \((FUNC)\))
-                        k = e + 2
-                        while k < n and not (_space(buf[k]) or buf[k] == 40 or buf[k] == 41):
-                            k += 1
-                        if k < n and buf[k] == 41:
-                            m = _marker(buf, k + 1, n, f)
-                            if m >= 0:
-                                f[F_SRC], f[F_SRC_END], f[F_FUNC], f[F_FUNC_END] = s, e, e + 2, k
-                                return m
-                    m = _marker(buf, e, n, f)
+                    m = _after_file(buf, s, e, n, f, False)
                     if m >= 0:
-                        f[F_SRC], f[F_SRC_END] = s, e
                         return m
     return _marker(buf, i, n, f)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+@cython.nogil
+def _after_file(
+    buf: Buf, s: cython.Py_ssize_t, e: cython.Py_ssize_t, n: cython.Py_ssize_t, f: Ints, word: cython.bint
+) -> cython.Py_ssize_t:
+    """After ``FILE:LINE`` (``buf[s:e]``): `` (FUNC)`` then the marker, else the marker: where the message starts
+    (``f``'s source and function spans set), or -1. FUNC is ``[^\\s()]*``, or ``\\w+`` when ``word`` (the form of a
+    header stripped to its device)."""
+    if e + 1 < n and buf[e] == 32 and buf[e + 1] == 40:
+        k = e + 2
+        while k < n and (
+            (_word(buf[k]) and buf[k] != 46 and buf[k] != 45)
+            if word
+            else not (_space(buf[k]) or buf[k] == 40 or buf[k] == 41)
+        ):
+            k += 1
+        if (k > e + 2 or not word) and k < n and buf[k] == 41:
+            m = _marker(buf, k + 1, n, f)
+            if m >= 0:
+                f[F_SRC], f[F_SRC_END], f[F_FUNC], f[F_FUNC_END] = s, e, e + 2, k
+                return m
+    m = _marker(buf, e, n, f)
+    if m >= 0:
+        f[F_SRC], f[F_SRC_END] = s, e
+    return m
 
 
 @cython.cfunc
@@ -367,19 +385,7 @@ def _stripped(buf: Buf, n: cython.Py_ssize_t, f: Ints) -> cython.Py_ssize_t:
     e = _digits(buf, k + 1, n) if k < n and buf[k] == 58 else k
     if e == k or e == k + 1 or not _source_file(buf, s, k):
         return -1
-    if e + 1 < n and buf[e] == 32 and buf[e + 1] == 40:  # " (FUNC)", FUNC of \w
-        q = e + 2
-        while q < n and _word(buf[q]) and buf[q] != 46 and buf[q] != 45:
-            q += 1
-        if q > e + 2 and q < n and buf[q] == 41:
-            m = _marker(buf, q + 1, n, f)
-            if m >= 0:
-                f[F_SRC], f[F_SRC_END], f[F_FUNC], f[F_FUNC_END] = s, e, e + 2, q
-                return m
-    m = _marker(buf, e, n, f)
-    if m >= 0:
-        f[F_SRC], f[F_SRC_END] = s, e
-    return m
+    return _after_file(buf, s, e, n, f, True)
 
 
 @cython.cfunc
