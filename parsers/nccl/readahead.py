@@ -64,13 +64,14 @@ class LineBlocks:
     def __iter__(self) -> Iterator[bytes]:
         rest = b""
         while block := self.stream.read(self.size):
-            data = rest + block
-            cut = data.rfind(b"\n")
+            cut = block.rfind(b"\n")
             if cut < 0:
-                rest = data
+                rest += block
                 continue
-            rest = data[cut + 1 :]
-            yield data[: cut + 1]
+            # one copy of the block's lines (with the line cut before it), not the block joined and then cut again
+            data = b"".join((rest, memoryview(block)[: cut + 1])) if rest else block[: cut + 1]
+            rest = block[cut + 1 :]
+            yield data
         self.rest = rest
 
 
