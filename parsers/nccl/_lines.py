@@ -645,12 +645,9 @@ def _record(
     msg = data[a + f[F_MSG] : e].decode("utf-8", "replace").rstrip()
     counted: cython.longlong = 0
     try:
-        if p is None:
-            if f[F_PID] < 0:  # stripped to its device
-                parser._record(_whole(data, a, f, None, None, msg), lineno)
-            else:
-                host = data[a + f[F_AT] : a + f[F_HOST_END]].decode("ascii")
-                parser._record(_whole(data, a, f, host, f[F_PID], msg), lineno)
+        if p is None:  # no host nor pid where the header was stripped to its device (pid -1)
+            host = data[a + f[F_AT] : a + f[F_HOST_END]].decode("ascii") if f[F_PID] >= 0 else None
+            parser._record(_whole(data, a, f, host, f[F_PID] if f[F_PID] >= 0 else None, msg), lineno)
         else:
             counted = 1
             p.last_line = lineno

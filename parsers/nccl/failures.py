@@ -118,7 +118,7 @@ class Failures:
         self.errors: list[ErrorRow] = []
         self.unkept = 0  # errors past ERROR_LIMIT: counted, not kept
         self.open_error: dict[ThreadKey, ErrorRow] = {}
-        #: frames with no WARN before them in this parser (a later chunk's: parsers.nccl.chunks)
+        #: frames and retry notices with no error open before them in this parser (a later chunk's: parsers.nccl.chunks)
         self.chain_orphans: list[tuple[ThreadKey, int]] = []
 
     def warn(self, r: Record, lineno: int) -> None:

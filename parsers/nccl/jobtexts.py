@@ -94,7 +94,7 @@ class JobTexts:
         return True
 
     # -- framework reports -------------------------------------------------------------
-    def _framework_text(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> bool:
+    def _framework_text(self, line: str, lineno: int, hints: int) -> bool:
         """Whether ``line`` was part of a framework's report of a failed NCCL call (or PyTorch's version); ``hints``:
         the readers its texts concern (:mod:`parsers.nccl.signal_groups`)."""
         if self._await_last is not None and self._last_error_text(line, lineno):

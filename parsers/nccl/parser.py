@@ -284,7 +284,7 @@ class JobLogParser(RecordFacts, JobTexts):
                 return
         self._job_line(line, lineno, hints)
 
-    def _job_line(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> None:
+    def _job_line(self, line: str, lineno: int, hints: int) -> None:
         if not self._job_signal(line, lineno, hints):
             self._other_line(line, lineno)
 
@@ -303,7 +303,7 @@ class JobLogParser(RecordFacts, JobTexts):
             and not self._in_stall
         )
 
-    def _job_signal(self, line: str, lineno: int, hints: int = signal_groups.ALL) -> bool:
+    def _job_signal(self, line: str, lineno: int, hints: int) -> bool:
         """Whether ``line`` was a job-log signal (read here), or part of one. ``hints``: the readers its texts
         concern (:mod:`parsers.nccl.signal_groups`); every reader tries it while a signal spans lines."""
         if not self.job_idle():
